@@ -1,0 +1,224 @@
+"""The ``lanemon`` command.
+
+    lanemon                       open the window
+    lanemon measure [...]         run whole / sliced / worker, write the report
+    lanemon place --cpu-ms X      say where a job belongs (word, then reason)
+    lanemon bench [NAME|all]      print measured figures
+    lanemon --version
+
+Bad input anywhere: one line on stderr and exit status 2, no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import sys
+import tempfile
+
+from lanemon import __version__
+
+EXIT_BAD_INPUT = 2
+
+
+class BadInput(Exception):
+    """Input the user can fix; reported as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, no usage dump
+        raise BadInput(message)
+
+
+# --- argument types -----------------------------------------------------------
+
+def _int_at_least(low: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text.replace("_", ""))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{value} must be at least {low}")
+        return value
+    return parse
+
+
+def _ms(*, positive: bool):
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of milliseconds") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number of milliseconds")
+        if value < 0 or (positive and value == 0):
+            raise argparse.ArgumentTypeError(f"{text} must be {'positive' if positive else 'zero or more'}")
+        return value
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from lanemon.work.report import DEFAULT_TOTAL
+    from lanemon.work.workers import KINDS
+
+    parser = _Parser(prog="lanemon", description="Make event-loop responsiveness and scheduling contention visible.")
+    parser.add_argument("--version", action="version", version=f"lanemon {__version__}")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    m = sub.add_parser("measure", help="run the job whole, sliced and in a worker; write the report")
+    m.add_argument("--total", type=_int_at_least(0), default=DEFAULT_TOTAL,
+                   help=f"iterations of the job (default {DEFAULT_TOTAL:,})")
+    how = m.add_mutually_exclusive_group()
+    how.add_argument("--slice-size", type=_int_at_least(1), help="iterations per slice")
+    how.add_argument("--slice-ms", type=_ms(positive=True), help="time budget per slice in ms (default 8)")
+    m.add_argument("--worker", choices=KINDS, default="cold", help="worker kind for the worker run (default cold)")
+    m.add_argument("--out", help="write the JSON report to this file")
+
+    p = sub.add_parser("place", help="say where a job belongs: loop, slice or worker")
+    p.add_argument("--cpu-ms", type=_ms(positive=False), required=True, help="the job's measured CPU time in ms")
+    p.add_argument("--shared-state", action="store_true", help="the job touches shared state")
+    p.add_argument("--threshold-ms", type=_ms(positive=True), default=None,
+                   help="worker threshold in ms (default 50)")
+
+    from lanemon.bench import BENCHES
+
+    b = sub.add_parser("bench", help="print measured performance figures")
+    b.add_argument("name", nargs="?", default="all", choices=["all", *BENCHES])
+    b.add_argument("--json", help="also write the figures to this JSON file")
+    return parser
+
+
+# --- commands -------------------------------------------------------------------
+
+def _check_writable(path: str) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise BadInput(f"cannot write {path}: folder {folder} does not exist")
+    if os.path.isdir(path):
+        raise BadInput(f"cannot write {path}: it is a folder")
+    if not os.access(folder, os.W_OK):
+        raise BadInput(f"cannot write {path}: folder {folder} is not writable")
+
+
+def write_json(path: str, data: object) -> None:
+    """Write atomically: the old file survives any failure."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".lanemon-", suffix=".json", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=2)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+class _StderrProgress:
+    """Progress on stderr: one updating line on a terminal, plain lines otherwise."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.width = 0
+
+    def __call__(self, message: str) -> None:
+        if self.tty:
+            sys.stderr.write("\r" + message.ljust(self.width))
+            self.width = len(message)
+        else:
+            sys.stderr.write(message + "\n")
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.tty and self.width:
+            sys.stderr.write("\r" + " " * self.width + "\r")
+            sys.stderr.flush()
+
+
+def cmd_measure(args) -> int:
+    from lanemon.work.report import measure, summary
+    from lanemon.work.workers import shutdown_workers
+
+    if args.out:
+        _check_writable(args.out)
+    progress = _StderrProgress()
+
+    async def go():
+        try:
+            return await measure(args.total, slice_size=args.slice_size, slice_ms=args.slice_ms,
+                                 worker=args.worker, progress=progress)
+        finally:
+            shutdown_workers()
+
+    report = asyncio.run(go())
+    progress.done()
+    print(summary(report))
+    if args.out:
+        write_json(args.out, report)
+        print(f"report written to {args.out}")
+    return 0
+
+
+def cmd_place(args) -> int:
+    from lanemon.work.placement import DEFAULT_THRESHOLD_MS, decide
+
+    threshold = DEFAULT_THRESHOLD_MS if args.threshold_ms is None else args.threshold_ms
+    try:
+        decision = decide({"cpu_ms": args.cpu_ms, "shared_state": args.shared_state}, threshold)
+    except (TypeError, ValueError) as exc:
+        raise BadInput(str(exc)) from None
+    print(decision.where)
+    print(decision.rule)
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from lanemon import bench
+
+    if args.json:
+        _check_writable(args.json)
+    names = bench.available() if args.name == "all" else [args.name]
+    figures = {}
+    for name in names:
+        if args.name != "all" and name not in bench.available():
+            raise BadInput(f"benchmark {name!r} is not available in this install")
+        print(f"== {name} ==")
+        figures[name] = bench.run(name, print)
+        print()
+    if args.json:
+        write_json(args.json, figures)
+        print(f"figures written to {args.json}")
+    return 0
+
+
+def cmd_window(args) -> int:
+    from lanemon.ui.app import run_app
+
+    return run_app()
+
+
+COMMANDS = {"measure": cmd_measure, "place": cmd_place, "bench": cmd_bench, None: cmd_window}
+
+
+def main(argv: list[str] | None = None) -> int:
+    # Frozen builds and spawned workers re-enter here; let multiprocessing act.
+    import multiprocessing
+
+    multiprocessing.freeze_support()
+    try:
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command](args)
+    except BadInput as exc:
+        print(f"lanemon: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("lanemon: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

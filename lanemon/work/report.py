@@ -1,0 +1,139 @@
+"""The measurement report (``lanemon measure``; Export in the window).
+
+Shape (seed 003, with ``python`` where the seed had ``node``)::
+
+    {python, total,
+     runs: {whole, sliced, worker},      # each: samples, p50, p99, max, workMs, result
+                                         # sliced also: slices
+     slicing: {costRatio, tailRatio, sliceMs},
+     worker: {startupMs}}
+
+- ``costRatio = sliced.workMs / whole.workMs`` (3 decimals)
+- ``tailRatio = whole.max / sliced.max`` (2 decimals; ``null`` if the sliced
+  run recorded no lag at all)
+- ``sliceMs = sliced.workMs / sliced.slices`` (3 decimals)
+
+Lag figures and ``workMs`` are milliseconds rounded to 3 decimals. The three
+``result`` values are equal (``build_report`` refuses otherwise).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import platform
+import time
+from typing import Callable
+
+from lanemon.work._kernel import hash_range
+from lanemon.work.lag import LagRecorder, LagStats
+from lanemon.work.slicing import run_sliced, run_sliced_budget
+from lanemon.work.workers import run_in_worker, spawn_cost_ms
+
+DEFAULT_TOTAL = 40_000_000
+
+
+def run_entry(stats: LagStats, work_ms: float, result: int, **extra) -> dict:
+    """One run of the report: ``samples, p50, p99, max, workMs, result`` (+extra)."""
+    s = stats.as_dict()
+    entry = {"samples": s["samples"], "p50": s["p50"], "p99": s["p99"], "max": s["max"],
+             "workMs": round(work_ms, 3), "result": result}
+    entry.update(extra)
+    return entry
+
+
+def build_report(total: int, whole: dict, sliced: dict, worker: dict, startup_ms: float) -> dict:
+    """Assemble the seed-shaped report from three run entries."""
+    results = {whole["result"], sliced["result"], worker["result"]}
+    if len(results) != 1:
+        raise ValueError(f"the three runs disagree: {whole['result']}, {sliced['result']}, {worker['result']}")
+    tail = round(whole["max"] / sliced["max"], 2) if sliced["max"] > 0 else None
+    return {
+        "python": platform.python_version(),
+        "total": total,
+        "runs": {"whole": whole, "sliced": sliced, "worker": worker},
+        "slicing": {
+            "costRatio": round(sliced["workMs"] / whole["workMs"], 3) if whole["workMs"] > 0 else None,
+            "tailRatio": tail,
+            "sliceMs": round(sliced["workMs"] / sliced["slices"], 3) if sliced["slices"] else None,
+        },
+        "worker": {"startupMs": round(startup_ms, 3)},
+    }
+
+
+Progress = Callable[[str], None]
+
+
+async def measure(
+    total: int = DEFAULT_TOTAL,
+    *,
+    slice_size: int | None = None,
+    slice_ms: float | None = None,
+    worker: str = "cold",
+    progress: Progress | None = None,
+    lag_period_ms: float = 1.0,
+) -> dict:
+    """Run whole, sliced and worker under a lag recorder; return the report.
+
+    Slicing is by ``slice_size`` if given, else by ``slice_ms`` (default 8).
+    """
+    say = progress or (lambda _msg: None)
+
+    say(f"whole: {total:,} iterations in one piece (the loop is blocked meanwhile)")
+    async with LagRecorder(lag_period_ms) as rec:
+        await asyncio.sleep(0.01)
+        t0 = time.perf_counter()
+        result = hash_range(0, total)
+        work = (time.perf_counter() - t0) * 1000.0
+    whole = run_entry(rec.stats(), work, result)
+
+    last = [0.0]
+
+    def on_slice(done: int, all_: int) -> None:
+        now = time.perf_counter()
+        if now - last[0] >= 0.5:
+            last[0] = now
+            say(f"sliced: {100.0 * done / all_:5.1f}%")
+
+    if slice_size is not None:
+        say(f"sliced: {total:,} iterations in slices of {slice_size:,}")
+        job = lambda: run_sliced(total, slice_size, on_slice=on_slice)  # noqa: E731
+    else:
+        budget = 8.0 if slice_ms is None else slice_ms
+        say(f"sliced: {total:,} iterations in slices of about {budget:g} ms")
+        job = lambda: run_sliced_budget(total, budget, on_slice=on_slice)  # noqa: E731
+    async with LagRecorder(lag_period_ms) as rec:
+        await asyncio.sleep(0.01)
+        t0 = time.perf_counter()
+        res = await job()
+        work = (time.perf_counter() - t0) * 1000.0
+    sliced = run_entry(rec.stats(), work, res.result, slices=res.slices)
+
+    say("worker: measuring start-up (an empty job in a cold worker)")
+    startup = await spawn_cost_ms()
+    say(f"worker: {total:,} iterations in a {worker} worker")
+    async with LagRecorder(lag_period_ms) as rec:
+        await asyncio.sleep(0.01)
+        t0 = time.perf_counter()
+        result = await run_in_worker(total, worker)
+        work = (time.perf_counter() - t0) * 1000.0
+    worker_entry = run_entry(rec.stats(), work, result)
+
+    return build_report(total, whole, sliced, worker_entry, startup)
+
+
+def summary(report: dict) -> str:
+    """A readable multi-line summary of a report."""
+    runs = report["runs"]
+    lines = [f"lanemon measure — Python {report['python']}, total {report['total']:,}", ""]
+    lines.append(f"{'run':<8}{'workMs':>10}{'samples':>9}{'p50':>8}{'p99':>8}{'max':>10}  result")
+    for name in ("whole", "sliced", "worker"):
+        r = runs[name]
+        lines.append(f"{name:<8}{r['workMs']:>10.1f}{r['samples']:>9}{r['p50']:>8.2f}{r['p99']:>8.2f}{r['max']:>10.2f}  {r['result']}")
+    s = report["slicing"]
+    lines.append("")
+    lines.append(f"slicing: costRatio {s['costRatio']}  tailRatio {s['tailRatio']}  sliceMs {s['sliceMs']}  "
+                 f"({runs['sliced']['slices']} slices)")
+    lines.append(f"worker:  startupMs {report['worker']['startupMs']}")
+    same = len({runs[k]['result'] for k in runs}) == 1
+    lines.append(f"results: {'all three equal' if same else 'DIFFER'}")
+    return "\n".join(lines)
