@@ -173,6 +173,10 @@ class WarmPool:
         """Pids of the pool's live processes."""
         return [w.proc.pid for w in self._all if w.proc.is_alive()]
 
+    def busy_pids(self) -> list[int]:
+        """Pids of the workers currently running a job."""
+        return [w.proc.pid for w in self._all if w not in self._idle and w.proc.is_alive()]
+
     def _retire(self, worker: _Worker) -> None:
         _stop_process(worker.proc)
         worker.conn.close()

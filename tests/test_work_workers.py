@@ -1,0 +1,162 @@
+"""Workers: same answer in another process or thread; concurrency; failures."""
+
+import asyncio
+import os
+import signal
+
+import pytest
+
+from lanemon.work import (
+    WorkerDied,
+    hash_range,
+    live_worker_pids,
+    run_in_worker,
+    shutdown_workers,
+    spawn_cost_ms,
+    start_method,
+    warm_pool,
+    warm_roundtrip_ms,
+)
+from lanemon.work.workers import worker_call
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture(autouse=True)
+def no_workers_left_behind():
+    yield
+    pids = live_worker_pids()
+    shutdown_workers()
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    assert live_worker_pids() == []
+
+
+def test_start_method_is_explicit_and_never_fork():
+    assert start_method() in ("forkserver", "spawn")
+
+
+@pytest.mark.parametrize("kind", ["cold", "warm", "thread"])
+@pytest.mark.parametrize("total", [0, 1, 12_345, 250_000])
+def test_worker_result_equals_hash_range(kind, total):
+    assert asyncio.run(run_in_worker(total, kind)) == hash_range(0, total)
+
+
+@pytest.mark.parametrize("kind", ["cold", "warm", "thread"])
+def test_two_concurrent_calls_both_work(kind):
+    async def main():
+        return await asyncio.gather(run_in_worker(100_000, kind), run_in_worker(200_000, kind))
+
+    assert asyncio.run(main()) == [hash_range(0, 100_000), hash_range(0, 200_000)]
+
+
+def test_more_concurrent_calls_than_warm_workers_queue_and_complete():
+    async def main():
+        pool = warm_pool()
+        totals = [10_000 * (i + 1) for i in range(pool.size * 3)]
+        results = await asyncio.gather(*(run_in_worker(t, "warm") for t in totals))
+        return totals, results
+
+    totals, results = asyncio.run(main())
+    assert results == [hash_range(0, t) for t in totals]
+
+
+def test_warm_pool_is_reused_no_new_process_on_the_second_call():
+    async def main():
+        pool = warm_pool()
+        before = sorted(pool.pids())
+        first = await worker_call("pid", "warm")
+        await run_in_worker(50_000, "warm")
+        second = await worker_call("pid", "warm")
+        return before, first, second, sorted(pool.pids())
+
+    before, first, second, after = asyncio.run(main())
+    assert len(before) >= 2
+    assert first in before and second in before
+    assert after == before
+
+
+def test_cold_worker_is_a_new_process_each_run():
+    async def main():
+        return [await worker_call("pid", "cold") for _ in range(2)]
+
+    a, b = asyncio.run(main())
+    assert a != b and os.getpid() not in (a, b)
+
+
+@pytest.mark.parametrize("kind", ["cold", "warm"])
+def test_worker_process_imports_neither_qt_nor_numpy(kind):
+    import PySide6.QtCore  # noqa: F401  the parent has Qt loaded; the worker must not
+    import numpy  # noqa: F401
+
+    assert asyncio.run(worker_call("modules", kind)) == []
+
+
+def test_killed_warm_worker_raises_and_the_pool_recovers():
+    async def main():
+        pool = warm_pool()
+        job = asyncio.ensure_future(run_in_worker(10**10, "warm"))  # would run for minutes
+        while not pool.busy_pids():
+            await asyncio.sleep(0.01)
+        victim = pool.busy_pids()[0]
+        os.kill(victim, signal.SIGKILL)
+        with pytest.raises(WorkerDied, match=str(victim)):
+            await asyncio.wait_for(job, 20)
+        after = await run_in_worker(30_000, "warm")
+        return victim, pool, after
+
+    victim, pool, after = asyncio.run(main())
+    assert after == hash_range(0, 30_000)
+    assert victim not in pool.pids()
+    assert len(pool.pids()) == pool.size
+
+
+def test_killed_cold_worker_raises_not_hangs():
+    from lanemon.work import workers
+
+    async def main():
+        job = asyncio.ensure_future(run_in_worker(10**10, "cold"))
+        while not workers._cold_running:
+            await asyncio.sleep(0.01)
+        proc = next(iter(workers._cold_running))
+        while not proc.is_alive():
+            await asyncio.sleep(0.01)
+        os.kill(proc.pid, signal.SIGKILL)
+        with pytest.raises(WorkerDied):
+            await asyncio.wait_for(job, 20)
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("kind", ["cold", "warm", "thread"])
+def test_cancelling_a_run_stops_its_work(kind):
+    async def main():
+        job = asyncio.ensure_future(run_in_worker(10**10, kind))
+        await asyncio.sleep(0.2)
+        job.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await job
+        # The pool (if any) still serves.
+        return await run_in_worker(1_000, "warm" if kind == "warm" else kind)
+
+    assert asyncio.run(main()) == hash_range(0, 1_000)
+
+
+def test_bad_kind_and_total_are_refused():
+    with pytest.raises(ValueError, match="unknown worker kind"):
+        asyncio.run(run_in_worker(10, "fork"))
+    with pytest.raises(ValueError):
+        asyncio.run(run_in_worker(-1, "warm"))
+    with pytest.raises(TypeError):
+        asyncio.run(run_in_worker(1.5, "warm"))
+
+
+def test_startup_costs_are_measured():
+    async def main():
+        return await spawn_cost_ms(repeat=1), await warm_roundtrip_ms(repeat=2)
+
+    cold, warm = asyncio.run(main())
+    assert cold > 0 and warm > 0
+    # A pre-started worker is cheaper than starting one (same run, wide margin).
+    assert warm < cold
