@@ -1,0 +1,43 @@
+"""Project lanes and reservation queues (plain asyncio, no Qt, no numpy).
+
+Public API (see each module's docstring for the exact contract):
+
+- :mod:`.lanes`        ``ProjectLanes``, ``LaneToken``: one owner per
+  workspace, fenced by a monotonic epoch; stale releases refused and counted.
+- :mod:`.record_lock`  ``RecordLock``: per-reservation FIFO lock, no residue.
+- :mod:`.records`      ``Reservation``, ``State``, ``RecordStore`` (awaitable,
+  fenced saves; holds and injected failures), ``SaveHold``.
+- :mod:`.queues`       ``Scheduler`` (the two queues ``reservations`` and
+  ``cafe`` sharing ``scheduled_lanes``), ``ReservationQueue``.
+- :mod:`.work`         pluggable work: ``SimulatedWork``, ``GatedWork``,
+  ``CpuWork`` (placed by ``lanemon.work.place``), ``RunContext``.
+- :mod:`.occupancy`    ``Occupancy``: outside reasons that make a workspace busy.
+- :mod:`.events`       ``Event``, ``EventHub``: synchronous subscribers.
+- :mod:`.snapshot`     immutable views: ``Snapshot``, ``QueueView``,
+  ``JobView``, ``LaneView``, ``RunSpan``, ``Counts``.
+- :mod:`.invariants`   ``InvariantChecker`` used by tests and the bench.
+"""
+
+from .events import Event, EventHub
+from .invariants import InvariantChecker
+from .lanes import LaneToken, LaneView, ProjectLanes
+from .occupancy import Occupancy
+from .queues import QUEUE_NAMES, Phase, ReservationQueue, Scheduler
+from .record_lock import RecordLock
+from .records import (
+    TERMINAL, InvalidTransition, RecordStore, Reservation, SaveError, SaveFailed, SaveHold,
+    StaleWrite, State,
+)
+from .snapshot import Counts, JobView, QueueView, RunSpan, Snapshot
+from .work import (
+    CpuWork, GatedWork, RunContext, SimulatedWork, StopRequested, Work, WorkFailed, as_work,
+)
+
+__all__ = [
+    "Event", "EventHub", "InvariantChecker", "LaneToken", "LaneView", "ProjectLanes",
+    "Occupancy", "QUEUE_NAMES", "Phase", "ReservationQueue", "Scheduler", "RecordLock",
+    "TERMINAL", "InvalidTransition", "RecordStore", "Reservation", "SaveError", "SaveFailed",
+    "SaveHold", "StaleWrite", "State", "Counts", "JobView", "QueueView", "RunSpan", "Snapshot",
+    "CpuWork", "GatedWork", "RunContext", "SimulatedWork", "StopRequested", "Work",
+    "WorkFailed", "as_work",
+]

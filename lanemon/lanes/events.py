@@ -1,0 +1,100 @@
+"""Change events: a synchronous subscriber list, cheap enough for 20k+ jobs/s.
+
+Guarantees
+----------
+* ``subscribe(callback)`` returns an ``unsubscribe()`` function; calling it
+  twice is harmless.  Callbacks are called synchronously, in subscription
+  order, at the moment of the change, with one :class:`Event` each.
+* Events are small immutable tuples (``Event`` is a ``NamedTuple``).  Their
+  order is the order in which changes happened on the loop.
+* A callback that raises does not break the scheduler or the other
+  subscribers: the exception is counted in ``subscriber_errors`` (and the
+  last one kept in ``last_error``) and delivery continues.
+* Subscribing or unsubscribing from inside a callback is allowed; it takes
+  effect from the next event.
+* With no subscriber, ``emit`` builds nothing (a UI that is closed costs
+  nothing).
+
+Not promised
+------------
+* Callbacks must not await and should be short: a UI should only mark itself
+  dirty and repaint from ``snapshot()`` on its own timer (e.g. 30 fps).
+* Events are not a log: nothing is buffered for late subscribers.
+
+Event kinds (``Event.kind``)
+----------------------------
+``saved``          a record write succeeded (``state`` is the written state)
+``submitted``      a job entered a queue
+``started``        a job claimed its lanes (``detail`` = scheduled epoch)
+``placed``         a CPU job's placement was decided (``detail`` = "loop"|...)
+``save_held``      a save is being held open by a hold (``detail`` = state)
+``save_failed``    a record write raised (``detail`` = error text)
+``stale_write``    a write was refused: the writer's token is no longer current
+``stop_requested`` a lane's owner was asked to stop (``queue`` = lanes name)
+``stale_release``  a release from a non-current token was refused
+``revoked``        a lane was forcibly cleared
+``cancel``         a cancel was processed (``detail`` = its outcome)
+``finished``       a job left the scheduler in a terminal state, lanes free
+``occupancy``      outside occupancy of a workspace changed (``detail`` = busy)
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, NamedTuple
+
+__all__ = ["Event", "EventHub"]
+
+
+class Event(NamedTuple):
+    kind: str
+    at: float
+    workspace: str | None = None
+    queue: str | None = None
+    job_id: int | None = None
+    state: str | None = None
+    detail: Any = None
+
+
+class EventHub:
+    """Synchronous fan-out of :class:`Event` objects to subscribers."""
+
+    __slots__ = ("_subs", "_clock", "subscriber_errors", "last_error", "emitted")
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._subs: tuple[Callable[[Event], None], ...] = ()
+        self._clock = clock
+        self.subscriber_errors = 0
+        self.last_error: BaseException | None = None
+        self.emitted = 0
+
+    def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
+        self._subs = self._subs + (callback,)
+
+        def unsubscribe() -> None:
+            subs = list(self._subs)
+            try:
+                subs.remove(callback)
+            except ValueError:
+                return
+            self._subs = tuple(subs)
+
+        return unsubscribe
+
+    @property
+    def active(self) -> bool:
+        return bool(self._subs)
+
+    def emit(self, kind: str, workspace: str | None = None, queue: str | None = None,
+             job_id: int | None = None, state: str | None = None, detail: Any = None) -> None:
+        subs = self._subs
+        if not subs:
+            return
+        self.emitted += 1
+        ev = Event(kind, self._clock(), workspace, queue, job_id, state, detail)
+        for cb in subs:
+            try:
+                cb(ev)
+            except Exception as exc:  # a broken subscriber must not break us
+                self.subscriber_errors += 1
+                self.last_error = exc

@@ -1,0 +1,207 @@
+"""Project lanes: one owner per workspace, fenced by a monotonic epoch.
+
+A :class:`ProjectLanes` holds at most one *lane* per workspace (a project).
+A lane is claimed by an owner and released by that same owner.
+
+Guarantees
+----------
+* ``claim(workspace, owner)`` returns a fresh :class:`LaneToken` when the
+  workspace's lane is free and ``None`` when it is held.  It never waits and
+  never raises for a held lane: the caller decides what to do (queue, skip).
+* Every token carries an ``epoch`` drawn from a counter that only grows, per
+  ``ProjectLanes`` instance.  A later claim always has a larger epoch than any
+  earlier one, so the epoch works as a *fencing token*: a writer can be refused
+  when its token is no longer the current one (see ``is_current``).
+* ``release(token)`` clears the lane **only** when ``token`` is the current
+  owner of its workspace and returns ``True``.  A late or repeated release
+  (from an old run whose lane was already released, re-claimed or revoked), a
+  token issued by another ``ProjectLanes``, or any other object changes
+  nothing, returns ``False`` and is counted in ``stale_releases``.  It never
+  raises, so it is safe inside ``finally``.  ``release(None)`` (nothing was
+  claimed) returns ``False`` and is not counted.
+* A lane carries a **stop request**.  ``request_stop(workspace)`` marks the
+  current owner's lane; the owner sees it through ``stop_requested(token)``
+  and honours it at its next checkpoint.  A stop request belongs to one
+  ownership: it is cleared when the lane is released and never leaks into the
+  next owner's claim.  ``stop_requested`` is also ``True`` for a token that is
+  no longer current (an owner that lost its lane must stop).
+* Idle workspaces leave no entry behind: ``len(lanes)`` is the number of held
+  lanes.
+
+Refused / deliberately unsafe
+-----------------------------
+* ``revoke(workspace)`` forcibly clears a lane whatever its owner.  It exists
+  to *demonstrate* fencing (the old owner's later release and writes are then
+  refused); it breaks mutual exclusion on purpose and is counted.
+
+Not thread-safe: all calls are synchronous and are meant to run on one event
+loop thread, where each call is atomic.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+__all__ = ["LaneToken", "LaneView", "ProjectLanes"]
+
+
+@dataclass(frozen=True, slots=True)
+class LaneToken:
+    """Proof of ownership of one workspace's lane, at one epoch."""
+
+    workspace: str
+    owner: str
+    epoch: int
+    claimed_at: float
+    lanes: "ProjectLanes" = field(compare=False, repr=False)
+
+    def is_current(self) -> bool:
+        return self.lanes.is_current(self)
+
+
+@dataclass(frozen=True, slots=True)
+class LaneView:
+    """Plain, immutable view of one held lane (for snapshots)."""
+
+    lanes: str
+    workspace: str
+    owner: str
+    epoch: int
+    claimed_at: float
+    stop_requested: bool
+    stop_reason: str | None
+
+
+class _Lane:
+    __slots__ = ("token", "stop", "stop_reason")
+
+    def __init__(self, token: LaneToken) -> None:
+        self.token = token
+        self.stop = False
+        self.stop_reason: str | None = None
+
+
+class ProjectLanes:
+    """One lane per workspace; see the module docstring for the contract."""
+
+    def __init__(
+        self,
+        name: str = "lanes",
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        emit: Callable[..., None] | None = None,
+    ) -> None:
+        self.name = name
+        self._clock = clock
+        self._emit = emit
+        self._held: dict[str, _Lane] = {}
+        self._epoch = 0
+        #: releases refused because the token was not the current owner
+        self.stale_releases = 0
+        #: lanes cleared by ``revoke`` (deliberate fencing demonstrations)
+        self.revoked = 0
+        self.claims = 0
+
+    # -- ownership -------------------------------------------------------
+    def claim(self, workspace: str, owner: str) -> LaneToken | None:
+        """Claim ``workspace`` for ``owner``; ``None`` when already held."""
+        held = self._held
+        if workspace in held:
+            return None
+        self._epoch += 1
+        self.claims += 1
+        token = LaneToken(workspace, owner, self._epoch, self._clock(), self)
+        held[workspace] = _Lane(token)
+        return token
+
+    def release(self, token: Any) -> bool:
+        """Release the lane if ``token`` is its current owner; never raises."""
+        try:
+            if token is None:
+                return False
+            if type(token) is LaneToken and token.lanes is self:
+                lane = self._held.get(token.workspace)
+                if lane is not None and lane.token.epoch == token.epoch:
+                    del self._held[token.workspace]
+                    return True
+            self.stale_releases += 1
+            if self._emit is not None:
+                self._emit("stale_release", getattr(token, "workspace", None),
+                           detail=getattr(token, "epoch", None), queue=self.name)
+            return False
+        except Exception:  # pragma: no cover - must never raise in finally
+            self.stale_releases += 1
+            return False
+
+    def is_current(self, token: Any) -> bool:
+        """True when ``token`` is the lane's current owner."""
+        if type(token) is not LaneToken or token.lanes is not self:
+            return False
+        lane = self._held.get(token.workspace)
+        return lane is not None and lane.token.epoch == token.epoch
+
+    def holder(self, workspace: str) -> LaneToken | None:
+        lane = self._held.get(workspace)
+        return None if lane is None else lane.token
+
+    def is_free(self, workspace: str) -> bool:
+        return workspace not in self._held
+
+    # -- stop requests -----------------------------------------------------
+    def request_stop(self, workspace: str, reason: str | None = None) -> bool:
+        """Ask the current owner of ``workspace`` to stop.
+
+        Returns ``False`` (and records nothing) when the lane is free: there
+        is nobody to stop, and a stop must not wait for the next owner.
+        """
+        lane = self._held.get(workspace)
+        if lane is None:
+            return False
+        lane.stop = True
+        lane.stop_reason = reason
+        if self._emit is not None:
+            self._emit("stop_requested", workspace, detail=reason, queue=self.name)
+        return True
+
+    def stop_requested(self, token: LaneToken) -> bool:
+        """Has the owner holding ``token`` been asked to stop (or lost it)?"""
+        lane = self._held.get(token.workspace)
+        if lane is None or lane.token.epoch != token.epoch or token.lanes is not self:
+            return True
+        return lane.stop
+
+    # -- deliberate unsafety -----------------------------------------------
+    def revoke(self, workspace: str) -> LaneToken | None:
+        """Forcibly clear ``workspace``'s lane; returns the revoked token."""
+        lane = self._held.pop(workspace, None)
+        if lane is None:
+            return None
+        self.revoked += 1
+        if self._emit is not None:
+            self._emit("revoked", workspace, detail=lane.token.epoch, queue=self.name)
+        return lane.token
+
+    # -- observation -------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def __contains__(self, workspace: object) -> bool:
+        return workspace in self._held
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._held))
+
+    @property
+    def epoch(self) -> int:
+        """The last epoch handed out (0 before the first claim)."""
+        return self._epoch
+
+    def views(self) -> tuple[LaneView, ...]:
+        """Held lanes, sorted by workspace, as immutable views."""
+        return tuple(
+            LaneView(self.name, ws, lane.token.owner, lane.token.epoch,
+                     lane.token.claimed_at, lane.stop, lane.stop_reason)
+            for ws, lane in sorted(self._held.items())
+        )

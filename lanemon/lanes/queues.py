@@ -1,0 +1,614 @@
+"""Two reservation queues sharing one app-level ``scheduled_lanes`` claim.
+
+:class:`Scheduler` owns the general ``"reservations"`` queue and the
+``"cafe"`` delivery queue.  Each :class:`ReservationQueue` has its own
+internal :class:`~lanemon.lanes.lanes.ProjectLanes`; both share the
+scheduler's ``scheduled_lanes``, so one workspace never runs in both queues at
+once while different workspaces run side by side.
+
+Guarantees
+----------
+* **Start rule.**  A job starts only when, at that instant, its workspace's
+  lane is free in its queue's lanes *and* in ``scheduled_lanes``, and
+  ``project_available(workspace)`` agrees (no outside occupancy, plus an
+  optional app predicate).  Both lanes are claimed synchronously, together.
+* **Order.**  Jobs of one workspace start in submission order (FIFO per
+  workspace, across both queues: the older waiting job gets the workspace).
+* **No head-of-line blocking.**  Waiting is per workspace: a job whose
+  workspace is busy never delays a job of another workspace submitted after
+  it.  A freed workspace is re-examined at once (release, outside occupancy
+  cleared, ``kick()``), in O(1) per workspace.
+* **Record changes are serialised per reservation** by the shared
+  :class:`~lanemon.lanes.record_lock.RecordLock`: the claim (``running``
+  save), cancel and final save of one reservation run in order.  The dispatch
+  (the work) runs **outside** the record lock.
+* **Release only after the final save.**  When the work ends, the final state
+  (succeeded / failed / cancelled), run ID and error are saved under the
+  record lock, fenced by the job's lane tokens; the lanes are released in
+  ``finally`` after that.  While a final save is held open, the workspace
+  stays claimed: its next job, in either queue, does not start, while other
+  workspaces go on.
+* **Failures are recorded and never leak lanes.**  A failing work ends
+  ``failed`` with its error.  A failing save (``SaveFailed``, a refused stale
+  write, anything) is counted, the failure is written as a ``failed`` record
+  with the error (up to 3 attempts; otherwise counted in ``unsaved_finals``)
+  and the lanes are still released.
+* **Exactly one terminal state.**  Every submitted job ends once, in exactly
+  one of succeeded / failed / cancelled, and emits one ``finished`` event.
+* **Cancel.**  ``cancel(id)`` of a waiting job (or one whose lanes were just
+  claimed but whose ``running`` record is not yet saved) saves ``cancelled``;
+  a job that has started never runs its work then.  ``cancel`` of a running
+  job requests a stop through its lanes: the work honours it at its next
+  checkpoint and ends ``cancelled``; if the work finishes first it keeps its
+  real outcome.  Cancel of a finished job changes nothing.
+
+Refused
+-------
+* A record write from an owner whose token is no longer current (its lane was
+  revoked) is refused by the store (``stale_write``); the job's release is
+  then stale too and changes nothing.
+
+Single event loop; not thread-safe.  Methods that change records are
+coroutines; the rest are synchronous and atomic on the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from types import MappingProxyType
+from typing import Any, Callable, Iterable
+
+from .events import EventHub
+from .lanes import ProjectLanes
+from .occupancy import Occupancy
+from .record_lock import RecordLock
+from .records import TERMINAL, RecordStore, Reservation, State
+from .snapshot import Counts, JobView, QueueView, RunSpan, Snapshot
+from .work import RunContext, StopRequested, as_work
+
+__all__ = ["Scheduler", "ReservationQueue", "QUEUE_NAMES", "Phase"]
+
+QUEUE_NAMES = ("reservations", "cafe")
+
+_QUEUED = State.QUEUED
+_RUNNING = State.RUNNING
+_SUCCEEDED = State.SUCCEEDED
+_FAILED = State.FAILED
+_CANCELLED = State.CANCELLED
+
+
+class Phase:
+    WAITING = "waiting"
+    STARTING = "starting"
+    RUNNING = "running"
+    SAVING = "saving"
+    DONE = "done"
+
+
+class _Job:
+    __slots__ = ("id", "queue", "workspace", "work", "record", "phase", "outcome",
+                 "lane_token", "sched_token", "task", "error", "placement", "result",
+                 "save_held", "started_at", "ended_at", "final_state")
+
+    def __init__(self, id: int, queue: "ReservationQueue", workspace: str, work: Any,
+                 record: Reservation) -> None:
+        self.id = id
+        self.queue = queue
+        self.workspace = workspace
+        self.work = work
+        self.record = record
+        self.phase = Phase.WAITING
+        self.outcome: State | None = None
+        self.lane_token = None
+        self.sched_token = None
+        self.task: asyncio.Task | None = None
+        self.error: str | None = None
+        self.placement: str | None = None
+        self.result: Any = None
+        self.save_held = False
+        self.started_at: float | None = None
+        self.ended_at: float | None = None
+        self.final_state: State | None = None
+
+
+def _err(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class ReservationQueue:
+    """One queue with its own internal lanes; created by :class:`Scheduler`."""
+
+    def __init__(self, name: str, scheduler: "Scheduler") -> None:
+        self.name = name
+        self._sched = scheduler
+        self.lanes = ProjectLanes(name, clock=scheduler.clock, emit=scheduler.events.emit)
+        self._waiting: dict[int, _Job] = {}           # FIFO over all workspaces
+        self._by_ws: dict[str, deque[_Job]] = {}      # FIFO per workspace
+        self._running: dict[int, _Job] = {}
+        self._recent: deque[_Job] = deque(maxlen=scheduler.recent_limit)
+        self.submitted = 0
+        self.finished = {s.value: 0 for s in TERMINAL}
+
+    # -- public API -------------------------------------------------------------
+    async def submit(self, workspace: str, work: Any = None) -> int:
+        """Queue a job for ``workspace``; returns its reservation ID once the
+        ``queued`` record is saved."""
+        return await self._sched._submit(self, workspace, work)
+
+    async def cancel(self, job_id: int) -> str:
+        return await self._sched.cancel(job_id)
+
+    def waiting_ids(self) -> tuple[int, ...]:
+        return tuple(self._waiting)
+
+    def running_ids(self) -> tuple[int, ...]:
+        return tuple(self._running)
+
+    def view(self) -> QueueView:
+        s = self._sched
+        counts = {"submitted": self.submitted, "waiting": len(self._waiting),
+                  "running": len(self._running), **self.finished}
+        return QueueView(
+            self.name,
+            tuple(s._job_view(j) for j in self._waiting.values()),
+            tuple(s._job_view(j) for j in self._running.values()),
+            tuple(s._job_view(j) for j in self._recent),
+            self.lanes.views(),
+            MappingProxyType(counts),
+        )
+
+    # -- internals -----------------------------------------------------------------
+    def _enqueue(self, job: _Job) -> None:
+        self._waiting[job.id] = job
+        dq = self._by_ws.get(job.workspace)
+        if dq is None:
+            self._by_ws[job.workspace] = deque((job,))
+        else:
+            dq.append(job)
+
+    def _unqueue(self, job: _Job) -> None:
+        if self._waiting.pop(job.id, None) is None:
+            return
+        dq = self._by_ws[job.workspace]
+        if dq[0] is job:
+            dq.popleft()
+        else:
+            dq.remove(job)
+        if not dq:
+            del self._by_ws[job.workspace]
+
+    def _start(self, job: _Job) -> bool:
+        """Claim both lanes for ``job`` and dispatch it (synchronous)."""
+        s = self._sched
+        ws = job.workspace
+        owner = f"{self.name}#{job.id}"
+        lt = self.lanes.claim(ws, owner)
+        if lt is None:
+            return False
+        st = s.scheduled_lanes.claim(ws, owner)
+        if st is None:
+            self.lanes.release(lt)
+            return False
+        self._unqueue(job)
+        job.lane_token = lt
+        job.sched_token = st
+        job.phase = Phase.STARTING
+        job.started_at = st.claimed_at
+        self._running[job.id] = job
+        s.events.emit("started", ws, self.name, job.id, None, st.epoch)
+        job.task = s._loop().create_task(self._run(job))
+        return True
+
+    async def _run(self, job: _Job) -> None:
+        s = self._sched
+        store = s.store
+        lock = s.record_lock
+        fence = (job.lane_token, job.sched_token)
+        clock = s.clock
+        cancelled_exc: BaseException | None = None
+        try:
+            # 1. claim the record (serialised with cancel / other changes)
+            async with lock.hold(job.id):
+                rec = job.record
+                if rec.state is not _QUEUED:  # cancelled before it could run
+                    return
+                now = clock()
+                running = rec._replace(state=_RUNNING, run_id=f"run-{job.sched_token.epoch}",
+                                       started_at=now, updated_at=now,
+                                       attempts=rec.attempts + 1, epoch=job.sched_token.epoch)
+                try:
+                    await store.save(running, fence)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    job.outcome = _FAILED
+                    job.error = f"running save failed: {_err(exc)}"
+                    await self._final_save_locked(job, fence)
+                    return
+                job.record = running
+                job.phase = Phase.RUNNING
+            # 2. dispatch, outside the record lock
+            ctx = RunContext(job.id, job.workspace, self.name, running.run_id, fence, job_note(job))
+            try:
+                job.result = await job.work.run(ctx)
+                job.outcome = _SUCCEEDED
+            except StopRequested:
+                job.outcome = _CANCELLED
+                job.error = None
+            except asyncio.CancelledError as exc:
+                job.outcome = _CANCELLED
+                job.error = "task cancelled"
+                cancelled_exc = exc
+            except Exception as exc:
+                job.outcome = _FAILED
+                job.error = _err(exc)
+            # 3. final save, under the record lock, before any release
+            job.phase = Phase.SAVING
+            async with lock.hold(job.id):
+                await self._final_save_locked(job, fence)
+        finally:
+            # 4. release, only now
+            self.lanes.release(job.lane_token)
+            s.scheduled_lanes.release(job.sched_token)
+            self._retire(job, started=True)
+        if cancelled_exc is not None:
+            raise cancelled_exc
+
+    async def _final_save_locked(self, job: _Job, fence: tuple) -> None:
+        s = self._sched
+        store = s.store
+        now = s.clock()
+        final = job.record._replace(state=job.outcome, error=job.error, finished_at=now,
+                                    updated_at=now)
+        try:
+            await store.save(final, fence)
+            job.record = final
+            return
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            first = exc
+        # The final save failed: record the failure itself.
+        note = f"final save failed: {_err(first)}"
+        if job.outcome is not _FAILED or job.error:
+            note += f" (outcome was {job.outcome.value}{': ' + job.error if job.error else ''})"
+        job.outcome = _FAILED
+        job.error = note
+        for _ in range(3):
+            now = s.clock()
+            rec = job.record._replace(state=_FAILED, error=note, finished_at=now, updated_at=now)
+            try:
+                await store.save(rec, fence)
+                job.record = rec
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                continue
+        s.unsaved_finals += 1
+
+    def _retire(self, job: _Job, started: bool) -> None:
+        """The job is over: bookkeeping, event, and re-examine its workspace."""
+        s = self._sched
+        if job.phase is Phase.DONE:
+            return
+        rec = job.record
+        state = rec.state if rec.state in TERMINAL else (job.outcome or _CANCELLED)
+        if rec.state not in TERMINAL and job.outcome is None:
+            job.outcome = state
+        job.final_state = state
+        job.phase = Phase.DONE
+        job.ended_at = s.clock()
+        self._running.pop(job.id, None)
+        self._unqueue(job)
+        self._recent.append(job)
+        self.finished[state.value] += 1
+        s._live.pop(job.id, None)
+        s.jobs_finished += 1
+        job.task = None
+        if started:
+            hist = s._history.get(job.workspace)
+            if hist is None:
+                hist = s._history[job.workspace] = deque(maxlen=s.history_limit)
+            hist.append(RunSpan(job.id, self.name, rec.run_id, job.started_at, job.ended_at,
+                                state.value))
+        s.events.emit("finished", job.workspace, self.name, job.id, state.value, started)
+        if started:
+            s._kick(job.workspace)
+        if not s._live and s._idle is not None:
+            if not s._idle.done():
+                s._idle.set_result(None)
+            s._idle = None
+
+
+def job_note(job: _Job) -> Callable[[str, Any], None]:
+    def note(key: str, value: Any) -> None:
+        if key == "placement":
+            job.placement = value
+            job.queue._sched.events.emit("placed", job.workspace, job.queue.name, job.id,
+                                         None, value)
+    return note
+
+
+class Scheduler:
+    """The app-level scheduler: two queues, shared lanes, store, events."""
+
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        project_available: Callable[[str], bool] | None = None,
+        store: RecordStore | None = None,
+        events: EventHub | None = None,
+        history_limit: int = 50,
+        recent_limit: int = 100,
+        queue_names: Iterable[str] = QUEUE_NAMES,
+    ) -> None:
+        self.clock = clock
+        self.events = events or EventHub(clock)
+        self.store = store or RecordStore(events=self.events)
+        self.record_lock = RecordLock()
+        self.scheduled_lanes = ProjectLanes("scheduled", clock=clock, emit=self.events.emit)
+        self.occupancy = Occupancy(self._on_occupancy)
+        self.available_hook = project_available
+        self.history_limit = history_limit
+        self.recent_limit = recent_limit
+        self.queues: dict[str, ReservationQueue] = {n: ReservationQueue(n, self) for n in queue_names}
+        self._queue_list = tuple(self.queues.values())
+        self._live: dict[int, _Job] = {}
+        self._history: dict[str, deque[RunSpan]] = {}
+        self._workspaces: dict[str, None] = {}
+        self._next_id = 0
+        self._idle: asyncio.Future | None = None
+        self._loop_ref: asyncio.AbstractEventLoop | None = None
+        self.unsaved_finals = 0
+        self.jobs_submitted = 0
+        self.jobs_finished = 0
+
+    # -- convenience accessors ----------------------------------------------------
+    @property
+    def reservations(self) -> ReservationQueue:
+        return self.queues["reservations"]
+
+    @property
+    def cafe(self) -> ReservationQueue:
+        return self.queues["cafe"]
+
+    def subscribe(self, callback: Callable) -> Callable[[], None]:
+        """Subscribe to change events; returns ``unsubscribe()``."""
+        return self.events.subscribe(callback)
+
+    def _loop(self) -> asyncio.AbstractEventLoop:
+        loop = self._loop_ref
+        if loop is None:
+            loop = self._loop_ref = asyncio.get_running_loop()
+        return loop
+
+    # -- availability -------------------------------------------------------------
+    def project_available(self, workspace: str) -> bool:
+        """No outside occupancy and the app's predicate (if any) agrees."""
+        if self.occupancy.is_busy(workspace):
+            return False
+        hook = self.available_hook
+        return hook is None or bool(hook(workspace))
+
+    def mark_busy(self, workspace: str, reason: str = "outside") -> None:
+        self._workspaces.setdefault(workspace, None)
+        self.occupancy.mark_busy(workspace, reason)
+
+    def clear_busy(self, workspace: str, reason: str | None = None) -> None:
+        self.occupancy.clear(workspace, reason)
+
+    def _on_occupancy(self, workspace: str, busy: bool) -> None:
+        self.events.emit("occupancy", workspace, None, None, None, busy)
+        if not busy:
+            self._kick(workspace)
+
+    # -- submit / cancel / stop ---------------------------------------------------------
+    async def submit(self, queue: str, workspace: str, work: Any = None) -> int:
+        """Queue ``work`` (see :func:`~lanemon.lanes.work.as_work`) for
+        ``workspace`` in ``queue`` (``"reservations"`` or ``"cafe"``)."""
+        return await self._submit(self.queues[queue], workspace, work)
+
+    async def burst(self, queue: str, workspaces: Iterable[str], work: Any = None) -> list[int]:
+        """Submit one job per workspace given, in order."""
+        q = self.queues[queue]
+        return [await self._submit(q, ws, work) for ws in workspaces]
+
+    async def _submit(self, q: ReservationQueue, workspace: str, work: Any) -> int:
+        work = as_work(work)
+        self._next_id += 1
+        jid = self._next_id
+        now = self.clock()
+        rec = Reservation(jid, workspace, q.name, _QUEUED, now, now)
+        self._workspaces[workspace] = None
+        await self.store.save(rec)
+        job = _Job(jid, q, workspace, work, rec)
+        self._live[jid] = job
+        q.submitted += 1
+        self.jobs_submitted += 1
+        q._enqueue(job)
+        self.events.emit("submitted", workspace, q.name, jid, "queued")
+        self._kick(workspace)
+        return jid
+
+    async def cancel(self, job_id: int) -> str:
+        """Cancel a job.  Returns ``"cancelled"`` (it will not run),
+        ``"stop_requested"`` (it is running; it stops at its next
+        checkpoint), ``"finished"`` (already over), ``"unknown"``, or
+        ``"failed: ..."`` when saving the cancellation failed (the job stays
+        queued)."""
+        job = self._live.get(job_id)
+        if job is None:
+            outcome = "finished" if self.store.get(job_id) is not None else "unknown"
+            self.events.emit("cancel", None, None, job_id, None, outcome)
+            return outcome
+        async with self.record_lock.hold(job_id):
+            outcome = await self._cancel_locked(job)
+        self.events.emit("cancel", job.workspace, job.queue.name, job_id,
+                         job.record.state.value, outcome)
+        return outcome
+
+    async def _cancel_locked(self, job: _Job) -> str:
+        rec = job.record
+        if job.phase is Phase.DONE or rec.state in TERMINAL:
+            return "finished"
+        if rec.state is _QUEUED:
+            now = self.clock()
+            cancelled = rec._replace(state=_CANCELLED, finished_at=now, updated_at=now,
+                                     error="cancelled while queued")
+            try:
+                await self.store.save(cancelled)
+            except Exception as exc:
+                return f"failed: {_err(exc)}"
+            job.record = cancelled
+            job.outcome = _CANCELLED
+            if job.phase is Phase.WAITING:
+                job.queue._retire(job, started=False)
+            # else: lanes already claimed; its run sees the record and ends.
+            return "cancelled"
+        # running: ask through the lanes
+        requested = False
+        for t in (job.lane_token, job.sched_token):
+            if t is not None and t.lanes.is_current(t):
+                requested = t.lanes.request_stop(t.workspace, f"cancel #{job.id}") or requested
+        return "stop_requested" if requested else "finished"
+
+    def request_stop(self, workspace: str, reason: str | None = "stop") -> bool:
+        """Ask whatever runs in ``workspace`` (either queue) to stop."""
+        return self.scheduled_lanes.request_stop(workspace, reason)
+
+    # -- save controls (delegated to the store) ---------------------------------------
+    def hold_save(self, **criteria: Any):
+        """Hold matching saves open (see ``RecordStore.hold``); e.g.
+        ``hold_save(id=7, terminal=True)`` holds job 7's final save."""
+        return self.store.hold(**criteria)
+
+    def fail_next_save(self, **criteria: Any) -> None:
+        """Make the next matching save raise (see ``RecordStore.fail_next``)."""
+        self.store.fail_next(**criteria)
+
+    # -- scheduling core ------------------------------------------------------------------
+    def kick(self, workspace: str | None = None) -> None:
+        """Re-examine one workspace (or all waiting ones), e.g. after the
+        ``project_available`` predicate changed."""
+        if workspace is not None:
+            self._kick(workspace)
+            return
+        pending = {ws for q in self._queue_list for ws in q._by_ws}
+        for ws in sorted(pending):
+            self._kick(ws)
+
+    def _kick(self, ws: str) -> None:
+        if ws in self.scheduled_lanes._held:
+            return
+        best = None
+        for q in self._queue_list:
+            dq = q._by_ws.get(ws)
+            if dq and (best is None or dq[0].id < best.id) and ws not in q.lanes._held:
+                best = dq[0]
+        if best is None:
+            return
+        if not self.project_available(ws):
+            return
+        best.queue._start(best)
+
+    async def join(self) -> None:
+        """Wait until every submitted job has finished."""
+        while self._live:
+            if self._idle is None:
+                self._idle = self._loop().create_future()
+            await asyncio.shield(self._idle)
+
+    async def aclose(self) -> None:
+        """Cancel waiting jobs and running tasks; wait for their clean-up."""
+        for q in self._queue_list:
+            for job in list(q._waiting.values()):
+                await self.cancel(job.id)
+        tasks = [j.task for j in list(self._live.values()) if j.task is not None]
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    # -- observation ------------------------------------------------------------------------
+    def _job_view(self, j: _Job) -> JobView:
+        rec = j.record
+        st = j.sched_token
+        stop = False
+        if j.phase is not Phase.DONE and st is not None:
+            stop = (st.lanes.stop_requested(st) or j.lane_token.lanes.stop_requested(j.lane_token))
+        held = any(r.id == j.id for h in self.store._holds for r in h.held) \
+            if self.store._holds and j.phase is not Phase.DONE else False
+        outcome = j.final_state or j.outcome
+        result = None if j.result is None else repr(j.result)[:60]
+        describe = getattr(j.work, "describe", None)
+        return JobView(
+            j.id, j.queue.name, j.workspace, rec.state.value, j.phase,
+            None if outcome is None else outcome.value, rec.run_id, j.error or rec.error,
+            rec.attempts, rec.created_at, rec.started_at or j.started_at,
+            rec.finished_at or j.ended_at, None if st is None else st.epoch, stop, held,
+            describe() if describe else type(j.work).__name__, j.placement, result,
+        )
+
+    def job(self, job_id: int) -> JobView | None:
+        """A view of one live or recently finished job (``None`` if unknown)."""
+        j = self._live.get(job_id)
+        if j is None:
+            for q in self._queue_list:
+                for r in q._recent:
+                    if r.id == job_id:
+                        j = r
+        return None if j is None else self._job_view(j)
+
+    def counts(self) -> Counts:
+        lanes = [self.scheduled_lanes, *(q.lanes for q in self._queue_list)]
+        return Counts(
+            stale_releases=sum(l.stale_releases for l in lanes),
+            stale_writes=self.store.stale_writes,
+            failed_saves=self.store.failed_saves,
+            unsaved_finals=self.unsaved_finals,
+            revoked=sum(l.revoked for l in lanes),
+            subscriber_errors=self.events.subscriber_errors,
+            jobs_submitted=self.jobs_submitted,
+            jobs_finished=self.jobs_finished,
+        )
+
+    def snapshot(self) -> Snapshot:
+        """A consistent, immutable view at this instant (built without awaiting)."""
+        holds = tuple(
+            ", ".join(f"{k}={v}" for k, v in h.criteria.items() if v is not None)
+            + (f" [holding {len(h.held)}]" if h.held else "")
+            for h in self.store._holds
+        )
+        return Snapshot(
+            at=self.clock(),
+            scheduled=self.scheduled_lanes.views(),
+            queues=MappingProxyType({n: q.view() for n, q in self.queues.items()}),
+            occupancy=MappingProxyType(self.occupancy.views()),
+            history=MappingProxyType({ws: tuple(h) for ws, h in sorted(self._history.items())}),
+            holds=holds,
+            pending_failures=self.store.pending_failures(),
+            counts=self.counts(),
+            workspaces=tuple(sorted(self._workspaces)),
+        )
+
+    def idle_clean(self) -> list[str]:
+        """Problems left behind when idle: held lanes, lock entries, live jobs
+        (empty list = clean)."""
+        problems = []
+        if len(self.scheduled_lanes):
+            problems.append(f"scheduled lanes held: {list(self.scheduled_lanes)}")
+        for q in self._queue_list:
+            if len(q.lanes):
+                problems.append(f"{q.name} lanes held: {list(q.lanes)}")
+            if q._waiting or q._running or q._by_ws:
+                problems.append(f"{q.name} has waiting/running jobs")
+        if len(self.record_lock):
+            problems.append(f"record lock entries left: {len(self.record_lock)}")
+        if self._live:
+            problems.append(f"live jobs: {sorted(self._live)[:10]}")
+        return problems

@@ -1,0 +1,272 @@
+"""Reservation records and their store (awaitable, fenced saves).
+
+A :class:`Reservation` is an immutable record (a ``NamedTuple``): id,
+workspace, queue, state, run_id, error, timestamps and attempts.  A change is
+a new record (``record._replace(...)``) written with ``await store.save``.
+
+States and transitions
+----------------------
+``queued`` -> ``running`` | ``cancelled`` | ``failed``;
+``running`` -> ``succeeded`` | ``failed`` | ``cancelled``.
+Terminal states (``succeeded``, ``failed``, ``cancelled``) are final: the
+store refuses to overwrite them (:class:`InvalidTransition`), so a record ends
+in exactly one terminal state.
+
+Guarantees of :meth:`RecordStore.save`
+--------------------------------------
+* It is a coroutine.  Without holds, injected failures or a ``before_write``
+  hook it completes without suspending.  A :class:`SaveHold` (``hold(...)``)
+  keeps matching saves open until ``release()``; a test or the UI uses it to
+  stand inside "the final save".
+* **Fencing.**  ``save(record, fence=tokens)`` checks, at the moment of the
+  write (after any hold), that every token in ``fence`` is still current in
+  its lanes.  If one is not, the write is **refused**: nothing is written,
+  ``stale_writes`` is incremented and :class:`StaleWrite` is raised.  A write
+  without a fence (e.g. cancelling a queued job, which owns no lane) is not
+  fenced.
+* The order of checks is: ``before_write`` hook, holds, injected failure
+  (``fail_next``), fence, transition, write.  A failed or refused save leaves
+  the stored record unchanged.
+* ``saved`` events are emitted after each successful write; ``save_held``
+  when a save starts waiting on a hold; ``save_failed`` / ``stale_write`` when
+  a save raises.
+
+Single event loop; not thread-safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import time
+from typing import Any, Awaitable, Callable, Iterable, NamedTuple
+
+from .events import EventHub
+
+__all__ = [
+    "State", "TERMINAL", "Reservation", "RecordStore", "SaveHold",
+    "SaveError", "SaveFailed", "StaleWrite", "InvalidTransition",
+]
+
+
+class State(str, enum.Enum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL
+
+    def __str__(self) -> str:
+        return self.value
+
+
+TERMINAL = frozenset({State.SUCCEEDED, State.FAILED, State.CANCELLED})
+
+_ALLOWED: dict[State | None, frozenset[State]] = {
+    None: frozenset({State.QUEUED}),
+    State.QUEUED: frozenset({State.RUNNING, State.CANCELLED, State.FAILED}),
+    State.RUNNING: frozenset({State.SUCCEEDED, State.FAILED, State.CANCELLED}),
+    State.SUCCEEDED: frozenset(),
+    State.FAILED: frozenset(),
+    State.CANCELLED: frozenset(),
+}
+
+
+class Reservation(NamedTuple):
+    id: int
+    workspace: str
+    queue: str
+    state: State
+    created_at: float
+    updated_at: float
+    run_id: str | None = None
+    error: str | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    attempts: int = 0
+    epoch: int | None = None  # scheduled-lane epoch of the run that wrote it
+
+
+class SaveError(Exception):
+    """Base class of the store's refusals and failures."""
+
+
+class SaveFailed(SaveError):
+    """An (injected or backend) failure: the record was not written."""
+
+
+class StaleWrite(SaveError):
+    """Refused: the writer's lane token is no longer current."""
+
+
+class InvalidTransition(SaveError):
+    """Refused: the state change is not allowed (e.g. overwriting terminal)."""
+
+
+def _matches(rec: Reservation, id: int | None, workspace: str | None, queue: str | None,
+             state: State | None, terminal: bool | None) -> bool:
+    if id is not None and rec.id != id:
+        return False
+    if workspace is not None and rec.workspace != workspace:
+        return False
+    if queue is not None and rec.queue != queue:
+        return False
+    if state is not None and rec.state is not State(state):
+        return False
+    if terminal is not None and (rec.state in TERMINAL) != terminal:
+        return False
+    return True
+
+
+class SaveHold:
+    """Holds matching saves open until :meth:`release`.
+
+    ``once=True`` (default) holds only the first matching save, then stops
+    matching; ``once=False`` holds every matching save until released.
+    ``held`` lists the records currently waiting; ``await wait_engaged()``
+    returns once a save is waiting on this hold (a gate for tests).
+    """
+
+    def __init__(self, store: "RecordStore", *, id=None, workspace=None, queue=None,
+                 state=None, terminal=None, once: bool = True) -> None:
+        self._store = store
+        self.criteria = dict(id=id, workspace=workspace, queue=queue,
+                             state=None if state is None else State(state), terminal=terminal)
+        self.once = once
+        self.matched = 0
+        self.held: list[Reservation] = []
+        self._open = asyncio.Event()
+        self._engaged = asyncio.Event()
+
+    @property
+    def released(self) -> bool:
+        return self._open.is_set()
+
+    def matches(self, rec: Reservation) -> bool:
+        if self._open.is_set() or (self.once and self.matched):
+            return False
+        return _matches(rec, **self.criteria)
+
+    async def _wait(self, rec: Reservation) -> None:
+        self.matched += 1
+        self.held.append(rec)
+        self._engaged.set()
+        try:
+            await self._open.wait()
+        finally:
+            self.held.remove(rec)
+
+    async def wait_engaged(self) -> Reservation:
+        await self._engaged.wait()
+        return self.held[0] if self.held else None  # type: ignore[return-value]
+
+    def release(self) -> None:
+        """Open the hold: every save waiting on it proceeds, in order."""
+        self._open.set()
+        self._store._drop_hold(self)
+
+
+class _Fail:
+    __slots__ = ("criteria", "error")
+
+    def __init__(self, criteria: dict, error: str) -> None:
+        self.criteria = criteria
+        self.error = error
+
+
+class RecordStore:
+    """In-memory store of :class:`Reservation` records with awaitable saves."""
+
+    def __init__(self, *, events: EventHub | None = None,
+                 before_write: Callable[[Reservation], Awaitable[None]] | None = None) -> None:
+        self._records: dict[int, Reservation] = {}
+        self._events = events or EventHub()
+        self._holds: list[SaveHold] = []
+        self._fails: list[_Fail] = []
+        self.before_write = before_write
+        self.saves = 0
+        self.stale_writes = 0
+        self.failed_saves = 0
+        self.invalid_transitions = 0
+
+    # -- reading ------------------------------------------------------------
+    def get(self, id: int) -> Reservation | None:
+        return self._records.get(id)
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def records(self) -> tuple[Reservation, ...]:
+        return tuple(self._records.values())
+
+    # -- controls -------------------------------------------------------------
+    def hold(self, *, id: int | None = None, workspace: str | None = None,
+             queue: str | None = None, state: State | str | None = None,
+             terminal: bool | None = None, once: bool = True) -> SaveHold:
+        """Hold matching saves open until the returned hold is released."""
+        h = SaveHold(self, id=id, workspace=workspace, queue=queue, state=state,
+                     terminal=terminal, once=once)
+        self._holds.append(h)
+        return h
+
+    def holds(self) -> tuple[SaveHold, ...]:
+        return tuple(self._holds)
+
+    def _drop_hold(self, h: SaveHold) -> None:
+        try:
+            self._holds.remove(h)
+        except ValueError:
+            pass
+
+    def fail_next(self, *, id: int | None = None, workspace: str | None = None,
+                  queue: str | None = None, state: State | str | None = None,
+                  terminal: bool | None = None, error: str = "injected save failure") -> None:
+        """Make the next matching save raise :class:`SaveFailed` (once)."""
+        self._fails.append(_Fail(dict(id=id, workspace=workspace, queue=queue,
+                                      state=None if state is None else State(state),
+                                      terminal=terminal), error))
+
+    def pending_failures(self) -> int:
+        return len(self._fails)
+
+    # -- writing --------------------------------------------------------------
+    async def save(self, record: Reservation, fence: Iterable[Any] = ()) -> Reservation:
+        """Write ``record``; see the module docstring for what is refused."""
+        if self._holds or self._fails or self.before_write is not None:
+            await self._slow_path(record)
+        for token in fence:
+            if not token.lanes.is_current(token):
+                self.stale_writes += 1
+                self._events.emit("stale_write", record.workspace, record.queue, record.id,
+                                  record.state.value, token.epoch)
+                raise StaleWrite(f"record {record.id}: token epoch {token.epoch} of "
+                                 f"{token.lanes.name!r} is no longer current")
+        prev = self._records.get(record.id)
+        if record.state not in _ALLOWED[None if prev is None else prev.state]:
+            self.invalid_transitions += 1
+            raise InvalidTransition(
+                f"record {record.id}: {prev.state.value if prev else 'new'} -> {record.state.value}")
+        self._records[record.id] = record
+        self.saves += 1
+        self._events.emit("saved", record.workspace, record.queue, record.id, record.state.value)
+        return record
+
+    async def _slow_path(self, record: Reservation) -> None:
+        if self.before_write is not None:
+            await self.before_write(record)
+        for h in list(self._holds):
+            if h.matches(record):
+                self._events.emit("save_held", record.workspace, record.queue, record.id,
+                                  record.state.value)
+                await h._wait(record)
+        for f in self._fails:
+            if _matches(record, **f.criteria):
+                self._fails.remove(f)
+                self.failed_saves += 1
+                self._events.emit("save_failed", record.workspace, record.queue, record.id,
+                                  record.state.value, f.error)
+                raise SaveFailed(f.error)

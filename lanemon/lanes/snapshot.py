@@ -1,0 +1,86 @@
+"""Immutable views of the scheduler, for a UI or a test, at one instant.
+
+``Scheduler.snapshot()`` builds a :class:`Snapshot` synchronously, without
+awaiting, so on a single event loop it is consistent at one instant: no
+change can interleave while it is built.  Everything in it is a frozen
+dataclass, tuple, ``NamedTuple`` or plain value; holding on to it is safe and
+it never changes afterwards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from .lanes import LaneView
+
+__all__ = ["JobView", "QueueView", "RunSpan", "Counts", "Snapshot", "LaneView"]
+
+
+@dataclass(frozen=True, slots=True)
+class JobView:
+    id: int
+    queue: str
+    workspace: str
+    state: str                 # the stored record's state
+    phase: str                 # waiting|starting|running|saving|done
+    outcome: str | None        # the final state being saved (phase saving/done)
+    run_id: str | None
+    error: str | None
+    attempts: int
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    epoch: int | None          # scheduled-lane epoch while started
+    stop_requested: bool
+    save_held: bool            # a save of this job is waiting on a hold
+    work: str                  # description of the work
+    placement: str | None      # CPU work: loop|slice|worker
+    result: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueView:
+    name: str
+    waiting: tuple[JobView, ...]   # FIFO order
+    running: tuple[JobView, ...]   # lanes held (starting, running or saving)
+    recent: tuple[JobView, ...]    # last finished jobs, newest last
+    lanes: tuple[LaneView, ...]    # this queue's internal lanes
+    counts: Mapping[str, int]      # submitted/waiting/running + terminal states
+
+
+@dataclass(frozen=True, slots=True)
+class RunSpan:
+    """One run of a workspace, for a timeline (lanes claimed -> released)."""
+
+    job_id: int
+    queue: str
+    run_id: str | None
+    started_at: float
+    ended_at: float
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    stale_releases: int     # refused releases, all lanes
+    stale_writes: int       # refused fenced writes
+    failed_saves: int       # saves that raised SaveFailed
+    unsaved_finals: int     # jobs whose final record could not be written
+    revoked: int            # lanes forcibly cleared
+    subscriber_errors: int
+    jobs_submitted: int
+    jobs_finished: int
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    at: float
+    scheduled: tuple[LaneView, ...]            # the shared app-level lanes
+    queues: Mapping[str, QueueView]
+    occupancy: Mapping[str, tuple[str, ...]]   # workspace -> outside reasons
+    history: Mapping[str, tuple[RunSpan, ...]] # workspace -> recent runs
+    holds: tuple[str, ...]                     # descriptions of active save holds
+    pending_failures: int
+    counts: Counts
+    workspaces: tuple[str, ...] = field(default=())  # every workspace seen

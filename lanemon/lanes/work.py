@@ -1,0 +1,212 @@
+"""Pluggable work: what a dispatched reservation actually does.
+
+A *work* is any object with ``async def run(self, ctx: RunContext)`` (and,
+optionally, ``describe() -> str``).  The scheduler calls it **outside** the
+record lock, with the job's lanes held.
+
+Contract with the scheduler
+---------------------------
+* Returning normally -> the job ends ``succeeded`` (the return value is kept
+  as the job's result, shown in snapshots as a short string).
+* Raising :class:`StopRequested` (what ``ctx.checkpoint()`` raises once a stop
+  was requested through the lane) -> ``cancelled``.
+* Raising anything else -> ``failed``, the error text recorded.
+* A stop request is honoured only at a checkpoint: work that never calls
+  ``ctx.checkpoint()`` runs to its end.  The works here checkpoint before
+  they start, between steps/slices, and after they finish.
+
+Works provided
+--------------
+* :class:`SimulatedWork` - a duration (``0`` = zero-time work, which never
+  suspends), optionally failing at the end.
+* :class:`GatedWork` - runs until its gate is opened (tests, demos).
+* :class:`CpuWork` - a CPU job from :mod:`lanemon.work` placed by
+  ``lanemon.work.place()`` on the loop (blocks it: the heartbeat shows it),
+  sliced by a time budget, or in a worker process.  ``lanemon.work`` is
+  imported lazily, when such a job first runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Callable, Protocol, runtime_checkable
+
+__all__ = [
+    "StopRequested", "WorkFailed", "RunContext", "Work",
+    "SimulatedWork", "GatedWork", "CpuWork", "as_work", "ZERO_WORK",
+]
+
+
+class StopRequested(Exception):
+    """Raised by ``RunContext.checkpoint()`` when the lane asks to stop."""
+
+
+class WorkFailed(Exception):
+    """A simulated failure of the work itself."""
+
+
+class RunContext:
+    """What a running work can see: its identity and its stop request."""
+
+    __slots__ = ("job_id", "workspace", "queue", "run_id", "_tokens", "_note")
+
+    def __init__(self, job_id: int, workspace: str, queue: str, run_id: str,
+                 tokens: tuple, note: Callable[[str, Any], None] | None = None) -> None:
+        self.job_id = job_id
+        self.workspace = workspace
+        self.queue = queue
+        self.run_id = run_id
+        self._tokens = tokens
+        self._note = note
+
+    def stop_requested(self) -> bool:
+        """True once a stop was requested on any lane this run holds, or a
+        lane was lost (revoked)."""
+        for t in self._tokens:
+            if t.lanes.stop_requested(t):
+                return True
+        return False
+
+    def checkpoint(self) -> None:
+        """Raise :class:`StopRequested` if a stop was requested."""
+        for t in self._tokens:
+            if t.lanes.stop_requested(t):
+                raise StopRequested(f"stop requested for {self.workspace!r}")
+
+    def note(self, key: str, value: Any) -> None:
+        """Attach an observation (e.g. ``placement``) to the job."""
+        if self._note is not None:
+            self._note(key, value)
+
+
+@runtime_checkable
+class Work(Protocol):
+    async def run(self, ctx: RunContext) -> Any: ...
+
+
+class SimulatedWork:
+    """Simulated work of ``duration`` seconds, checkpointing every ``step``.
+
+    ``duration == 0`` runs without suspending (one checkpoint).  ``fail``
+    makes it raise :class:`WorkFailed` with that text at the end.  ``sleep``
+    is injectable (default ``asyncio.sleep``).
+    """
+
+    __slots__ = ("duration", "fail", "step", "_sleep")
+
+    def __init__(self, duration: float = 0.0, *, fail: str | None = None, step: float = 0.05,
+                 sleep: Callable[[float], Any] = asyncio.sleep) -> None:
+        if duration < 0 or step <= 0:
+            raise ValueError("duration must be >= 0 and step > 0")
+        self.duration = float(duration)
+        self.fail = fail
+        self.step = float(step)
+        self._sleep = sleep
+
+    def describe(self) -> str:
+        s = f"sim {self.duration * 1000:.0f} ms"
+        return s + " (fails)" if self.fail else s
+
+    async def run(self, ctx: RunContext) -> None:
+        ctx.checkpoint()
+        remaining = self.duration
+        while remaining > 0:
+            d = self.step if remaining > self.step else remaining
+            await self._sleep(d)
+            remaining -= d
+            ctx.checkpoint()
+        if self.fail is not None:
+            raise WorkFailed(self.fail)
+        return None
+
+
+class GatedWork:
+    """Runs until ``open()``; then checkpoints and succeeds (or fails).
+
+    ``started`` is set when the run begins (a gate for tests and demos).
+    """
+
+    def __init__(self, *, fail: str | None = None) -> None:
+        self.gate = asyncio.Event()
+        self.started = asyncio.Event()
+        self.fail = fail
+
+    def describe(self) -> str:
+        return "gated"
+
+    def open(self) -> None:
+        self.gate.set()
+
+    async def run(self, ctx: RunContext) -> None:
+        ctx.checkpoint()
+        self.started.set()
+        await self.gate.wait()
+        ctx.checkpoint()
+        if self.fail is not None:
+            raise WorkFailed(self.fail)
+
+
+class CpuWork:
+    """A CPU job of ``cpu_ms`` (calibrated on this machine) from lanemon.work.
+
+    ``where`` forces a placement (``"loop"``, ``"slice"``, ``"worker"``);
+    by default ``lanemon.work.place({"cpu_ms", "shared_state"}, threshold_ms)``
+    decides, and the decision is noted on the job (``placement``) so that it
+    shows in snapshots and events next to the heartbeat.
+    """
+
+    PLACES = ("loop", "slice", "worker")
+
+    def __init__(self, cpu_ms: float, *, shared_state: bool = False, where: str | None = None,
+                 threshold_ms: float = 50.0, slice_ms: float = 8.0,
+                 worker_kind: str = "warm") -> None:
+        if where is not None and where not in self.PLACES:
+            raise ValueError(f"where must be one of {self.PLACES}, not {where!r}")
+        self.cpu_ms = cpu_ms
+        self.shared_state = shared_state
+        self.where = where
+        self.threshold_ms = threshold_ms
+        self.slice_ms = slice_ms
+        self.worker_kind = worker_kind
+
+    def describe(self) -> str:
+        return f"cpu {self.cpu_ms:g} ms" + (f" @{self.where}" if self.where else "")
+
+    def placement(self) -> str:
+        if self.where is not None:
+            return self.where
+        from lanemon import work as W  # lazy: lanemon.lanes never needs it otherwise
+
+        return W.place({"cpu_ms": self.cpu_ms, "shared_state": self.shared_state},
+                       threshold_ms=self.threshold_ms)
+
+    async def run(self, ctx: RunContext) -> Any:
+        from lanemon import work as W
+
+        where = self.placement()
+        ctx.note("placement", where)
+        ctx.checkpoint()
+        total = W.iterations_for_ms(self.cpu_ms)
+        if where == "loop":
+            result = W.hash_range(0, total)
+        elif where == "slice":
+            result = (await W.run_sliced_budget(total, slice_ms=self.slice_ms)).result
+        else:
+            result = await W.run_in_worker(total, kind=self.worker_kind)
+        ctx.checkpoint()
+        return result
+
+
+ZERO_WORK = SimulatedWork(0.0)
+
+
+def as_work(work: Any) -> Any:
+    """``None`` -> zero-time work; a number -> ``SimulatedWork(seconds)``;
+    an object with ``run`` -> itself."""
+    if work is None:
+        return ZERO_WORK
+    if isinstance(work, (int, float)) and not isinstance(work, bool):
+        return SimulatedWork(float(work))
+    if callable(getattr(work, "run", None)):
+        return work
+    raise TypeError(f"not a work: {work!r}")
