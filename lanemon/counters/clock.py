@@ -1,0 +1,232 @@
+"""Clocks for the counter simulation: manual, scaled real time, virtual time.
+
+Time here is always **simulation seconds** (a float that starts at 0).
+
+- ``ManualClock``: a number that moves only when ``advance`` / ``set`` is
+  called. For board tests: TTLs are measured on it, nothing ever sleeps.
+- ``ScaledClock``: simulation time on the running asyncio loop,
+  ``now = elapsed loop time * speed``. ``sleep(dt)`` sleeps ``dt`` simulation
+  seconds. ``set_speed`` re-anchors the clock and re-arms every sleep in
+  progress, so a speed change (or a pause, ``speed == 0``) takes effect at
+  once, not after the current sleeps end. ``freeze()`` stops it for good
+  (``now()`` then returns the time it was frozen at). Guaranteed: ``now()``
+  never goes backwards; a sleep never returns before its simulation
+  deadline as measured by the loop's timer.
+- ``VirtualTimeLoop``: an ordinary asyncio selector loop whose ``time()`` is
+  virtual. Whenever the loop would block waiting for its next timer, it
+  jumps the clock to that timer instead. Everything scheduled on timers
+  (``asyncio.sleep``, ``call_later``, timeouts) therefore runs in the same
+  order as in real time, instantly and deterministically. A ``ScaledClock``
+  (speed 1) on this loop is the simulation's virtual clock; the same
+  strategy code runs on either.
+
+Refused / not supported: a negative speed or sleep; ``ScaledClock.sleep``
+after ``freeze()`` (raises ``RuntimeError``, nothing would ever wake it).
+On a ``VirtualTimeLoop`` a timer always wins over a real-world event (a
+thread finishing, a socket): only when no timer is pending does the loop
+block for real I/O. Use it for pure simulations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import selectors
+
+
+class ManualClock:
+    """A clock that moves only when told to. Call it (or ``now()``) to read."""
+
+    def __init__(self, start: float = 0.0) -> None:
+        self._now = float(start)
+
+    def now(self) -> float:
+        return self._now
+
+    __call__ = now
+
+    def advance(self, dt: float) -> float:
+        if dt < 0:
+            raise ValueError("a clock does not go backwards")
+        self._now += dt
+        return self._now
+
+    def set(self, t: float) -> None:
+        if t < self._now:
+            raise ValueError("a clock does not go backwards")
+        self._now = float(t)
+
+
+class ScaledClock:
+    """Simulation time on the running loop, at an adjustable speed.
+
+    The clock starts (time 0) at ``start()`` or at the first ``sleep``; before
+    that ``now()`` is 0. It binds to the loop it was started on.
+    """
+
+    def __init__(self, speed: float = 1.0) -> None:
+        _check_speed(speed)
+        self._speed = float(speed)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._r0 = 0.0  # loop time of the anchor
+        self._v0 = 0.0  # simulation time at the anchor
+        self._frozen = False
+        # future -> [deadline (simulation s), timer handle or None]
+        self._sleepers: dict[asyncio.Future, list] = {}
+
+    # -- reading ---------------------------------------------------------
+    def now(self) -> float:
+        loop = self._loop
+        if loop is None or self._speed == 0.0 or self._frozen:
+            return self._v0
+        return self._v0 + (loop.time() - self._r0) * self._speed
+
+    __call__ = now
+
+    @property
+    def speed(self) -> float:
+        return self._speed
+
+    @property
+    def started(self) -> bool:
+        return self._loop is not None
+
+    @property
+    def frozen(self) -> bool:
+        return self._frozen
+
+    # -- control ---------------------------------------------------------
+    def start(self) -> None:
+        """Bind to the running loop; simulation time 0 is now."""
+        if self._loop is not None:
+            return
+        self._loop = asyncio.get_running_loop()
+        self._r0 = self._loop.time()
+        self._v0 = 0.0
+
+    def set_speed(self, speed: float) -> None:
+        """Change speed (0 pauses). Sleeps in progress are re-armed at once."""
+        _check_speed(speed)
+        if self._frozen:
+            return
+        self._v0 = self.now()
+        if self._loop is not None:
+            self._r0 = self._loop.time()
+        self._speed = float(speed)
+        for fut, entry in self._sleepers.items():
+            self._arm(fut, entry)
+
+    def freeze(self) -> None:
+        """Stop time for good (at the end of a run). Pending sleeps never end."""
+        if self._frozen:
+            return
+        self._v0 = self.now()
+        self._frozen = True
+        for entry in self._sleepers.values():
+            if entry[1] is not None:
+                entry[1].cancel()
+                entry[1] = None
+
+    # -- sleeping --------------------------------------------------------
+    async def sleep(self, dt: float) -> None:
+        """Sleep ``dt`` simulation seconds (``dt <= 0`` just yields)."""
+        if dt < 0:
+            raise ValueError("cannot sleep a negative time")
+        if self._frozen:
+            raise RuntimeError("the clock is frozen; the run is over")
+        if self._loop is None:
+            self.start()
+        if dt == 0:
+            await asyncio.sleep(0)
+            return
+        fut = self._loop.create_future()
+        entry = [self.now() + dt, None]
+        self._sleepers[fut] = entry
+        self._arm(fut, entry)
+        try:
+            await fut
+        finally:
+            if entry[1] is not None:
+                entry[1].cancel()
+            del self._sleepers[fut]
+
+    def _arm(self, fut: asyncio.Future, entry: list) -> None:
+        if entry[1] is not None:
+            entry[1].cancel()
+            entry[1] = None
+        if self._speed > 0.0 and not self._frozen and self._loop is not None:
+            when = self._r0 + (entry[0] - self._v0) / self._speed
+            entry[1] = self._loop.call_at(when, _wake, fut)
+
+
+def _wake(fut: asyncio.Future) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+def _check_speed(speed: float) -> None:
+    if not isinstance(speed, (int, float)) or isinstance(speed, bool) or not (speed >= 0.0) or speed == float("inf"):
+        raise ValueError(f"speed must be a finite number >= 0, not {speed!r}")
+
+
+class _VirtualNow:
+    __slots__ = ("now",)
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+
+class _VirtualSelector(selectors.BaseSelector):
+    """A real selector whose waits are replaced by jumps of virtual time."""
+
+    def __init__(self, vnow: _VirtualNow) -> None:
+        self._real = selectors.DefaultSelector()
+        self._vnow = vnow
+
+    def register(self, fileobj, events, data=None):
+        return self._real.register(fileobj, events, data)
+
+    def unregister(self, fileobj):
+        return self._real.unregister(fileobj)
+
+    def modify(self, fileobj, events, data=None):
+        return self._real.modify(fileobj, events, data)
+
+    def get_map(self):
+        return self._real.get_map()
+
+    def close(self) -> None:
+        self._real.close()
+
+    def select(self, timeout=None):
+        if timeout is None:
+            # No timer pending and nothing ready: only a real event can
+            # wake the loop (e.g. an executor thread finishing at shutdown).
+            return self._real.select(None)
+        if timeout > 0:
+            self._vnow.now += timeout
+        return self._real.select(0)
+
+
+class VirtualTimeLoop(asyncio.SelectorEventLoop):
+    """An asyncio loop on virtual time: timers fire instantly, in order.
+
+    Use with ``asyncio.Runner(loop_factory=VirtualTimeLoop)``. ``time()``
+    starts at 0.
+    """
+
+    def __init__(self) -> None:
+        self._vnow = _VirtualNow()
+        super().__init__(_VirtualSelector(self._vnow))
+
+    def time(self) -> float:
+        return self._vnow.now
+
+
+def run_in_virtual_time(coro):
+    """Run a coroutine to completion on a fresh ``VirtualTimeLoop``.
+
+    Must not be called from a thread whose loop is running (asyncio refuses
+    nested loops); from the UI use ``asyncio.to_thread``.
+    """
+    with asyncio.Runner(loop_factory=VirtualTimeLoop) as runner:
+        return runner.run(coro)

@@ -1,0 +1,588 @@
+"""A seeded simulation: S staff members give counters to a stream of customers.
+
+One run = one strategy on one seeded workload (``SimConfig``). Customers
+arrive (``workload``), wait in one queue, are taken by the next free staff
+member, who runs the strategy: choose a counter, guide the customer there
+(``guide`` time), seat them. A seated customer occupies the counter for its
+``service`` time, then the counter is free again. When no counter is
+assignable, the staff member gives the customer back to the head of the
+queue and waits until a counter is freed (or a claim runs out).
+
+Faults: a customer marked ``abandons`` (``abandon_rate``) makes the staff
+member walk away halfway through the guide for ``abandon_time`` seconds
+(``Simulation.abandon(staff)`` does the same on demand). With a claim, the
+claim runs out after its TTL, the counter goes back to the candidates, and
+the late finalize is refused: the customer is served again. Under the long
+lock, the lock is held all that time; under the short lock, the counter
+looks free and is given away twice.
+
+Guaranteed:
+
+- Deterministic: the same config gives the same tallies, on virtual time
+  (``run_virtual``, ``compare``: no wall time, no sleeps) and -- up to timer
+  jitter -- in real time (``Simulation(config, speed=...)`` on the running
+  loop; ``set_speed`` changes speed or pauses with 0). The strategy code is
+  the same in both.
+- Double assignments are the board's count (``Board.double_assignments``),
+  never adjusted here. ``served`` counts every customer seated, including
+  those seated on an occupied counter.
+- A finite run ends when every customer has been served; ``run()`` returns
+  the final ``Tallies`` and time then stands still. Cancelling ``run()``
+  (``stop()``) cancels every staff member; the claim strategy releases its
+  claims on the way out. A ``Simulation`` runs once: reset = a new one.
+- ``snapshot()`` is plain immutable data taken at one instant (one
+  synchronous call), cheap enough for 30 fps with 64 counters.
+
+Tallies (simulation seconds): ``wait`` is arrival -> seated; ``throughput``
+is served per second of run time; ``lock_wait`` is staff-seconds spent
+waiting to acquire the lock; ``idle_counter_seconds`` integrates
+``min(free counters, staff waiting for the lock)`` over time -- counters
+that sat free while someone who could have used them waited for the lock.
+
+Refused: an unknown strategy, fewer than one staff member or counter,
+negative times, a non-positive TTL or choose time < 0 (``ValueError``);
+calling ``run`` twice (``RuntimeError``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from lanemon.counters import events as ev
+from lanemon.counters.board import Board, Claim, CounterView, Outcome
+from lanemon.counters.clock import ScaledClock, run_in_virtual_time
+from lanemon.counters.events import Event, EventHub
+from lanemon.counters.strategies import LABELS, STRATEGIES, Attempt, Desk
+from lanemon.counters.workload import Customer, workload
+
+# Staff states
+IDLE = "idle"  # no customer waiting
+WAITING_LOCK = "waiting_lock"
+CHOOSING = "choosing"
+GUIDING = "guiding"
+AWAY = "away"  # abandoned mid-guide (fault)
+WAITING_COUNTER = "waiting_counter"  # no counter assignable
+DONE = "done"
+
+# Run states
+READY = "ready"
+RUNNING = "running"
+FINISHED = "finished"
+STOPPED = "stopped"
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    strategy: str = "claim"
+    staff: int = 8
+    counters: int = 24
+    customers: int | None = 300  # None: an endless stream (live runs)
+    arrival_rate: float | None = 50.0  # customers per second; None: all at t=0
+    guide_time: float = 0.2  # mean seconds to guide a customer to a counter
+    service_time: float = 1.0  # mean seconds a customer occupies a counter
+    choose_time: float = 0.005  # seconds a look-up of free counters takes
+    ttl: float = 1.0  # claim TTL, seconds
+    abandon_rate: float = 0.0  # share of customers whose guide is abandoned
+    abandon_time: float = 2.0  # seconds the staff member stays away
+    seed: int = 1
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"unknown strategy {self.strategy!r}; choose from {', '.join(STRATEGIES)}")
+        for name in ("staff", "counters"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, not {value!r}")
+        for name in ("guide_time", "service_time", "choose_time", "abandon_time"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and 0 <= value < math.inf):
+                raise ValueError(f"{name} must be a finite number >= 0, not {value!r}")
+        if not (isinstance(self.ttl, (int, float)) and 0 < self.ttl < math.inf):
+            raise ValueError(f"ttl must be a positive finite number, not {self.ttl!r}")
+        # workload() validates the rest
+        next(iter(self.workload()), None)
+
+    @property
+    def label(self) -> str:
+        return LABELS[self.strategy]
+
+    def replace(self, **changes) -> "SimConfig":
+        return dataclasses.replace(self, **changes)
+
+    def workload(self) -> Iterator[Customer]:
+        return workload(
+            self.seed,
+            self.customers,
+            arrival_rate=self.arrival_rate,
+            guide_time=self.guide_time,
+            service_time=self.service_time,
+            abandon_rate=self.abandon_rate,
+        )
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class StaffView:
+    name: str
+    state: str
+    customer: str | None = None
+    counter: int | None = None
+    since: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Tallies:
+    strategy: str
+    served: int
+    double_assignments: int
+    arrived: int
+    queued: int  # customers waiting for a staff member right now
+    wait_mean: float
+    wait_p99: float
+    wait_max: float
+    throughput: float  # served per simulation second
+    elapsed: float  # simulation seconds
+    lock_wait: float  # staff-seconds spent waiting to acquire the lock
+    lock_wait_max: float
+    idle_counter_seconds: float
+    claims: int
+    claims_refused: int
+    claims_expired: int
+    finalize_refused: int
+    release_refused: int
+    abandoned: int
+    retries: int
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    time: float
+    strategy: str
+    label: str
+    state: str  # ready / running / finished / stopped
+    speed: float
+    counters: tuple[CounterView, ...]
+    staff: tuple[StaffView, ...]
+    lock_holder: str | None
+    tallies: Tallies
+    config: SimConfig
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """Nearest-rank percentile of an ascending list (0.0 when empty)."""
+    if not sorted_values:
+        return 0.0
+    rank = max(1, math.ceil(q / 100.0 * len(sorted_values)))
+    return sorted_values[min(rank, len(sorted_values)) - 1]
+
+
+class _CustomerQueue:
+    def __init__(self) -> None:
+        self._items: collections.deque[Customer] = collections.deque()
+        self._getters: collections.deque[asyncio.Future] = collections.deque()
+        self._closed = False
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def put(self, customer: Customer, *, front: bool = False) -> None:
+        (self._items.appendleft if front else self._items.append)(customer)
+        self._wake(1)
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake(len(self._getters))
+
+    def _wake(self, n: int) -> None:
+        while n and self._getters:
+            fut = self._getters.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                n -= 1
+
+    async def get(self) -> Customer | None:
+        while not self._items:
+            if self._closed:
+                return None
+            fut = asyncio.get_running_loop().create_future()
+            self._getters.append(fut)
+            try:
+                await fut
+            except asyncio.CancelledError:
+                if fut.done() and not fut.cancelled():
+                    self._wake(1)  # pass the wake-up on
+                raise
+        return self._items.popleft()
+
+
+class _SimDesk(Desk):
+    """The desk with the simulation's accounting around each operation."""
+
+    def __init__(self, sim: "Simulation") -> None:
+        super().__init__(sim.board, sleep=sim.clock.sleep, ttl=sim.config.ttl,
+                         choose_time=sim.config.choose_time)
+        self._sim = sim
+
+    def lock(self, staff: str):
+        return self._sim._timed_lock(self._lock, staff)
+
+    async def find_assignable_counters(self, staff):
+        self._sim._set_staff(staff, CHOOSING)
+        return await super().find_assignable_counters(staff)
+
+    async def guide_customer_to_counter(self, staff, customer, counter):
+        sim = self._sim
+        sim._set_staff(staff, GUIDING, customer.name, counter)
+        abandon = staff in sim._abandon_requests or (
+            customer.abandons and customer.name not in sim._abandoned_customers)
+        if not abandon:
+            await self.sleep(customer.guide)
+            return
+        sim._abandon_requests.discard(staff)
+        sim._abandoned_customers.add(customer.name)
+        half = customer.guide / 2
+        await self.sleep(half)
+        sim.abandoned += 1
+        sim._set_staff(staff, AWAY, customer.name, counter)
+        sim._emit(ev.ABANDONED, counter, staff, customer.name, f"away {sim.config.abandon_time:g}s")
+        await self.sleep(sim.config.abandon_time)
+        sim._emit(ev.RETURNED, counter, staff, customer.name)
+        sim._set_staff(staff, GUIDING, customer.name, counter)
+        await self.sleep(customer.guide - half)
+
+    async def assign_customer_to_counter(self, staff, customer, counter):
+        clean = self.board.assign(counter, customer.name, staff)
+        self._sim._board_changed()
+        self._sim._seated(staff, customer, counter)
+        return clean
+
+    async def claim_counter(self, staff, customer, counter):
+        claim = self.board.claim(counter, staff, customer.name, self.ttl)
+        self._sim._board_changed()
+        return claim
+
+    async def finalize_counter_assignment(self, staff, customer, claim: Claim) -> Outcome:
+        outcome = self.board.finalize(claim.token)
+        self._sim._board_changed()
+        if outcome:
+            self._sim._seated(staff, customer, claim.counter)
+        return outcome
+
+    async def release_counter_claim(self, staff, claim: Claim) -> bool:
+        released = self.board.release(claim.token)
+        self._sim._board_changed()
+        if released:
+            self._sim._notify_freed()
+        return released
+
+
+class Simulation:
+    """One run of one strategy. See the module docstring for the contract.
+
+    ``speed`` only matters in real time: simulation seconds per loop second
+    (on a ``VirtualTimeLoop`` keep 1). Pass ``clock`` to share one.
+    """
+
+    def __init__(self, config: SimConfig | None = None, *, speed: float = 1.0,
+                 clock: ScaledClock | None = None) -> None:
+        self.config = config if config is not None else SimConfig()
+        self.clock = clock if clock is not None else ScaledClock(speed)
+        self.events = EventHub()
+        self.board = Board(self.config.counters, clock=self.clock.now,
+                           default_ttl=self.config.ttl, events=self.events)
+        self._strategy = STRATEGIES[self.config.strategy]
+        self._desk = _SimDesk(self)
+        self._queue = _CustomerQueue()
+        self._state = READY
+        self._task: asyncio.Task | None = None
+        self._tasks: list[asyncio.Task] = []
+        self._service_tasks: set[asyncio.Task] = set()
+        self._freed_waiters: list[asyncio.Future] = []
+        self._staff: dict[str, StaffView] = {
+            f"S{i}": StaffView(f"S{i}", IDLE) for i in range(1, self.config.staff + 1)
+        }
+        self._lock_holder: str | None = None
+        self._abandon_requests: set[str] = set()
+        self._abandoned_customers: set[str] = set()
+        self._arrivals_done = False
+        self._outstanding = 0
+        # tallies
+        self.arrived = 0
+        self.served = 0
+        self.retries = 0
+        self.abandoned = 0
+        self.lock_wait = 0.0
+        self.lock_wait_max = 0.0
+        self.lock_acquisitions = 0
+        self.idle_counter_seconds = 0.0
+        self._waits: list[float] = []
+        self._wait_sum = 0.0
+        self._wait_stats: tuple[int, float, float] = (0, 0.0, 0.0)  # (n, p99, max)
+        self._lock_waiting = 0
+        self._free_cache = self.config.counters
+        self._acc_t = 0.0
+
+    # -- public control --------------------------------------------------
+    @property
+    def state(self) -> str:
+        return self._state
+
+    def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
+        """Board and simulation events; returns ``unsubscribe``."""
+        return self.events.subscribe(callback)
+
+    def start(self) -> asyncio.Task:
+        """Run in the background on the running loop; returns the task."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self.run())
+        return self._task
+
+    def stop(self) -> None:
+        """Cancel the background run (``start``). Harmless when not running."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+
+    def set_speed(self, speed: float) -> None:
+        self.clock.set_speed(speed)
+
+    def abandon(self, staff: str) -> None:
+        """Make that staff member walk away in their current or next guide."""
+        if staff not in self._staff:
+            raise KeyError(staff)
+        self._abandon_requests.add(staff)
+
+    def expire_claim(self, counter: int) -> bool:
+        """End the counter's live claim now (its owner's finalize will fail)."""
+        expired = self.board.expire(counter)
+        if expired:
+            self._board_changed()
+            self._notify_freed()
+        return expired
+
+    async def run(self) -> Tallies:
+        if self._state != READY:
+            raise RuntimeError("a Simulation runs once; make a new one to reset")
+        self._state = RUNNING
+        self.clock.start()
+        self._acc_t = self.clock.now()
+        self._free_cache = self.board.free_count()
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._arrivals())]
+        self._tasks += [loop.create_task(self._staff_loop(name)) for name in self._staff]
+        try:
+            await asyncio.gather(*self._tasks)
+            self._state = FINISHED
+        finally:
+            if self._state == RUNNING:
+                self._state = STOPPED
+            pending = [t for t in self._tasks + list(self._service_tasks) if not t.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.gather(*pending, return_exceptions=True)
+            self._account()
+            self.clock.freeze()
+            self._emit(ev.FINISHED, detail=self._state)
+        return self.tallies()
+
+    # -- reading ---------------------------------------------------------
+    def tallies(self) -> Tallies:
+        now = self.clock.now()
+        n = len(self._waits)
+        if self._wait_stats[0] != n:
+            ordered = sorted(self._waits)
+            self._wait_stats = (n, percentile(ordered, 99), ordered[-1] if ordered else 0.0)
+        _, p99, wmax = self._wait_stats
+        b = self.board
+        return Tallies(
+            strategy=self.config.strategy,
+            served=self.served,
+            double_assignments=b.double_assignments,
+            arrived=self.arrived,
+            queued=len(self._queue),
+            wait_mean=self._wait_sum / n if n else 0.0,
+            wait_p99=p99,
+            wait_max=wmax,
+            throughput=self.served / now if now > 0 else 0.0,
+            elapsed=now,
+            lock_wait=self.lock_wait,
+            lock_wait_max=self.lock_wait_max,
+            idle_counter_seconds=self.idle_counter_seconds,
+            claims=b.claims,
+            claims_refused=b.claim_refused,
+            claims_expired=b.expired,
+            finalize_refused=b.finalize_refused,
+            release_refused=b.release_refused,
+            abandoned=self.abandoned,
+            retries=self.retries,
+        )
+
+    def snapshot(self) -> Snapshot:
+        counters = self.board.views()
+        return Snapshot(
+            time=self.clock.now(),
+            strategy=self.config.strategy,
+            label=self.config.label,
+            state=self._state,
+            speed=self.clock.speed,
+            counters=counters,
+            staff=tuple(self._staff.values()),
+            lock_holder=self._lock_holder,
+            tallies=self.tallies(),
+            config=self.config,
+        )
+
+    # -- the run ---------------------------------------------------------
+    async def _arrivals(self) -> None:
+        for customer in self.config.workload():
+            delay = customer.arrival - self.clock.now()
+            if delay > 0:
+                await self.clock.sleep(delay)
+            self.arrived += 1
+            self._outstanding += 1
+            self._queue.put(customer)
+            self._emit(ev.ARRIVED, customer=customer.name)
+        self._arrivals_done = True
+        self._maybe_close()
+
+    async def _staff_loop(self, name: str) -> None:
+        while True:
+            self._set_staff(name, IDLE)
+            customer = await self._queue.get()
+            if customer is None:
+                break
+            self._set_staff(name, CHOOSING, customer.name)
+            attempt = await self._strategy(self._desk, name, customer)
+            if attempt is Attempt.SERVED:
+                continue
+            self.retries += 1
+            self._emit(ev.RETRY, None, name, customer.name, attempt.value)
+            self._queue.put(customer, front=True)
+            if attempt is Attempt.NO_COUNTER:
+                await self._wait_for_counter(name)
+        self._set_staff(name, DONE)
+
+    async def _wait_for_counter(self, name: str) -> None:
+        if self.board.assignable():
+            return  # freed while we were giving up: try again at once
+        self._set_staff(name, WAITING_COUNTER)
+        fut = asyncio.get_running_loop().create_future()
+        self._freed_waiters.append(fut)
+        expiry = self.board.next_expiry()
+        timer = None
+        try:
+            if expiry is None:
+                await fut
+            else:
+                timer = asyncio.ensure_future(self.clock.sleep(max(0.0, expiry - self.clock.now())))
+                await asyncio.wait((fut, timer), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if timer is not None and not timer.done():
+                timer.cancel()
+            if not fut.done():
+                fut.cancel()
+            with contextlib.suppress(ValueError):
+                self._freed_waiters.remove(fut)
+
+    def _notify_freed(self) -> None:
+        waiters, self._freed_waiters = self._freed_waiters, []
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
+
+    def _seated(self, staff: str, customer: Customer, counter: int) -> None:
+        now = self.clock.now()
+        wait = now - customer.arrival
+        self._waits.append(wait)
+        self._wait_sum += wait
+        self.served += 1
+        self._outstanding -= 1
+        self._emit(ev.SERVED, counter, staff, customer.name, f"waited {wait:.3f}s")
+        task = asyncio.get_running_loop().create_task(self._service(counter, customer))
+        self._service_tasks.add(task)
+        task.add_done_callback(self._service_tasks.discard)
+        self._maybe_close()
+
+    async def _service(self, counter: int, customer: Customer) -> None:
+        await self.clock.sleep(customer.service)
+        self.board.vacate(counter, customer.name)
+        self._board_changed()
+        self._notify_freed()
+
+    def _maybe_close(self) -> None:
+        if self._arrivals_done and self._outstanding == 0:
+            self._queue.close()
+
+    @contextlib.asynccontextmanager
+    async def _timed_lock(self, lock: asyncio.Lock, staff: str):
+        started = self.clock.now()
+        self._account()
+        self._lock_waiting += 1
+        self._set_staff(staff, WAITING_LOCK)
+        try:
+            await lock.acquire()
+        finally:
+            self._account()
+            self._lock_waiting -= 1
+            waited = self.clock.now() - started
+            self.lock_wait += waited
+            self.lock_wait_max = max(self.lock_wait_max, waited)
+        self._lock_holder = staff
+        self.lock_acquisitions += 1
+        try:
+            yield
+        finally:
+            self._lock_holder = None
+            lock.release()
+
+    # -- accounting ------------------------------------------------------
+    def _account(self) -> None:
+        now = self.clock.now()
+        dt = now - self._acc_t
+        if dt > 0 and self._lock_waiting and self._free_cache:
+            self.idle_counter_seconds += min(self._free_cache, self._lock_waiting) * dt
+        self._acc_t = now
+
+    def _board_changed(self) -> None:
+        self._account()
+        self._free_cache = self.board.free_count()
+
+    def _set_staff(self, name: str, state: str, customer: str | None = None,
+                   counter: int | None = None) -> None:
+        if customer is None and state not in (IDLE, DONE, WAITING_COUNTER):
+            customer = self._staff[name].customer  # still serving the same one
+        self._staff[name] = StaffView(name, state, customer, counter, self.clock.now())
+
+    def _emit(self, kind: str, counter: int | None = None, owner: str | None = None,
+              customer: str | None = None, detail: str = "") -> None:
+        if self.events:
+            self.events.emit(Event(self.clock.now(), kind, counter, owner, customer, None, detail))
+
+
+def run_virtual(config: SimConfig) -> Tallies:
+    """Run one config to the end on virtual time (instant, deterministic)."""
+    if config.customers is None:
+        raise ValueError("an endless workload (customers=None) never ends in virtual time")
+    return run_in_virtual_time(Simulation(config).run())
+
+
+def compare(config: SimConfig, strategies: tuple[str, ...] | None = None) -> dict[str, Tallies]:
+    """The same seeded workload under each strategy, on virtual time."""
+    names = tuple(STRATEGIES) if strategies is None else strategies
+    return {name: run_virtual(config.replace(strategy=name)) for name in names}
+
+
+async def compare_async(config: SimConfig, strategies: tuple[str, ...] | None = None) -> dict[str, Tallies]:
+    """``compare`` from inside a running loop (the window): runs in a thread."""
+    return await asyncio.to_thread(compare, config, strategies)
