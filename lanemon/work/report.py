@@ -86,7 +86,7 @@ async def measure(
         work = (time.perf_counter() - t0) * 1000.0
     whole = run_entry(rec.stats(), work, result)
 
-    last = [0.0]
+    last = [time.perf_counter()]
 
     def on_slice(done: int, all_: int) -> None:
         now = time.perf_counter()

@@ -1,0 +1,45 @@
+"""Helpers shared by the benchmarks: timing a run under a lag recorder."""
+
+from __future__ import annotations
+
+import asyncio
+import platform
+import statistics
+import time
+from typing import Awaitable, Callable
+
+from lanemon.work.lag import LagRecorder, LagStats
+
+
+async def timed_with_lag(job: Callable[[], Awaitable[object] | object], period_ms: float = 1.0
+                         ) -> tuple[float, LagStats, object]:
+    """Run ``job`` (sync or async) under a lag recorder: (work ms, lag, result)."""
+    async with LagRecorder(period_ms) as rec:
+        await asyncio.sleep(0.005)
+        t0 = time.perf_counter()
+        result = job()
+        if asyncio.iscoroutine(result):
+            result = await result
+        work_ms = (time.perf_counter() - t0) * 1000.0
+    return work_ms, rec.stats(), result
+
+
+async def idle_lag(duration_s: float, period_ms: float = 1.0) -> LagStats:
+    """Lag of an idle loop over ``duration_s``: the floor every figure sits on."""
+    async with LagRecorder(period_ms) as rec:
+        await asyncio.sleep(duration_s)
+    return rec.stats()
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def machine() -> str:
+    import os
+
+    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"
+
+
+def goal(ok: bool) -> str:
+    return "meets goal" if ok else "MISSES goal"
