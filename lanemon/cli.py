@@ -4,6 +4,7 @@
     lanemon measure [...]         run whole / sliced / worker, write the report
     lanemon place --cpu-ms X      say where a job belongs (word, then reason)
     lanemon bench [NAME|all]      print measured figures
+    lanemon install-desktop       add a launcher entry (--uninstall removes it)
     lanemon --version
 
 Bad input anywhere: one line on stderr and exit status 2, no traceback.
@@ -89,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="print measured performance figures")
     b.add_argument("name", nargs="?", default="all", choices=["all", *BENCHES])
     b.add_argument("--json", help="also write the figures to this JSON file")
+
+    d = sub.add_parser("install-desktop", help="add lanemon to the desktop's application launcher")
+    d.add_argument("--uninstall", action="store_true", help="remove the launcher entry and icons")
     return parser
 
 
@@ -195,13 +199,35 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def cmd_install_desktop(args) -> int:
+    from lanemon import desktop
+
+    try:
+        if args.uninstall:
+            removed = desktop.uninstall()
+            print("\n".join(f"removed {p}" for p in removed) or "nothing to remove: lanemon was not installed")
+        else:
+            for path in desktop.install():
+                print(f"wrote {path}")
+            print("lanemon is now in your application launcher")
+    except (desktop.DesktopError, OSError) as exc:
+        raise BadInput(str(exc)) from None
+    return 0
+
+
 def cmd_window(args) -> int:
     from lanemon.ui.app import run_app
 
     return run_app()
 
 
-COMMANDS = {"measure": cmd_measure, "place": cmd_place, "bench": cmd_bench, None: cmd_window}
+COMMANDS = {
+    "measure": cmd_measure,
+    "place": cmd_place,
+    "bench": cmd_bench,
+    "install-desktop": cmd_install_desktop,
+    None: cmd_window,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
