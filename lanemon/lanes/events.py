@@ -52,7 +52,7 @@ class Event(NamedTuple):
     workspace: str | None = None
     queue: str | None = None
     job_id: int | None = None
-    state: str | None = None
+    state: str | None = None  # a State (a str subclass) for record events
     detail: Any = None
 
 

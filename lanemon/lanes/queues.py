@@ -112,6 +112,12 @@ class _Job:
         self.ended_at: float | None = None
         self.final_state: State | None = None
 
+    def note(self, key: str, value: Any) -> None:
+        if key == "placement":
+            self.placement = value
+            q = self.queue
+            q._sched.events.emit("placed", self.workspace, q.name, self.id, None, value)
+
 
 def _err(exc: BaseException) -> str:
     text = str(exc)
@@ -130,7 +136,7 @@ class ReservationQueue:
         self._running: dict[int, _Job] = {}
         self._recent: deque[_Job] = deque(maxlen=scheduler.recent_limit)
         self.submitted = 0
-        self.finished = {s.value: 0 for s in TERMINAL}
+        self.finished = {s: 0 for s in TERMINAL}
 
     # -- public API -------------------------------------------------------------
     async def submit(self, workspace: str, work: Any = None) -> int:
@@ -150,7 +156,8 @@ class ReservationQueue:
     def view(self) -> QueueView:
         s = self._sched
         counts = {"submitted": self.submitted, "waiting": len(self._waiting),
-                  "running": len(self._running), **self.finished}
+                  "running": len(self._running),
+                  **{st.value: n for st, n in self.finished.items()}}
         return QueueView(
             self.name,
             tuple(s._job_view(j) for j in self._waiting.values()),
@@ -206,21 +213,24 @@ class ReservationQueue:
         s = self._sched
         store = s.store
         lock = s.record_lock
+        jid = job.id
         fence = (job.lane_token, job.sched_token)
-        clock = s.clock
         cancelled_exc: BaseException | None = None
         try:
             # 1. claim the record (serialised with cancel / other changes)
-            async with lock.hold(job.id):
+            if not lock.try_acquire(jid):
+                await lock.acquire(jid)
+            try:
                 rec = job.record
                 if rec.state is not _QUEUED:  # cancelled before it could run
                     return
-                now = clock()
-                running = rec._replace(state=_RUNNING, run_id=f"run-{job.sched_token.epoch}",
-                                       started_at=now, updated_at=now,
-                                       attempts=rec.attempts + 1, epoch=job.sched_token.epoch)
+                now = s.clock()
+                epoch = job.sched_token.epoch
+                running = rec._replace(state=_RUNNING, run_id=f"run-{epoch}", started_at=now,
+                                       updated_at=now, attempts=rec.attempts + 1, epoch=epoch)
                 try:
-                    await store.save(running, fence)
+                    if not store.save_nowait(running, fence):
+                        await store.save(running, fence)
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
@@ -230,14 +240,16 @@ class ReservationQueue:
                     return
                 job.record = running
                 job.phase = Phase.RUNNING
+            finally:
+                lock.release(jid)
             # 2. dispatch, outside the record lock
-            ctx = RunContext(job.id, job.workspace, self.name, running.run_id, fence, job_note(job))
+            ctx = RunContext(jid, job.workspace, self.name, running.run_id, fence, job.note)
             try:
                 job.result = await job.work.run(ctx)
                 job.outcome = _SUCCEEDED
             except StopRequested:
                 job.outcome = _CANCELLED
-                job.error = None
+                job.error = "stopped at a checkpoint"
             except asyncio.CancelledError as exc:
                 job.outcome = _CANCELLED
                 job.error = "task cancelled"
@@ -247,8 +259,12 @@ class ReservationQueue:
                 job.error = _err(exc)
             # 3. final save, under the record lock, before any release
             job.phase = Phase.SAVING
-            async with lock.hold(job.id):
+            if not lock.try_acquire(jid):
+                await lock.acquire(jid)
+            try:
                 await self._final_save_locked(job, fence)
+            finally:
+                lock.release(jid)
         finally:
             # 4. release, only now
             self.lanes.release(job.lane_token)
@@ -264,7 +280,8 @@ class ReservationQueue:
         final = job.record._replace(state=job.outcome, error=job.error, finished_at=now,
                                     updated_at=now)
         try:
-            await store.save(final, fence)
+            if not store.save_nowait(final, fence):
+                await store.save(final, fence)
             job.record = final
             return
         except asyncio.CancelledError:
@@ -296,41 +313,38 @@ class ReservationQueue:
         if job.phase is Phase.DONE:
             return
         rec = job.record
-        state = rec.state if rec.state in TERMINAL else (job.outcome or _CANCELLED)
-        if rec.state not in TERMINAL and job.outcome is None:
-            job.outcome = state
+        state = rec.state
+        if state not in TERMINAL:
+            state = job.outcome or _CANCELLED
+            if job.outcome is None:
+                job.outcome = state
         job.final_state = state
         job.phase = Phase.DONE
-        job.ended_at = s.clock()
-        self._running.pop(job.id, None)
-        self._unqueue(job)
+        now = job.ended_at = s.clock()
+        jid = job.id
+        if started:
+            del self._running[jid]
+        else:
+            self._unqueue(job)
         self._recent.append(job)
-        self.finished[state.value] += 1
-        s._live.pop(job.id, None)
+        self.finished[state] += 1
+        live = s._live
+        del live[jid]
         s.jobs_finished += 1
         job.task = None
+        ws = job.workspace
         if started:
-            hist = s._history.get(job.workspace)
+            hist = s._history.get(ws)
             if hist is None:
-                hist = s._history[job.workspace] = deque(maxlen=s.history_limit)
-            hist.append(RunSpan(job.id, self.name, rec.run_id, job.started_at, job.ended_at,
-                                state.value))
-        s.events.emit("finished", job.workspace, self.name, job.id, state.value, started)
+                hist = s._history[ws] = deque(maxlen=s.history_limit)
+            hist.append(RunSpan(jid, self.name, rec.run_id, job.started_at, now, state))
+        s.events.emit("finished", ws, self.name, jid, state, started)
         if started:
-            s._kick(job.workspace)
-        if not s._live and s._idle is not None:
+            s._kick(ws)
+        if not live and s._idle is not None:
             if not s._idle.done():
                 s._idle.set_result(None)
             s._idle = None
-
-
-def job_note(job: _Job) -> Callable[[str, Any], None]:
-    def note(key: str, value: Any) -> None:
-        if key == "placement":
-            job.placement = value
-            job.queue._sched.events.emit("placed", job.workspace, job.queue.name, job.id,
-                                         None, value)
-    return note
 
 
 class Scheduler:
@@ -425,13 +439,14 @@ class Scheduler:
         now = self.clock()
         rec = Reservation(jid, workspace, q.name, _QUEUED, now, now)
         self._workspaces[workspace] = None
-        await self.store.save(rec)
+        if not self.store.save_nowait(rec):
+            await self.store.save(rec)
         job = _Job(jid, q, workspace, work, rec)
         self._live[jid] = job
         q.submitted += 1
         self.jobs_submitted += 1
         q._enqueue(job)
-        self.events.emit("submitted", workspace, q.name, jid, "queued")
+        self.events.emit("submitted", workspace, q.name, jid, _QUEUED)
         self._kick(workspace)
         return jid
 
@@ -449,7 +464,7 @@ class Scheduler:
         async with self.record_lock.hold(job_id):
             outcome = await self._cancel_locked(job)
         self.events.emit("cancel", job.workspace, job.queue.name, job_id,
-                         job.record.state.value, outcome)
+                         job.record.state, outcome)
         return outcome
 
     async def _cancel_locked(self, job: _Job) -> str:

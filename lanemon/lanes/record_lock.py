@@ -73,6 +73,14 @@ class RecordLock:
         """``async with lock.hold(key):`` - one change to ``key``'s record."""
         return _Hold(self, key)
 
+    def try_acquire(self, key: Hashable) -> bool:
+        """Take ``key`` now if nobody holds it or waits for it; else ``False``."""
+        if key in self._entries:
+            return False
+        self._entries[key] = deque()
+        self.acquisitions += 1
+        return True
+
     async def acquire(self, key: Hashable) -> None:
         waiters = self._entries.get(key)
         if waiters is None:

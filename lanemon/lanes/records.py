@@ -238,11 +238,28 @@ class RecordStore:
         """Write ``record``; see the module docstring for what is refused."""
         if self._holds or self._fails or self.before_write is not None:
             await self._slow_path(record)
+        return self._write(record, fence)
+
+    def save_nowait(self, record: Reservation, fence: Iterable[Any] = ()) -> bool:
+        """Write ``record`` now if no hold, injected failure or hook applies.
+
+        Returns ``False`` (and does nothing) when the save must go through
+        ``await save(...)``; otherwise it writes (or raises the same
+        refusals as ``save``) and returns ``True``.  The scheduler uses it to
+        keep the common path free of coroutine overhead; the semantics are
+        exactly those of ``save``.
+        """
+        if self._holds or self._fails or self.before_write is not None:
+            return False
+        self._write(record, fence)
+        return True
+
+    def _write(self, record: Reservation, fence: Iterable[Any]) -> Reservation:
         for token in fence:
             if not token.lanes.is_current(token):
                 self.stale_writes += 1
                 self._events.emit("stale_write", record.workspace, record.queue, record.id,
-                                  record.state.value, token.epoch)
+                                  record.state, token.epoch)
                 raise StaleWrite(f"record {record.id}: token epoch {token.epoch} of "
                                  f"{token.lanes.name!r} is no longer current")
         prev = self._records.get(record.id)
@@ -252,7 +269,7 @@ class RecordStore:
                 f"record {record.id}: {prev.state.value if prev else 'new'} -> {record.state.value}")
         self._records[record.id] = record
         self.saves += 1
-        self._events.emit("saved", record.workspace, record.queue, record.id, record.state.value)
+        self._events.emit("saved", record.workspace, record.queue, record.id, record.state)
         return record
 
     async def _slow_path(self, record: Reservation) -> None:
@@ -261,12 +278,12 @@ class RecordStore:
         for h in list(self._holds):
             if h.matches(record):
                 self._events.emit("save_held", record.workspace, record.queue, record.id,
-                                  record.state.value)
+                                  record.state)
                 await h._wait(record)
         for f in self._fails:
             if _matches(record, **f.criteria):
                 self._fails.remove(f)
                 self.failed_saves += 1
                 self._events.emit("save_failed", record.workspace, record.queue, record.id,
-                                  record.state.value, f.error)
+                                  record.state, f.error)
                 raise SaveFailed(f.error)

@@ -10,7 +10,7 @@ it never changes afterwards.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 from .lanes import LaneView
 
@@ -49,8 +49,7 @@ class QueueView:
     counts: Mapping[str, int]      # submitted/waiting/running + terminal states
 
 
-@dataclass(frozen=True, slots=True)
-class RunSpan:
+class RunSpan(NamedTuple):
     """One run of a workspace, for a timeline (lanes claimed -> released)."""
 
     job_id: int

@@ -1,0 +1,325 @@
+"""The two queues: the seed scenarios and the scheduler's contract.
+
+Every test drives the loop with gates (asyncio.Event, save holds) and
+``settle()`` (a bounded number of zero-sleeps); nothing depends on time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+import pytest
+
+from lanemon.lanes import (
+    GatedWork, InvariantChecker, Scheduler, SimulatedWork, StaleWrite, State,
+)
+
+pytestmark = pytest.mark.asyncio
+
+
+async def settle(n: int = 50) -> None:
+    for _ in range(n):
+        await asyncio.sleep(0)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        self.t += 0.001
+        return self.t
+
+
+def make() -> tuple[Scheduler, InvariantChecker, list]:
+    s = Scheduler(clock=Clock())
+    events: list = []
+    s.subscribe(events.append)
+    return s, InvariantChecker(s), events
+
+
+def state(s: Scheduler, jid: int) -> State:
+    return s.store.get(jid).state
+
+
+def index(events, kind, job_id, state=None) -> int:
+    for i, ev in enumerate(events):
+        if ev.kind == kind and ev.job_id == job_id and (state is None or ev.state == state):
+            return i
+    raise AssertionError(f"no {kind} event for job {job_id}")
+
+
+async def finish(s: Scheduler, chk: InvariantChecker) -> None:
+    await s.join()
+    assert chk.check() == []
+
+
+# -- seed scenario (a) ------------------------------------------------------------------
+
+async def test_held_final_save_blocks_same_workspace_cafe_job_not_others():
+    s, chk, events = make()
+    hold = s.hold_save(queue="reservations", workspace="A", state="succeeded")
+    a = await s.submit("reservations", "A")
+    cafe_a = await s.submit("cafe", "A")
+    b = await s.submit("reservations", "B")
+    cafe_c = await s.submit("cafe", "C")
+    held = await hold.wait_engaged()
+    assert held.id == a
+    await settle()
+    # other workspaces completed while A's final save is held open
+    assert state(s, b) is State.SUCCEEDED and state(s, cafe_c) is State.SUCCEEDED
+    # the same workspace's cafe job has not started: A is still claimed
+    assert state(s, cafe_a) is State.QUEUED
+    snap = s.snapshot()
+    assert [j.id for j in snap.queues["cafe"].waiting] == [cafe_a]
+    running = snap.queues["reservations"].running
+    assert [(j.id, j.phase, j.outcome, j.save_held) for j in running] == \
+        [(a, "saving", "succeeded", True)]
+    assert [(v.workspace, v.owner) for v in snap.scheduled] == [("A", f"reservations#{a}")]
+    assert not any(ev.kind == "started" and ev.job_id == cafe_a for ev in events)
+    # open the gate: the final save lands, then the lanes are released, then cafe starts
+    hold.release()
+    await finish(s, chk)
+    assert state(s, a) is State.SUCCEEDED and state(s, cafe_a) is State.SUCCEEDED
+    assert index(events, "saved", a, "succeeded") < index(events, "finished", a) \
+        < index(events, "started", cafe_a)
+
+
+# -- seed scenario (b) --------------------------------------------------------------------
+
+async def test_second_job_of_a_workspace_waits_while_another_workspace_finishes():
+    s, chk, events = make()
+    w1 = GatedWork()
+    a1 = await s.submit("reservations", "A", w1)
+    a2 = await s.submit("reservations", "A")
+    b = await s.submit("reservations", "B")
+    await w1.started.wait()
+    await settle()
+    assert state(s, a1) is State.RUNNING
+    assert state(s, a2) is State.QUEUED
+    assert state(s, b) is State.SUCCEEDED  # no head-of-line blocking
+    w1.open()
+    await finish(s, chk)
+    assert index(events, "finished", a1) < index(events, "started", a2)
+    assert [state(s, j) for j in (a1, a2, b)] == [State.SUCCEEDED] * 3
+
+
+async def test_no_head_of_line_blocking_with_many_waiting():
+    s, chk, _ = make()
+    w = GatedWork()
+    a = [await s.submit("cafe", "A", w)] + [await s.submit("cafe", "A") for _ in range(20)]
+    s.mark_busy("B", "notebook open")
+    b = await s.submit("reservations", "B")
+    c = await s.submit("cafe", "C")
+    await settle()
+    assert state(s, c) is State.SUCCEEDED
+    assert state(s, b) is State.QUEUED and all(state(s, j) is not State.SUCCEEDED for j in a)
+    s.clear_busy("B", "notebook open")
+    await settle()
+    assert state(s, b) is State.SUCCEEDED
+    w.open()
+    await finish(s, chk)
+
+
+async def test_stale_release_after_error_does_not_clear_new_owner():
+    s, chk, _ = make()
+    w1 = GatedWork(fail="boom")
+    w2 = GatedWork()
+    a1 = await s.submit("reservations", "A", w1)
+    a2 = await s.submit("cafe", "A", w2)
+    await w1.started.wait()
+    old_sched = s.scheduled_lanes.holder("A")
+    old_lane = s.reservations.lanes.holder("A")
+    w1.open()
+    await w2.started.wait()
+    rec1 = s.store.get(a1)
+    assert rec1.state is State.FAILED and "boom" in rec1.error and rec1.run_id
+    new_sched = s.scheduled_lanes.holder("A")
+    assert new_sched.epoch > old_sched.epoch
+    # a second cleanup path of the failed run releases again
+    assert s.scheduled_lanes.release(old_sched) is False
+    assert s.reservations.lanes.release(old_lane) is False
+    assert s.scheduled_lanes.holder("A") is new_sched  # the new owner keeps its lane
+    # and a late write from the old owner is refused
+    with pytest.raises(StaleWrite):
+        await s.store.save(s.store.get(a2)._replace(error="late"), fence=(old_sched,))
+    counts = s.snapshot().counts
+    assert counts.stale_releases == 2 and counts.stale_writes == 1
+    w2.open()
+    await finish(s, chk)
+    assert state(s, a2) is State.SUCCEEDED
+
+
+async def test_cancel_waits_for_claim_of_same_reservation():
+    """claim first: cancel is serialised behind it and becomes a stop request."""
+    s, chk, events = make()
+    w = GatedWork()
+    hold = s.hold_save(state="running")
+    x = await s.submit("reservations", "A", w)
+    other = await s.submit("cafe", "B")
+    await hold.wait_engaged()  # the claim is inside the record lock
+    cancel = asyncio.create_task(s.cancel(x))
+    await settle()
+    assert not cancel.done() and s.record_lock.waiting(x) == 1
+    assert state(s, other) is State.SUCCEEDED  # other reservations do not wait
+    hold.release()
+    assert await cancel == "stop_requested"
+    assert state(s, x) is State.RUNNING
+    assert index(events, "saved", x, "running") < index(events, "cancel", x)
+    w.open()  # the work reaches its next checkpoint and honours the stop
+    await finish(s, chk)
+    rec = s.store.get(x)
+    assert rec.state is State.CANCELLED and rec.attempts == 1
+
+
+async def test_claim_waits_for_cancel_of_same_reservation():
+    """cancel first: the claim is serialised behind it and never runs the work."""
+    s, chk, events = make()
+    blocker = GatedWork()
+    w = GatedWork()
+    await s.submit("reservations", "A", blocker)
+    x = await s.submit("cafe", "A", w)
+    hold = s.hold_save(id=x, state="cancelled")
+    cancel = asyncio.create_task(s.cancel(x))
+    await hold.wait_engaged()
+    blocker.open()  # A is freed while the cancel's save is held: x claims its lanes
+    await settle()
+    view = s.job(x)
+    assert view.phase == "starting" and view.state == "queued"
+    assert s.record_lock.waiting(x) == 1 and not w.started.is_set()
+    hold.release()
+    assert await cancel == "cancelled"
+    await finish(s, chk)
+    assert state(s, x) is State.CANCELLED and not w.started.is_set()
+    assert s.store.get(x).attempts == 0
+    assert index(events, "saved", x, "cancelled") < index(events, "finished", x)
+
+
+async def test_save_that_raises_still_releases_and_records_the_error():
+    s, chk, _ = make()
+    s.fail_next_save(queue="reservations", state="succeeded", error="disk full")
+    a1 = await s.submit("reservations", "A")
+    a2 = await s.submit("cafe", "A")
+    await finish(s, chk)
+    rec = s.store.get(a1)
+    assert rec.state is State.FAILED
+    assert "final save failed" in rec.error and "disk full" in rec.error
+    assert "succeeded" in rec.error  # what the run itself achieved is kept
+    assert state(s, a2) is State.SUCCEEDED  # the lanes were released
+    assert s.snapshot().counts.failed_saves == 1
+
+
+async def test_running_save_that_raises_fails_the_job_without_running_it():
+    s, chk, _ = make()
+    w = GatedWork()
+    s.fail_next_save(state="running", error="io error")
+    a = await s.submit("cafe", "A", w)
+    await finish(s, chk)
+    rec = s.store.get(a)
+    assert rec.state is State.FAILED and "running save failed" in rec.error
+    assert not w.started.is_set()
+
+
+async def test_failing_dispatch_is_recorded_and_releases():
+    s, chk, _ = make()
+    a = await s.submit("reservations", "A", SimulatedWork(0, fail="exploded"))
+    b = await s.submit("reservations", "A")
+    await finish(s, chk)
+    rec = s.store.get(a)
+    assert rec.state is State.FAILED and rec.error == "WorkFailed: exploded"
+    assert state(s, b) is State.SUCCEEDED
+
+
+async def test_cancel_queued_and_finished_jobs():
+    s, chk, _ = make()
+    w = GatedWork()
+    await s.submit("reservations", "A", w)
+    q = await s.submit("reservations", "A")
+    assert await s.cancel(q) == "cancelled"
+    assert state(s, q) is State.CANCELLED
+    assert await s.cancel(q) == "finished"
+    assert await s.cancel(999) == "unknown"
+    w.open()
+    await finish(s, chk)
+
+
+async def test_request_stop_is_honoured_at_next_checkpoint():
+    s, chk, _ = make()
+    sleeps = []
+
+    async def fake_sleep(d):
+        sleeps.append(d)
+        await asyncio.sleep(0)
+
+    a = await s.submit("cafe", "A", SimulatedWork(10.0, step=0.5, sleep=fake_sleep))
+    await settle(5)
+    assert s.request_stop("A") is True
+    assert s.snapshot().scheduled[0].stop_requested
+    await finish(s, chk)
+    rec = s.store.get(a)
+    assert rec.state is State.CANCELLED and len(sleeps) < 20
+    assert s.request_stop("A") is False  # free lane: nothing to stop
+
+
+async def test_fifo_per_workspace_across_both_queues():
+    s, chk, events = make()
+    w = GatedWork()
+    first = await s.submit("reservations", "A", w)
+    c = await s.submit("cafe", "A")
+    r = await s.submit("reservations", "A")
+    c2 = await s.submit("cafe", "A")
+    w.open()
+    await finish(s, chk)
+    starts = [ev.job_id for ev in events if ev.kind == "started"]
+    assert starts == [first, c, r, c2]
+
+
+async def test_project_available_hook_and_kick():
+    allowed = {"A": False}
+    s = Scheduler(clock=Clock(), project_available=lambda ws: allowed.get(ws, True))
+    chk = InvariantChecker(s)
+    a = await s.submit("reservations", "A")
+    await settle()
+    assert state(s, a) is State.QUEUED
+    allowed["A"] = True
+    s.kick()
+    await finish(s, chk)
+    assert state(s, a) is State.SUCCEEDED
+
+
+async def test_snapshot_is_plain_immutable_and_has_history():
+    s, chk, _ = make()
+    s.mark_busy("Z", "result not confirmed")
+    for ws in ("A", "B", "A"):
+        await s.submit("reservations", ws)
+    await s.submit("cafe", "Z")
+    await s.join() if False else None
+    await settle()
+    snap = s.snapshot()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        snap.at = 0  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        snap.queues["x"] = None  # type: ignore[index]
+    assert snap.occupancy == {"Z": ("result not confirmed",)}
+    assert [sp.queue for sp in snap.history["A"]] == ["reservations", "reservations"]
+    assert all(sp.started_at <= sp.ended_at and sp.state == "succeeded"
+               for sp in snap.history["A"])
+    assert snap.queues["reservations"].counts["succeeded"] == 3
+    assert [j.workspace for j in snap.queues["cafe"].waiting] == ["Z"]
+    assert snap.workspaces == ("A", "B", "Z")
+    s.clear_busy("Z")
+    await finish(s, chk)
+    # the snapshot taken earlier did not change
+    assert [j.workspace for j in snap.queues["cafe"].waiting] == ["Z"]
+
+
+async def test_aclose_cancels_waiting_and_running():
+    s, _, _ = make()
+    w = GatedWork()
+    a = await s.submit("reservations", "A", w)
+    b = await s.submit("reservations", "A")
+    await w.started.wait()
+    await s.aclose()
+    assert state(s, a) is State.CANCELLED and state(s, b) is State.CANCELLED
+    assert s.idle_clean() == []
