@@ -5,7 +5,8 @@ checks, as changes happen:
 
 * never more than one run per workspace at once, across both queues (from
   ``started`` to ``finished``);
-* jobs of one workspace start in submission order;
+* jobs of one workspace start in the order they entered their queues (the
+  order of ``submitted`` events), across both queues;
 * a started job's lanes are released only after its final record is saved
   (when ``finished`` arrives the stored record is already terminal, unless
   the final write itself could not be made and was counted);
@@ -39,6 +40,7 @@ class InvariantChecker:
         self.finished: dict[int, int] = {}
         self.terminal_writes: dict[int, int] = {}
         self.submitted: set[int] = set()
+        self.seq: dict[int, int] = {}
         self.runs = 0
         self.unsubscribe = scheduler.subscribe(self.on_event)
 
@@ -62,9 +64,10 @@ class InvariantChecker:
                 self._bad(f"workspace {ws}: {n} runs at once (job {ev.job_id})")
             if n > self.max_active:
                 self.max_active = n
-            if self.last_started.get(ws, 0) > ev.job_id:
+            seq = self.seq.get(ev.job_id, 0)
+            if self.last_started.get(ws, 0) > seq:
                 self._bad(f"workspace {ws}: job {ev.job_id} started after a later job")
-            self.last_started[ws] = ev.job_id
+            self.last_started[ws] = seq
             self.started.add(ev.job_id)
             self.runs += 1
         elif kind == "finished":
@@ -89,6 +92,7 @@ class InvariantChecker:
                     self._bad(f"job {jid}: lanes released before its final record was saved")
         elif kind == "submitted":
             self.submitted.add(ev.job_id)
+            self.seq[ev.job_id] = len(self.seq) + 1
 
     def check(self) -> list[str]:
         s = self.scheduler

@@ -12,8 +12,11 @@ Guarantees
   lane is free in its queue's lanes *and* in ``scheduled_lanes``, and
   ``project_available(workspace)`` agrees (no outside occupancy, plus an
   optional app predicate).  Both lanes are claimed synchronously, together.
-* **Order.**  Jobs of one workspace start in submission order (FIFO per
-  workspace, across both queues: the older waiting job gets the workspace).
+* **Order.**  Jobs of one workspace start in the order they entered their
+  queue (after their ``queued`` record was saved; the ``submitted`` event),
+  FIFO per workspace across both queues: the older waiting job gets the
+  workspace.  IDs are assigned at the call to ``submit``; with concurrent
+  submits whose saves interleave, queue order may differ from ID order.
 * **No head-of-line blocking.**  Waiting is per workspace: a job whose
   workspace is busy never delays a job of another workspace submitted after
   it.  A freed workspace is re-examined at once (release, outside occupancy
@@ -88,13 +91,14 @@ class Phase:
 
 
 class _Job:
-    __slots__ = ("id", "queue", "workspace", "work", "record", "phase", "outcome",
+    __slots__ = ("id", "seq", "queue", "workspace", "work", "record", "phase", "outcome",
                  "lane_token", "sched_token", "task", "error", "placement", "result",
                  "save_held", "started_at", "ended_at", "final_state")
 
     def __init__(self, id: int, queue: "ReservationQueue", workspace: str, work: Any,
                  record: Reservation) -> None:
         self.id = id
+        self.seq = 0  # enqueue order (FIFO key), set when it enters its queue
         self.queue = queue
         self.workspace = workspace
         self.work = work
@@ -169,6 +173,9 @@ class ReservationQueue:
 
     # -- internals -----------------------------------------------------------------
     def _enqueue(self, job: _Job) -> None:
+        s = self._sched
+        s._seq += 1
+        job.seq = s._seq
         self._waiting[job.id] = job
         dq = self._by_ws.get(job.workspace)
         if dq is None:
@@ -376,6 +383,7 @@ class Scheduler:
         self._history: dict[str, deque[RunSpan]] = {}
         self._workspaces: dict[str, None] = {}
         self._next_id = 0
+        self._seq = 0
         self._idle: asyncio.Future | None = None
         self._loop_ref: asyncio.AbstractEventLoop | None = None
         self.unsaved_finals = 0
@@ -523,7 +531,7 @@ class Scheduler:
         best = None
         for q in self._queue_list:
             dq = q._by_ws.get(ws)
-            if dq and (best is None or dq[0].id < best.id) and ws not in q.lanes._held:
+            if dq and (best is None or dq[0].seq < best.seq) and ws not in q.lanes._held:
                 best = dq[0]
         if best is None:
             return

@@ -1,0 +1,199 @@
+"""Randomized interleavings of the two queues, checked against invariants.
+
+Each scenario is a seeded (or hypothesis-drawn) program of actions - submit
+to either queue, cancel, request a stop, mark/clear outside occupancy, hold
+and release saves, make the next save fail, and let the loop run a few
+steps - over a handful of workspaces.  Works and saves yield to the loop a
+seeded number of times, so the scheduler's steps interleave differently in
+every scenario.  No sleeps with time, no timed asserts.
+
+Invariants (``InvariantChecker`` plus the checks below): never more than one
+run per workspace at once; per-workspace FIFO starts; lanes released only
+after the final record is saved; every job ends in exactly one terminal state;
+all lanes free, no record-lock entry and no live job left at the end; a
+cancel that answered "cancelled" means the job ended cancelled and never ran.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from lanemon.lanes import InvariantChecker, Scheduler, State, StopRequested
+
+SEEDED_SCENARIOS = 1200
+HYPOTHESIS_EXAMPLES = 150
+WORKSPACES = ("A", "B", "C")
+
+
+class YieldWork:
+    """Yields ``steps`` times, checkpointing in between; may fail."""
+
+    def __init__(self, steps: int, fail: bool, ran: set[int]) -> None:
+        self.steps = steps
+        self.fail = fail
+        self.ran = ran
+
+    async def run(self, ctx) -> None:
+        self.ran.add(ctx.job_id)
+        ctx.checkpoint()
+        for _ in range(self.steps):
+            await asyncio.sleep(0)
+            ctx.checkpoint()
+        if self.fail:
+            raise RuntimeError("work failed")
+
+
+async def run_program(rng: random.Random, actions: list[tuple]) -> None:
+    s = Scheduler()
+    chk = InvariantChecker(s)
+    ran: set[int] = set()
+    yields_per_save = [rng.randrange(3) for _ in range(64)]
+    counter = [0]
+
+    async def before_write(rec) -> None:
+        counter[0] += 1
+        for _ in range(yields_per_save[counter[0] % 64]):
+            await asyncio.sleep(0)
+
+    if rng.random() < 0.7:
+        s.store.before_write = before_write
+    tasks: list[asyncio.Task] = []
+    submitted: list[asyncio.Task] = []
+    cancels: list[tuple[asyncio.Task, asyncio.Task]] = []
+    holds = []
+    busy: set[str] = set()
+
+    for act in actions:
+        kind = act[0]
+        if kind == "submit":
+            _, queue, ws, steps, fail = act
+            t = asyncio.ensure_future(s.submit(queue, ws, YieldWork(steps, fail, ran)))
+            submitted.append(t)
+        elif kind == "cancel":
+            done = [t for t in submitted if t.done() and t.exception() is None]
+            if done:
+                target = done[act[1] % len(done)]
+                cancels.append((target, asyncio.ensure_future(s.cancel(target.result()))))
+        elif kind == "stop":
+            s.request_stop(act[1])
+        elif kind == "busy":
+            s.mark_busy(act[1], "outside")
+            busy.add(act[1])
+        elif kind == "free":
+            s.clear_busy(act[1])
+            busy.discard(act[1])
+        elif kind == "hold":
+            _, which, ws = act
+            crit = [dict(state="succeeded", workspace=ws), dict(terminal=True),
+                    dict(state="running", workspace=ws), dict(state="cancelled"),
+                    dict(state="queued", workspace=ws)][which]
+            holds.append(s.hold_save(**crit))
+        elif kind == "release":
+            if holds:
+                holds.pop(act[1] % len(holds)).release()
+        elif kind == "fail":
+            if s.store.pending_failures() < 2:
+                s.fail_next_save(state=act[1])
+        elif kind == "run":
+            for _ in range(act[1]):
+                await asyncio.sleep(0)
+
+    # Let everything finish: open every hold, clear occupancy, and drive the
+    # loop for a bounded number of steps (a deadlock fails the test).
+    for h in holds:
+        h.release()
+    for ws in list(busy):
+        s.clear_busy(ws)
+    for _ in range(20000):
+        if not s._live and all(t.done() for t in submitted) and \
+                all(c.done() for _, c in cancels):
+            break
+        await asyncio.sleep(0)
+    else:
+        raise AssertionError(f"scheduler did not become idle: {s.idle_clean()}")
+    await s.join()
+
+    problems = chk.check()
+    assert problems == [], problems
+    assert chk.max_active <= 1
+    # a submit whose ``queued`` save failed raised and created no job
+    jobs = [t.result() for t in submitted if t.exception() is None]
+    assert len(set(jobs)) == len(jobs)
+    for target, c in cancels:
+        jid = target.result()
+        outcome = c.result()
+        rec = s.store.get(jid)
+        assert rec.state in (State.SUCCEEDED, State.FAILED, State.CANCELLED)
+        if outcome == "cancelled":
+            assert rec.state is State.CANCELLED and jid not in ran
+    counts = s.snapshot().counts
+    assert counts.jobs_submitted == counts.jobs_finished == len(jobs)
+    assert counts.stale_releases == 0 and counts.stale_writes == 0
+    assert counts.unsaved_finals == 0
+
+
+def random_actions(rng: random.Random) -> list[tuple]:
+    actions: list[tuple] = []
+    for _ in range(rng.randrange(8, 30)):
+        r = rng.random()
+        ws = rng.choice(WORKSPACES)
+        if r < 0.45:
+            actions.append(("submit", rng.choice(("reservations", "cafe")), ws,
+                            rng.randrange(4), rng.random() < 0.15))
+        elif r < 0.55:
+            actions.append(("cancel", rng.randrange(100)))
+        elif r < 0.60:
+            actions.append(("stop", ws))
+        elif r < 0.66:
+            actions.append(("busy", ws))
+        elif r < 0.72:
+            actions.append(("free", ws))
+        elif r < 0.78:
+            actions.append(("hold", rng.randrange(5), ws))
+        elif r < 0.84:
+            actions.append(("release", rng.randrange(10)))
+        elif r < 0.88:
+            actions.append(("fail", rng.choice(("running", "succeeded", "failed",
+                                                "cancelled", "queued"))))
+        else:
+            actions.append(("run", rng.randrange(1, 6)))
+    return actions
+
+
+@pytest.mark.asyncio
+async def test_seeded_interleavings_keep_the_invariants():
+    for seed in range(SEEDED_SCENARIOS):
+        rng = random.Random(seed)
+        try:
+            await run_program(rng, random_actions(rng))
+        except AssertionError as exc:
+            raise AssertionError(f"seed {seed}: {exc}") from exc
+
+
+action = st.one_of(
+    st.tuples(st.just("submit"), st.sampled_from(("reservations", "cafe")),
+              st.sampled_from(WORKSPACES), st.integers(0, 3), st.booleans()),
+    st.tuples(st.just("cancel"), st.integers(0, 99)),
+    st.tuples(st.just("stop"), st.sampled_from(WORKSPACES)),
+    st.tuples(st.just("busy"), st.sampled_from(WORKSPACES)),
+    st.tuples(st.just("free"), st.sampled_from(WORKSPACES)),
+    st.tuples(st.just("hold"), st.integers(0, 4), st.sampled_from(WORKSPACES)),
+    st.tuples(st.just("release"), st.integers(0, 9)),
+    st.tuples(st.just("fail"), st.sampled_from(("running", "succeeded", "failed", "queued"))),
+    st.tuples(st.just("run"), st.integers(1, 5)),
+)
+
+
+@settings(max_examples=HYPOTHESIS_EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(actions=st.lists(action, min_size=1, max_size=30), seed=st.integers(0, 2**16))
+def test_hypothesis_interleavings_keep_the_invariants(actions, seed):
+    asyncio.run(run_program(random.Random(seed), actions))
+
+
+def test_stop_requested_is_exported():
+    assert issubclass(StopRequested, Exception)
