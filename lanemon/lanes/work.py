@@ -190,7 +190,17 @@ class CpuWork:
         if where == "loop":
             result = W.hash_range(0, total)
         elif where == "slice":
-            result = (await W.run_sliced_budget(total, slice_ms=self.slice_ms)).result
+            # honour a stop between slices, not only at the end
+            stopped = getattr(W, "SliceStopped", None)
+            try:
+                sliced = await W.run_sliced_budget(total, slice_ms=self.slice_ms,
+                                                   should_stop=ctx.stop_requested)
+            except Exception as exc:
+                if stopped is not None and isinstance(exc, stopped):
+                    raise StopRequested(str(exc)) from exc
+                raise
+            ctx.note("slices", sliced.slices)
+            result = sliced.result
         else:
             result = await W.run_in_worker(total, kind=self.worker_kind)
         ctx.checkpoint()
