@@ -1,0 +1,64 @@
+"""Writing files: the report (JSON), the heartbeat (CSV), a widget (PNG).
+
+Each write is atomic (a temporary file in the same folder, then a rename), so
+a failed export never leaves a half-written file behind.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import tempfile
+
+from PySide6.QtWidgets import QWidget
+
+from lanemon.ui.heartbeat import Heartbeat
+
+
+def _atomic(path: str, suffix: str, write) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".lanemon-", suffix=suffix, dir=folder)
+    try:
+        with os.fdopen(fd, "w", newline="") as fh:
+            write(fh)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_report(path: str, report: dict) -> None:
+    def write(fh):
+        json.dump(report, fh, indent=2)
+        fh.write("\n")
+    _atomic(path, ".json", write)
+
+
+def write_heartbeat_csv(path: str, heartbeat: Heartbeat) -> int:
+    """``t_s,lag_ms`` rows (t from the heartbeat's start), oldest first; returns the row count."""
+    rows = list(heartbeat.to_csv_rows())
+
+    def write(fh):
+        out = csv.writer(fh)
+        out.writerow(["t_s", "lag_ms"])
+        out.writerows((f"{t:.6f}", f"{lag:.4f}") for t, lag in rows)
+    _atomic(path, ".csv", write)
+    return len(rows)
+
+
+def save_png(widget: QWidget, path: str) -> None:
+    """A picture of ``widget`` as it is on screen."""
+    image = widget.grab()
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".lanemon-", suffix=".png", dir=folder)
+    os.close(fd)
+    try:
+        if not image.save(tmp, "PNG"):
+            raise OSError(f"cannot write {path}")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

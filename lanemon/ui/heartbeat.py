@@ -1,0 +1,175 @@
+"""The heartbeat: a precise Qt timer whose lateness is the loop's lag.
+
+``Heartbeat`` re-arms a single-shot ``QTimer`` of ``Qt.PreciseTimer`` type
+from the moment it actually fired (so a stall is one late tick, never a burst
+of catch-up ticks). Each tick writes two numbers into preallocated numpy
+arrays (a ring buffer): the fire time (``time.perf_counter`` seconds) and the
+lag in ms (fire time minus due time, never below 0). Nothing else happens in
+the tick, so the heartbeat does not itself cause lag; readers (the chart, the
+run statistics) copy what they need when they need it.
+
+``lag_stats`` gives the same figures as ``lanemon.work.lag.summarize``
+(nearest-rank percentiles) on a numpy array.
+
+Qt, but no widgets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+
+import numpy as np
+from PySide6.QtCore import QObject, Qt, QTimer
+
+from lanemon.work.lag import LagStats
+
+MIN_PERIOD_MS = 1
+MAX_PERIOD_MS = 100
+DEFAULT_PERIOD_MS = 10
+DEFAULT_CAPACITY = 1 << 16  # 65 s at 1 ms, 11 min at 10 ms
+
+
+def lag_stats(lags_ms: np.ndarray) -> LagStats:
+    """samples / p50 / p99 / max / late_ms, nearest rank (as ``summarize``)."""
+    values = np.asarray(lags_ms, dtype=np.float64)
+    n = int(values.size)
+    if n == 0:
+        return LagStats(0, 0.0, 0.0, 0.0, 0.0)
+    ordered = np.sort(values)
+
+    def rank(p: float) -> float:
+        r = max(1, math.ceil(p / 100.0 * n))
+        return float(ordered[min(r, n) - 1])
+
+    return LagStats(samples=n, p50=rank(50), p99=rank(99), max=float(ordered[-1]),
+                    late_ms=float(values.sum()))
+
+
+class Heartbeat(QObject):
+    """The precise heartbeat and its ring buffer of ``(time, lag)`` ticks."""
+
+    def __init__(self, period_ms: int = DEFAULT_PERIOD_MS, capacity: int = DEFAULT_CAPACITY,
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        if capacity <= 0 or capacity & (capacity - 1):
+            raise ValueError(f"capacity must be a power of two, got {capacity}")
+        self._mask = capacity - 1
+        self.capacity = capacity
+        self._t = np.zeros(capacity, dtype=np.float64)
+        self._lag = np.zeros(capacity, dtype=np.float64)
+        self._n = 0
+        self._period_ms = self._check_period(period_ms)
+        self._period_s = self._period_ms / 1000.0
+        self._due = 0.0
+        self.epoch = time.perf_counter()
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setTimerType(Qt.TimerType.PreciseTimer)
+        self._timer.timeout.connect(self._tick)
+
+    # --- the tick: keep it tiny ------------------------------------------------
+    def _tick(self) -> None:
+        now = time.perf_counter()
+        lag = (now - self._due) * 1000.0
+        i = self._n & self._mask
+        self._t[i] = now
+        self._lag[i] = lag if lag > 0.0 else 0.0
+        self._n += 1
+        self._due = now + self._period_s
+        self._timer.start(self._period_ms)
+
+    # --- control ---------------------------------------------------------------
+    @staticmethod
+    def _check_period(period_ms: object) -> int:
+        if isinstance(period_ms, bool) or not isinstance(period_ms, int):
+            raise TypeError(f"period_ms must be an integer, got {period_ms!r}")
+        if not MIN_PERIOD_MS <= period_ms <= MAX_PERIOD_MS:
+            raise ValueError(f"period_ms must be {MIN_PERIOD_MS}..{MAX_PERIOD_MS}, got {period_ms}")
+        return period_ms
+
+    def start(self) -> None:
+        self._due = time.perf_counter() + self._period_s
+        self._timer.start(self._period_ms)
+
+    def stop(self) -> None:
+        self._timer.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._timer.isActive()
+
+    @property
+    def period_ms(self) -> int:
+        return self._period_ms
+
+    def set_period_ms(self, period_ms: int) -> None:
+        """Change the period (1..100 ms); takes effect from the next arm."""
+        self._period_ms = self._check_period(period_ms)
+        self._period_s = self._period_ms / 1000.0
+
+    # --- reading ---------------------------------------------------------------
+    @property
+    def count(self) -> int:
+        """Ticks recorded since start (monotonic; the buffer keeps the last ``capacity``)."""
+        return self._n
+
+    @property
+    def last_lag_ms(self) -> float:
+        return float(self._lag[(self._n - 1) & self._mask]) if self._n else 0.0
+
+    def between(self, first: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of ticks ``first..stop-1`` (tick numbers; clipped to what the buffer holds)."""
+        stop = min(stop, self._n)
+        first = max(first, stop - self.capacity, 0)
+        if stop <= first:
+            return np.empty(0), np.empty(0)
+        idx = np.arange(first, stop) & self._mask
+        return self._t[idx], self._lag[idx]
+
+    def recent(self, seconds: float, now: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of the ticks of the last ``seconds`` (oldest first)."""
+        n = min(self._n, self.capacity)
+        if n == 0:
+            return np.empty(0), np.empty(0)
+        # how many ticks at most: at the period, the window holds seconds/period of them
+        want = min(n, int(seconds / self._period_s * 1.2) + 64) if self._period_s > 0 else n
+        t, lag = self.between(self._n - want, self._n)
+        if now is None:
+            now = time.perf_counter()
+        cut = int(np.searchsorted(t, now - seconds, side="left"))
+        if cut == 0 and want < n:  # the window holds more ticks than estimated
+            t, lag = self.between(self._n - n, self._n)
+            cut = int(np.searchsorted(t, now - seconds, side="left"))
+        return t[cut:], lag[cut:]
+
+    def in_range(self, t0: float, t1: float, *, one_after: bool = True) -> np.ndarray:
+        """Lags of the ticks fired in ``[t0, t1]``, plus the first after ``t1``.
+
+        The first tick after a blocking run is the one that measured its stall.
+        """
+        n = min(self._n, self.capacity)
+        t, lag = self.between(self._n - n, self._n)
+        lo = int(np.searchsorted(t, t0, side="left"))
+        hi = int(np.searchsorted(t, t1, side="right"))
+        if one_after and hi < t.size:
+            hi += 1
+        return lag[lo:hi]
+
+    async def wait_tick_after(self, t: float, timeout_s: float = 1.0) -> bool:
+        """Wait (yielding) until a tick fired after time ``t``; False on timeout."""
+        deadline = time.perf_counter() + timeout_s
+        while True:
+            if self._n and self._t[(self._n - 1) & self._mask] > t:
+                return True
+            if time.perf_counter() > deadline or not self.running:
+                return False
+            await asyncio.sleep(self._period_s / 2)
+
+    def to_csv_rows(self):
+        """``(t_s, lag_ms)`` of every buffered tick, oldest first; t from ``epoch``."""
+        n = min(self._n, self.capacity)
+        t, lag = self.between(self._n - n, self._n)
+        for ti, li in zip((t - self.epoch).tolist(), lag.tolist()):
+            yield ti, li

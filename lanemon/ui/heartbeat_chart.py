@@ -1,0 +1,248 @@
+"""The heartbeat chart: lag in ms over the last 10–30 s, runs shaded by kind.
+
+Reads the ``Heartbeat`` ring buffer and the controller's run records on its
+own ~30 fps timer (never per sample). The curve is decimated to one point per
+pixel column, keeping each column's maximum, so a stall is never hidden; at
+most ``MAX_POINTS`` points; pen width 1, no antialiasing, no finite check.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
+
+from lanemon.ui import theme
+from lanemon.ui.heartbeat import MAX_PERIOD_MS, MIN_PERIOD_MS, Heartbeat, lag_stats
+from lanemon.ui.run_controller import RunController
+
+FPS = 30
+MAX_POINTS = 3000
+MIN_TOP_MS = 60.0          # keep both reference lines in view
+REF_LINES = ((1000.0 / 60.0, "16.7 ms · one frame", theme.REF_FRAME, 0.015, (0, 1)),
+             (50.0, "50 ms · a long task", theme.REF_LONG, 0.985, (1, 1)))
+STATS_EVERY = 8            # frames between text updates (~4 per second)
+
+pg.setConfigOptions(antialias=False, foreground=theme.FG, background=theme.BG)
+
+
+def decimate_max(x: np.ndarray, y: np.ndarray, x0: float, x1: float, columns: int):
+    """One point per column of ``[x0, x1]``: the column's first x and its max y."""
+    if x.size <= columns:
+        return x, y
+    col = np.minimum(((x - x0) * (columns / (x1 - x0))).astype(np.int64), columns - 1)
+    starts = np.flatnonzero(np.r_[True, col[1:] != col[:-1]])
+    return x[starts], np.maximum.reduceat(y, starts)
+
+
+class HeartbeatChart(QWidget):
+    def __init__(self, heartbeat: Heartbeat, controller: RunController, window_s: int = 20,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.heartbeat = heartbeat
+        self.controller = controller
+        self._window_s = float(window_s)
+        self._frame = 0
+        self._top = MIN_TOP_MS
+        self._regions: dict[int, tuple[pg.LinearRegionItem, pg.TextItem]] = {}
+
+        # header: title, live figures, floor, controls
+        self.title = QLabel("Heartbeat lag")
+        self.live = QLabel("p50 –   p99 –   max –")
+        self.live.setTextFormat(Qt.TextFormat.RichText)
+        self.floor = QLabel("idle floor: measuring…")
+        self.floor.setProperty("muted", True)
+        self.period = QSpinBox()
+        self.period.setRange(MIN_PERIOD_MS, MAX_PERIOD_MS)
+        self.period.setValue(heartbeat.period_ms)
+        self.period.setSuffix(" ms")
+        self.period.setToolTip("heartbeat period: a precise single-shot Qt timer, re-armed on each tick")
+        self.period.valueChanged.connect(heartbeat.set_period_ms)
+        self.window = QSpinBox()
+        self.window.setRange(10, 30)
+        self.window.setValue(int(window_s))
+        self.window.setSuffix(" s")
+        self.window.setToolTip("how many seconds the chart shows")
+        self.window.valueChanged.connect(self.set_window_s)
+
+        head = QHBoxLayout()
+        head.setContentsMargins(8, 4, 8, 0)
+        head.addWidget(self.title)
+        head.addSpacing(18)
+        head.addWidget(self.live)
+        head.addStretch(1)
+        head.addWidget(self.floor)
+        head.addSpacing(18)
+        for text, box in (("period", self.period), ("window", self.window)):
+            lab = QLabel(text)
+            lab.setProperty("muted", True)
+            head.addWidget(lab)
+            head.addWidget(box)
+
+        # plot
+        self.plot = pg.PlotWidget()
+        self.plot.setMenuEnabled(False)
+        self.plot.setMouseEnabled(x=False, y=False)
+        self.plot.hideButtons()
+        item = self.plot.getPlotItem()
+        item.showGrid(x=True, y=True, alpha=0.25)
+        item.setLabel("left", "lag (ms)")
+        item.setLabel("bottom", "seconds ago")
+        item.getViewBox().setDefaultPadding(0)
+        # the line from one tick to a late one is the lateness growing while the loop was blocked
+        self.curve = self.plot.plot(pen=pg.mkPen(theme.LAG_PEN, width=1), fillLevel=0,
+                                    brush=pg.mkBrush(29, 35, 48, 40))
+        self.curve.setZValue(10)
+        for y, text, color, where, anchor in REF_LINES:
+            line = pg.InfiniteLine(pos=y, angle=0, movable=False,
+                                   pen=pg.mkPen(color, width=1, style=Qt.PenStyle.DashLine),
+                                   label=text,
+                                   labelOpts={"position": where, "color": color, "anchors": [anchor, anchor],
+                                              "fill": pg.mkBrush(255, 255, 255, 200)})
+            line.setZValue(5)
+            self.plot.addItem(line)
+        self.plot.setXRange(-self._window_s, 0, padding=0)
+        self.plot.setYRange(0, self._top, padding=0)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        layout.addLayout(head)
+        layout.addWidget(self.plot, 1)
+        self.apply_fonts()
+
+        self._timer = QTimer(self)
+        self._timer.setInterval(int(1000 / FPS))
+        self._timer.timeout.connect(self.redraw)
+
+    # --- public ----------------------------------------------------------------------
+    def start(self) -> None:
+        self._timer.start()
+
+    def stop(self) -> None:
+        self._timer.stop()
+
+    @property
+    def window_s(self) -> float:
+        return self._window_s
+
+    def set_window_s(self, seconds: float) -> None:
+        self._window_s = float(min(30, max(10, seconds)))
+        self.plot.setXRange(-self._window_s, 0, padding=0)
+
+    def apply_fonts(self) -> None:
+        """Re-apply fonts after ``theme.apply`` changed the font scale."""
+        big = QFont(self.font())
+        big.setPointSizeF(theme.pt(14))
+        big.setBold(True)
+        self.title.setFont(big)
+        self.live.setFont(theme.mono_font(12.5))
+        axis_font = QFont(self.font())
+        axis_font.setPointSizeF(theme.pt(10))
+        for name in ("left", "bottom"):
+            ax = self.plot.getPlotItem().getAxis(name)
+            ax.setStyle(tickFont=axis_font)
+            ax.label.setFont(axis_font)
+
+    # --- drawing ----------------------------------------------------------------------
+    def redraw(self) -> None:
+        now = time.perf_counter()
+        w = self._window_s
+        t, lag = self.heartbeat.recent(w, now)
+        x = t - now
+        columns = min(MAX_POINTS, max(100, int(self.plot.getViewBox().width())))
+        xd, yd = decimate_max(x, lag, -w, 0.0, columns)
+        self.curve.setData(xd, yd, skipFiniteCheck=True)
+
+        peak = float(lag.max()) if lag.size else 0.0
+        top = max(MIN_TOP_MS, peak * 1.18)
+        if abs(top - self._top) > 0.02 * self._top:
+            self._top = top
+            self.plot.setYRange(0, top, padding=0)
+        self._draw_runs(now)
+
+        if self._frame % STATS_EVERY == 0:
+            self._update_text(lag)
+        self._frame += 1
+
+    def _draw_runs(self, now: float) -> None:
+        w = self._window_s
+        seen = set()
+        for rec in reversed(self.controller.records):
+            end = rec.t_end if rec.t_end is not None else now
+            if end < now - w:
+                break
+            seen.add(rec.id)
+            region, label = self._regions.get(rec.id) or self._new_region(rec)
+            x0, x1 = rec.t_start - now, end - now
+            x1 = max(x1, x0 + w / 400)  # a very short run stays visible as a sliver
+            region.setRegion((x0, x1))
+            text = f"#{rec.id} {rec.label}"
+            if rec.status == "done":
+                text += f"\nmax {rec.stats.max:,.0f} ms"
+            elif rec.status != "running":
+                text += f"\n{rec.status}"
+            if label.toPlainText() != text:
+                label.setText(text)
+            row = rec.id % 2
+            label.setPos(max(x0, -w), self._top * (0.99 - 0.16 * row))
+        for i, ph in enumerate(self.controller.phases):
+            end = ph.t_end if ph.t_end is not None else now
+            if end < now - w:
+                continue
+            key = -1 - i
+            seen.add(key)
+            if key not in self._regions:
+                region = pg.LinearRegionItem(movable=False, brush=pg.mkBrush(120, 120, 120, 35),
+                                             pen=pg.mkPen(160, 160, 160, 120, width=1))
+                region.setZValue(-11)
+                label = pg.TextItem(ph.label, color=theme.MUTED, anchor=(0, 1))
+                font = QFont(self.font())
+                font.setPointSizeF(theme.pt(9))
+                label.setFont(font)
+                self.plot.addItem(region)
+                self.plot.addItem(label)
+                self._regions[key] = (region, label)
+            region, label = self._regions[key]
+            region.setRegion((ph.t_start - now, end - now))
+            label.setPos(max(ph.t_start - now, -w), self._top * 0.62)
+        for rid in [r for r in self._regions if r not in seen]:
+            region, label = self._regions.pop(rid)
+            self.plot.removeItem(region)
+            self.plot.removeItem(label)
+
+    def _new_region(self, rec):
+        region = pg.LinearRegionItem(movable=False, brush=theme.kind_color(rec.kind, 60),
+                                     pen=pg.mkPen(theme.kind_color(rec.kind, 160), width=1))
+        region.setZValue(-10)
+        label = pg.TextItem(color=theme.kind_color(rec.kind).darker(120), anchor=(0, 0),
+                            fill=pg.mkBrush(255, 255, 255, 190))
+        font = QFont(self.font())
+        font.setPointSizeF(theme.pt(10))
+        font.setBold(True)
+        label.setFont(font)
+        label.setZValue(20)
+        self.plot.addItem(region)
+        self.plot.addItem(label)
+        self._regions[rec.id] = (region, label)
+        return region, label
+
+    def _update_text(self, lag: np.ndarray) -> None:
+        s = lag_stats(lag)
+        muted = theme.MUTED
+
+        def fig(name, v, color=theme.FG):
+            return (f"<span style='color:{muted}'>{name}</span> "
+                    f"<b style='color:{color}'>{v:,.1f}</b>")
+
+        worst = theme.REF_LONG if s.max >= 50 else (theme.REF_FRAME if s.max >= 1000 / 60 else theme.FG)
+        self.live.setText("&nbsp;&nbsp;".join([
+            fig("p50", s.p50), fig("p99", s.p99), fig("max", s.max, worst),
+        ]) + f" <span style='color:{muted}'>ms · last {self._window_s:.0f} s</span>")
+        floor = self.controller.machine.floor
+        if floor is not None:
+            self.floor.setText(f"idle floor p50 {floor.p50:.2f} · p99 {floor.p99:.2f} ms")

@@ -1,0 +1,134 @@
+"""The main window: the heartbeat chart on top, tabbed views below.
+
+Hooks for later views and presenter mode:
+
+- ``add_view(key, title, widget)`` adds a tab (e.g. "lanes", "counters");
+  ``show_view(key)`` selects it; ``views`` maps keys to widgets.
+- ``add_shutdown_hook(coro_fn)``: an async callable awaited on close, before
+  the worker processes are stopped (cancel your tasks there).
+- ``set_font_scale(scale)`` re-applies the theme and calls ``apply_fonts()``
+  on the chart and on every view that has one.
+- ``close_requested`` (signal) is emitted by ``closeEvent``; ``app.main``
+  turns it into an asyncio Event.
+"""
+
+from __future__ import annotations
+
+from typing import Awaitable, Callable
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QSplitter, QTabWidget, QWidget
+
+from lanemon.ui import exports, theme
+from lanemon.ui.heartbeat import DEFAULT_PERIOD_MS, Heartbeat
+from lanemon.ui.heartbeat_chart import HeartbeatChart
+from lanemon.ui.placement_panel import PlacementPanel
+from lanemon.ui.run_controller import RunController
+from lanemon.ui.runs_panel import RunsPanel
+
+DEFAULT_SIZE = (1280, 800)
+
+
+class MainWindow(QMainWindow):
+    close_requested = Signal()
+
+    def __init__(self, period_ms: int = DEFAULT_PERIOD_MS, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("lanemon — event-loop lag")
+        self.resize(*DEFAULT_SIZE)
+        self.heartbeat = Heartbeat(period_ms, parent=self)
+        self.controller = RunController(self.heartbeat, self)
+        self.chart = HeartbeatChart(self.heartbeat, self.controller)
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(False)
+        self.views: dict[str, QWidget] = {}
+        self._shutdown_hooks: list[Callable[[], Awaitable[None]]] = []
+        self._started = False
+        self._shut = False
+
+        self.runs_panel = RunsPanel(self.controller)
+        self.runs_panel.export_chart_requested.connect(self._export_chart)
+        self.placement_panel = PlacementPanel(self.controller)
+        self.add_view("runs", "Runs", self.runs_panel)
+        self.add_view("placement", "Placement", self.placement_panel)
+
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(self.chart)
+        split.addWidget(self.tabs)
+        split.setStretchFactor(0, 5)
+        split.setStretchFactor(1, 5)
+        split.setSizes([370, 390])
+        split.setChildrenCollapsible(False)
+        self.setCentralWidget(split)
+
+        self.lag_label = QLabel("")
+        self.statusBar().addPermanentWidget(self.lag_label)
+        self.controller.notice.connect(lambda text: self.statusBar().showMessage(text, 8000))
+        self._status_timer = QTimer(self)
+        self._status_timer.setInterval(250)
+        self._status_timer.timeout.connect(self._update_status)
+        self._update_status()
+
+    # --- hooks -----------------------------------------------------------------------------
+    def add_view(self, key: str, title: str, widget: QWidget) -> int:
+        """Add a tab below the chart; returns its index."""
+        if key in self.views:
+            raise ValueError(f"a view named {key!r} exists already")
+        self.views[key] = widget
+        return self.tabs.addTab(widget, title)
+
+    def show_view(self, key: str) -> None:
+        self.tabs.setCurrentWidget(self.views[key])
+
+    def add_shutdown_hook(self, hook: Callable[[], Awaitable[None]]) -> None:
+        self._shutdown_hooks.append(hook)
+
+    def set_font_scale(self, scale: float) -> None:
+        app = QApplication.instance()
+        theme.apply(app, scale)
+        for w in (self.chart, *self.views.values()):
+            if hasattr(w, "apply_fonts"):
+                w.apply_fonts()
+
+    # --- life cycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the heartbeat, the chart, and the background measurements."""
+        if self._started:
+            return
+        self._started = True
+        self.heartbeat.start()
+        self.chart.start()
+        self._status_timer.start()
+        self.controller.start_measurements()
+
+    async def shutdown(self) -> None:
+        """Cancel runs and measurements, stop timers (worker processes: ``app.main``)."""
+        if self._shut:
+            return
+        self._shut = True
+        self._status_timer.stop()
+        self.chart.stop()
+        await self.controller.shutdown()
+        for hook in self._shutdown_hooks:
+            await hook()
+        self.heartbeat.stop()
+
+    def closeEvent(self, event) -> None:  # noqa: N802
+        event.accept()
+        self.close_requested.emit()
+
+    # --- small things ----------------------------------------------------------------------------
+    def _update_status(self) -> None:
+        lag = self.heartbeat.last_lag_ms
+        self.lag_label.setText(f"lag {lag:6.2f} ms   ·   period {self.heartbeat.period_ms} ms  ")
+
+    def export_chart_png(self, path: str) -> None:
+        exports.save_png(self.chart, path)
+
+    def _export_chart(self) -> None:
+        from PySide6.QtWidgets import QFileDialog
+
+        path, _ = QFileDialog.getSaveFileName(self, "Export chart", "lanemon-heartbeat.png", "PNG (*.png)")
+        if path:
+            self.export_chart_png(path)
+            self.runs_panel.show_notice(f"Chart written to {path}", error=False)

@@ -1,0 +1,162 @@
+"""Run records and the results table model.
+
+``RunRecord`` is plain data written by ``RunController``; ``RunsTableModel``
+only reads the controller's list and formats it (newest run first).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
+from PySide6.QtGui import QBrush, QColor
+
+from lanemon.ui import theme
+from lanemon.work.lag import LagStats
+from lanemon.work.placement import Placement
+
+FAMILY = {"whole": "whole", "sliced": "sliced", "cold": "worker", "warm": "worker", "thread": "worker"}
+
+
+@dataclass
+class RunRecord:
+    id: int
+    kind: str                  # whole | sliced | cold | warm | thread
+    total: int
+    t_start: float             # time.perf_counter()
+    how: str = ""              # "8 ms budget", "slices of 100,000", ...
+    t_end: float | None = None
+    status: str = "running"    # running | done | failed | cancelled
+    progress: float = 0.0      # 0..1 (sliced runs)
+    work_ms: float | None = None
+    result: int | None = None
+    slices: int | None = None
+    stats: LagStats | None = None
+    error: str | None = None
+    placement_cold: Placement | None = None   # place() with the cold start-up threshold
+    placement_warm: Placement | None = None   # place() with the warm round-trip threshold
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def family(self) -> str:
+        """whole | sliced | worker: the report's three runs."""
+        return FAMILY[self.kind]
+
+    @property
+    def label(self) -> str:
+        return theme.KIND_LABELS.get(self.kind, self.kind)
+
+    @property
+    def running(self) -> bool:
+        return self.status == "running"
+
+    def entry(self) -> dict:
+        """This run as a report entry (``samples, p50, p99, max, workMs, result`` [+ slices])."""
+        from lanemon.work.report import run_entry
+
+        extra = {"slices": self.slices} if self.family == "sliced" else {}
+        return run_entry(self.stats, self.work_ms, self.result, **extra)
+
+
+COLUMNS = ("kind", "total", "workMs", "samples", "p50", "p99", "max", "slices", "result")
+NUMERIC = {"total", "workMs", "samples", "p50", "p99", "max", "slices", "result"}
+
+
+def _ms(v: float) -> str:
+    if v >= 100:
+        return f"{v:,.0f}"
+    if v >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}"
+
+
+class RunsTableModel(QAbstractTableModel):
+    """Newest first. Call ``refresh()`` after the records changed."""
+
+    def __init__(self, records: list[RunRecord], parent=None) -> None:
+        super().__init__(parent)
+        self._records = records
+        self._rows: list[RunRecord] = []
+
+    def refresh(self) -> None:
+        self.beginResetModel()
+        self._rows = list(reversed(self._records))
+        self.endResetModel()
+
+    def record(self, row: int) -> RunRecord:
+        return self._rows[row]
+
+    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+        if orientation == Qt.Orientation.Horizontal:
+            if role == Qt.ItemDataRole.DisplayRole:
+                return COLUMNS[section]
+            if role == Qt.ItemDataRole.TextAlignmentRole:
+                name = COLUMNS[section]
+                return int((Qt.AlignmentFlag.AlignRight if name in NUMERIC else Qt.AlignmentFlag.AlignLeft)
+                           | Qt.AlignmentFlag.AlignVCenter)
+            if role == Qt.ItemDataRole.ToolTipRole:
+                return {
+                    "workMs": "wall time of the run, ms",
+                    "samples": "heartbeat ticks during the run (plus the first tick after it)",
+                    "p50": "median tick lag during the run, ms",
+                    "p99": "99th percentile tick lag, ms (nearest rank)",
+                    "max": "longest stall during the run, ms",
+                    "slices": "number of slices (sliced runs)",
+                    "result": "hash_range(0, total)",
+                }.get(COLUMNS[section])
+        return None
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        rec = self._rows[index.row()]
+        name = COLUMNS[index.column()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self.text(rec, name)
+        if role == Qt.ItemDataRole.TextAlignmentRole:
+            return int((Qt.AlignmentFlag.AlignRight if name in NUMERIC else Qt.AlignmentFlag.AlignLeft)
+                       | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ForegroundRole:
+            if name == "kind":
+                return QBrush(theme.kind_color(rec.kind).darker(115))
+            if rec.status in ("failed", "cancelled"):
+                return QBrush(QColor(theme.MUTED))
+        if role == Qt.ItemDataRole.ToolTipRole:
+            if rec.error:
+                return rec.error
+            if name == "kind" and rec.how:
+                return rec.how
+        if role == Qt.ItemDataRole.UserRole:
+            return rec
+        return None
+
+    @staticmethod
+    def text(rec: RunRecord, name: str) -> str:
+        if name == "kind":
+            return rec.label
+        if name == "total":
+            return f"{rec.total:,}"
+        if rec.running:
+            if name == "workMs":
+                return f"{100 * rec.progress:.0f}%" if rec.family == "sliced" else "running…"
+            return ""
+        if rec.status != "done":
+            return rec.status if name == "result" else ""
+        s = rec.stats
+        if name == "workMs":
+            return f"{rec.work_ms:,.1f}"
+        if name == "samples":
+            return f"{s.samples:,}"
+        if name in ("p50", "p99", "max"):
+            return _ms(getattr(s, name))
+        if name == "slices":
+            return f"{rec.slices:,}" if rec.slices is not None else "–"
+        if name == "result":
+            return str(rec.result)
+        return ""

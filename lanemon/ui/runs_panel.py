@@ -1,0 +1,328 @@
+"""The runs panel: describe the job, start runs, read the results, export.
+
+A thin view over ``RunController``: buttons call ``start_*``; the table and
+figures repaint (coalesced) when the controller says ``changed``.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from lanemon.ui import exports, theme
+from lanemon.ui.run_controller import RunController
+from lanemon.ui.runs_model import RunsTableModel
+
+UNITS = ("iterations", "CPU ms")
+SLICING = ("ms budget", "size")
+DEFAULT_TOTAL = 4_000_000
+
+
+class RunsPanel(QWidget):
+    """Job size, Whole / Sliced / Worker, the results table and exports."""
+
+    export_chart_requested = Signal()   # the window owns the chart; it saves the PNG
+
+    def __init__(self, controller: RunController, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.controller = controller
+
+        # --- the job ---------------------------------------------------------------
+        self.size = QDoubleSpinBox()
+        self.size.setDecimals(0)
+        self.size.setGroupSeparatorShown(True)
+        self.size.setRange(1, 2_000_000_000)
+        self.size.setValue(DEFAULT_TOTAL)
+        self.unit = QComboBox()
+        self.unit.addItems(UNITS)
+        self.size_hint = QLabel("calibrating…")
+        self.size_hint.setProperty("muted", True)
+
+        self.slicing = QComboBox()
+        self.slicing.addItems(SLICING)
+        self.slice_value = QDoubleSpinBox()
+        self.slicing_hint = QLabel("")
+        self.slicing_hint.setProperty("muted", True)
+
+        self.worker_kind = QComboBox()
+        self.worker_kind.addItems(["cold", "warm", "thread"])
+        self.worker_kind.setCurrentText("warm")
+        self.worker_hint = QLabel("")
+        self.worker_hint.setProperty("muted", True)
+
+        self.buttons = {}
+        for family, kind, text in (("whole", "whole", "Whole"), ("sliced", "sliced", "Sliced"),
+                                   ("worker", "warm", "Worker")):
+            b = QPushButton(text)
+            b.setProperty("run", True)
+            b.setStyleSheet(theme.run_button_style(kind))
+            b.setMinimumWidth(90)
+            self.buttons[family] = b
+        self.buttons["whole"].setToolTip("hash_range(0, total) on the loop: blocks the window, deliberately")
+        self.buttons["sliced"].setToolTip("await run_sliced(...): yields to the loop between slices")
+        self.buttons["worker"].setToolTip("await run_in_worker(total, kind)")
+        self.buttons["whole"].clicked.connect(self.run_whole)
+        self.buttons["sliced"].clicked.connect(self.run_sliced)
+        self.buttons["worker"].clicked.connect(self.run_worker)
+
+        self.banner = QLabel("")
+        self.banner.setWordWrap(True)
+        self.banner.setMinimumHeight(48)
+        self.banner.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+
+        job = QGroupBox("Job")
+        grid = QGridLayout(job)
+        grid.setHorizontalSpacing(8)
+        grid.setVerticalSpacing(4)
+        grid.addWidget(QLabel("size"), 0, 0)
+        grid.addWidget(self.size, 0, 1)
+        grid.addWidget(self.unit, 0, 2)
+        grid.addWidget(self.size_hint, 1, 1, 1, 2)
+        grid.addWidget(QLabel("slice by"), 2, 0)
+        grid.addWidget(self.slicing, 2, 1)
+        grid.addWidget(self.slice_value, 2, 2)
+        grid.addWidget(self.slicing_hint, 3, 1, 1, 2)
+        grid.addWidget(QLabel("worker"), 4, 0)
+        grid.addWidget(self.worker_kind, 4, 1)
+        grid.addWidget(self.worker_hint, 4, 2)
+        row = QHBoxLayout()
+        row.setSpacing(8)
+        for b in self.buttons.values():
+            row.addWidget(b)
+        grid.addLayout(row, 5, 0, 1, 3)
+        grid.addWidget(self.banner, 6, 0, 1, 3)
+        grid.setRowStretch(7, 1)
+        grid.setColumnStretch(1, 1)
+
+        # --- results -----------------------------------------------------------------
+        self.model = RunsTableModel(controller.records, self)
+        self.table = QTableView()
+        self.table.setModel(self.model)
+        self.table.setAlternatingRowColors(True)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setShowGrid(False)
+        self.table.setWordWrap(False)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(False)
+
+        self.figures = QLabel("")
+        self.figures.setTextFormat(Qt.TextFormat.RichText)
+        self.figures.setWordWrap(True)
+
+        self.export_report_btn = QPushButton("Export report…")
+        self.export_report_btn.setToolTip("the seed report (JSON) from the latest whole, sliced and worker runs")
+        self.export_csv_btn = QPushButton("Heartbeat CSV…")
+        self.export_png_btn = QPushButton("Chart PNG…")
+        self.export_report_btn.clicked.connect(self._export_report)
+        self.export_csv_btn.clicked.connect(self._export_csv)
+        self.export_png_btn.clicked.connect(self.export_chart_requested)
+
+        results = QGroupBox("Results")
+        rl = QVBoxLayout(results)
+        rl.addWidget(self.table, 1)
+        rl.addWidget(self.figures)
+        bottom = QHBoxLayout()
+        bottom.addStretch(1)
+        for b in (self.export_report_btn, self.export_csv_btn, self.export_png_btn):
+            bottom.addWidget(b)
+        rl.addLayout(bottom)
+
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(8, 8, 8, 8)
+        layout.addWidget(job, 0)
+        layout.addWidget(results, 1)
+        job.setFixedWidth(380)
+
+        # --- wiring: inputs and controller events -> coalesced repaint -------------------
+        self._refresh_timer = QTimer(self)
+        self._refresh_timer.setSingleShot(True)
+        self._refresh_timer.setInterval(40)
+        self._refresh_timer.timeout.connect(self.refresh)
+        self._progress_timer = QTimer(self)  # sliced progress, while something runs
+        self._progress_timer.setInterval(250)
+        self._progress_timer.timeout.connect(self.refresh)
+        controller.changed.connect(self.schedule_refresh)
+        controller.notice.connect(self.show_notice)
+        self.unit.currentIndexChanged.connect(self._unit_changed)
+        self.slicing.currentIndexChanged.connect(self._slicing_changed)
+        for w in (self.size, self.slice_value):
+            w.valueChanged.connect(self.schedule_refresh)
+        self.worker_kind.currentTextChanged.connect(self.schedule_refresh)
+        self._slicing_changed()
+        self.refresh()
+
+    # --- reading the inputs ------------------------------------------------------------
+    def job_total(self) -> int | None:
+        """The job size in iterations (``None`` while CPU ms cannot be converted yet)."""
+        if self.unit.currentText() == "iterations":
+            return int(self.size.value())
+        return self.controller.iterations_for_ms(self.size.value())
+
+    def set_job(self, value: float, unit: str = "iterations") -> None:
+        self.unit.setCurrentText(unit)
+        self.size.setValue(value)
+
+    def _unit_changed(self) -> None:
+        total = None
+        if self.unit.currentText() == "CPU ms":
+            est = self.controller.estimate_ms(int(self.size.value()))
+            self.size.setRange(1, 600_000)
+            self.size.setValue(round(est) if est else 400)
+        else:
+            total = self.controller.iterations_for_ms(self.size.value())
+            self.size.setRange(1, 2_000_000_000)
+            self.size.setValue(total or DEFAULT_TOTAL)
+        self.schedule_refresh()
+
+    def _slicing_changed(self) -> None:
+        if self.slicing.currentText() == "ms budget":
+            self.slice_value.setDecimals(1)
+            self.slice_value.setRange(0.5, 1000)
+            self.slice_value.setSingleStep(1)
+            self.slice_value.setSuffix(" ms")
+            self.slice_value.setValue(8)
+        else:
+            self.slice_value.setDecimals(0)
+            self.slice_value.setRange(1_000, 2_000_000_000)
+            self.slice_value.setSingleStep(10_000)
+            self.slice_value.setSuffix("")
+            self.slice_value.setGroupSeparatorShown(True)
+            self.slice_value.setValue(self.controller.iterations_for_ms(8) or 50_000)
+        self.schedule_refresh()
+
+    # --- actions -------------------------------------------------------------------------
+    def _total_or_say(self) -> int | None:
+        total = self.job_total()
+        if total is None:
+            self.show_notice("Still calibrating this machine; the CPU ms size is ready in a moment.")
+        return total
+
+    def run_whole(self) -> None:
+        total = self._total_or_say()
+        if total is not None:
+            self.controller.start_whole(total)
+
+    def run_sliced(self) -> None:
+        total = self._total_or_say()
+        if total is None:
+            return
+        if self.slicing.currentText() == "ms budget":
+            self.controller.start_sliced(total, slice_ms=self.slice_value.value())
+        else:
+            self.controller.start_sliced(total, slice_size=int(self.slice_value.value()))
+
+    def run_worker(self) -> None:
+        total = self._total_or_say()
+        if total is not None:
+            self.controller.start_worker(total, self.worker_kind.currentText())
+
+    def _export_report(self) -> None:
+        try:
+            report = self.controller.report()
+        except ValueError as exc:
+            self.show_notice(str(exc))
+            return
+        path, _ = QFileDialog.getSaveFileName(self, "Export report", "lanemon-report.json", "JSON (*.json)")
+        if path:
+            exports.write_report(path, report)
+            self.show_notice(f"Report written to {path}", error=False)
+
+    def _export_csv(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export heartbeat", "lanemon-heartbeat.csv", "CSV (*.csv)")
+        if path:
+            n = exports.write_heartbeat_csv(path, self.controller.heartbeat)
+            self.show_notice(f"{n:,} heartbeat ticks written to {path}", error=False)
+
+    # --- drawing --------------------------------------------------------------------------
+    def show_notice(self, text: str, error: bool | None = None) -> None:
+        if error is None:
+            error = not text.startswith("Blocking")
+        color = theme.REF_LONG if text.startswith("Blocking") else (theme.FG if not error else "#a05a00")
+        self.banner.setStyleSheet(f"color: {color}; font-weight: bold;")
+        self.banner.setText(text)
+
+    def schedule_refresh(self) -> None:
+        if not self._refresh_timer.isActive():
+            self._refresh_timer.start()
+
+    def refresh(self) -> None:
+        c = self.controller
+        m = c.machine
+        # job size hint
+        total = self.job_total()
+        if self.unit.currentText() == "iterations":
+            est = c.estimate_ms(total)
+            self.size_hint.setText(f"≈ {est:,.0f} ms of CPU on this machine" if est else "calibrating…")
+        else:
+            self.size_hint.setText(f"= {total:,} iterations" if total else "calibrating…")
+        if self.slicing.currentText() == "ms budget":
+            per = c.iterations_for_ms(self.slice_value.value())
+            self.slicing_hint.setText(f"size follows: ≈ {per:,} per slice" if per else "")
+        else:
+            est = c.estimate_ms(int(self.slice_value.value()))
+            self.slicing_hint.setText(f"≈ {est:.1f} ms per slice" if est else "")
+        kind = self.worker_kind.currentText()
+        self.buttons["worker"].setStyleSheet(theme.run_button_style(kind))
+        self.worker_hint.setText({"cold": "a process per run", "warm": "pre-started pool",
+                                  "thread": "shares the GIL"}[kind])
+
+        # buttons say when their kind is busy (a click then explains, it is not ignored)
+        running = False
+        for family, b in self.buttons.items():
+            rec = c.busy(family)
+            base = {"whole": "Whole", "sliced": "Sliced", "worker": "Worker"}[family]
+            if rec is None:
+                b.setText(base)
+            else:
+                running = True
+                b.setText(f"{base} · {100 * rec.progress:.0f}%" if family == "sliced" else f"{base} · running")
+        if c.banner:
+            self.show_notice(c.banner)
+        elif self.banner.text().startswith("Blocking"):
+            self.banner.setText("")
+        if running and not self._progress_timer.isActive():
+            self._progress_timer.start()
+        elif not running:
+            self._progress_timer.stop()
+
+        self.model.refresh()
+        self.figures.setText(self._figures_html())
+
+    def _figures_html(self) -> str:
+        c = self.controller
+        m = c.machine
+        muted = theme.MUTED
+
+        def item(name, value):
+            return f"<span style='color:{muted}'>{name}</span>&nbsp;<b>{value}</b>"
+
+        sep = "&nbsp;&nbsp;&nbsp;"
+        fig = c.slicing_figures()
+        if fig:
+            slicing = sep.join([item("costRatio", fig["costRatio"]), item("tailRatio", fig["tailRatio"]),
+                                item("sliceMs", fig["sliceMs"])])
+        else:
+            slicing = f"<span style='color:{muted}'>run whole and sliced at one size</span>"
+        cold = f"{m.cold_startup_ms:,.1f} ms" if m.cold_startup_ms is not None else "measuring…"
+        warm = f"{m.warm_roundtrip_ms:,.2f} ms" if m.warm_roundtrip_ms is not None else "measuring…"
+        worker = sep.join([item("cold start-up", cold), item("warm round trip", warm)])
+        return (f"<table cellspacing=0 cellpadding=1><tr><td style='color:{muted}'>slicing&nbsp;&nbsp;</td>"
+                f"<td>{slicing}</td></tr><tr><td style='color:{muted}'>worker&nbsp;&nbsp;</td>"
+                f"<td>{worker}</td></tr></table>")

@@ -1,0 +1,50 @@
+"""Driving the window from a script or a test, on a real qasync loop.
+
+``run_window(scenario)`` runs ``app.main(window)`` exactly as the ``lanemon``
+command does, and awaits ``scenario(window)`` beside it; then it closes the
+window (as a user would) and waits for ``main`` to finish its shutdown. It
+returns ``(exit code, scenario's value, loop errors)``; errors are the
+contexts the loop's exception handler saw (expected: none).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Awaitable, Callable
+
+import qasync
+
+
+async def wait_until(predicate: Callable[[], object], timeout_s: float = 30.0, step_s: float = 0.01) -> None:
+    """Yield to the loop until ``predicate()`` is true (``TimeoutError`` after ``timeout_s``)."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"condition not reached within {timeout_s} s")
+        await asyncio.sleep(step_s)
+
+
+def run_window(scenario: Callable[[object], Awaitable[object]], window=None, *, size=(1280, 800)):
+    from lanemon.ui.app import application, main
+    from lanemon.ui.main_window import MainWindow
+
+    app = application()
+    errors: list[dict] = []
+
+    async def go():
+        asyncio.get_running_loop().set_exception_handler(lambda _loop, ctx: errors.append(ctx))
+        win = window if window is not None else MainWindow()
+        win.resize(*size)
+        runner = asyncio.ensure_future(main(win))
+        await asyncio.sleep(0)
+        try:
+            value = await scenario(win)
+        finally:
+            win.close()
+            rc = await runner
+        return rc, value
+
+    with asyncio.Runner(loop_factory=lambda: qasync.QEventLoop(app)) as r:
+        rc, value = r.run(go())
+    return rc, value, errors

@@ -1,0 +1,48 @@
+"""Heartbeat pieces that need no window: statistics and the ring buffer."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from lanemon.ui.heartbeat import Heartbeat, lag_stats
+from lanemon.ui.heartbeat_chart import decimate_max
+from lanemon.work.lag import summarize
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 100, 1001])
+def test_lag_stats_match_summarize(n):
+    rng = random.Random(n)
+    values = [rng.expovariate(1.0) * 5 for _ in range(n)]
+    ours, theirs = lag_stats(np.array(values)), summarize(values)
+    assert ours.samples == theirs.samples
+    for name in ("p50", "p99", "max", "late_ms"):
+        assert getattr(ours, name) == pytest.approx(getattr(theirs, name))
+
+
+def test_decimation_keeps_every_stall():
+    x = np.linspace(-20, 0, 20_000)
+    y = np.zeros_like(x)
+    y[[5, 7_777, 19_998]] = [300.0, 40.0, 900.0]
+    xd, yd = decimate_max(x, y, -20, 0, 500)
+    assert xd.size <= 500
+    assert sorted(yd[yd > 0].tolist()) == [40.0, 300.0, 900.0]
+
+
+def test_ring_buffer_wraps_and_keeps_order(qapp):
+    hb = Heartbeat(period_ms=10, capacity=8)
+    for _ in range(20):   # ticks without a loop: call the tick directly
+        hb._tick()
+    t, lag = hb.between(0, hb.count)
+    assert hb.count == 20 and t.size == 8          # only the last `capacity` are kept
+    assert np.all(np.diff(t) >= 0)
+    assert len(list(hb.to_csv_rows())) == 8
+
+
+@pytest.mark.parametrize("bad", [0, 101, 2.5, True])
+def test_period_is_checked(qapp, bad):
+    hb = Heartbeat()
+    with pytest.raises((ValueError, TypeError)):
+        hb.set_period_ms(bad)

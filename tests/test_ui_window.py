@@ -1,0 +1,216 @@
+"""The window, driven on a real qasync loop (offscreen).
+
+Behaviour only: no timed asserts. The one lag comparison is relative, within
+one test, with a wide margin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+
+import numpy as np
+import pytest
+
+from lanemon.ui.testing import run_window, wait_until
+from lanemon.work import hash_range, live_worker_pids
+
+
+@pytest.fixture(autouse=True)
+def _app(qapp):
+    from lanemon.ui.app import application
+
+    return application()
+
+
+def _children_of_this_process() -> list[int]:
+    """Pids whose parent is this process (Linux /proc; empty elsewhere)."""
+    me = os.getpid()
+    kids = []
+    if not os.path.isdir("/proc"):
+        return kids
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == me and fields[0] != "Z":
+            with open(f"/proc/{name}/cmdline", "rb") as fh:
+                kids.append((int(name), fh.read().replace(b"\0", b" ").decode(errors="replace")))
+    return kids
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+async def _finish(controller, rec, timeout_s=60):
+    assert rec is not None
+    await wait_until(lambda: rec.status != "running", timeout_s)
+    assert rec.status == "done", rec.error
+    return rec
+
+
+def test_window_opens_and_closes_cleanly(qtbot):
+    async def scenario(win):
+        await wait_until(lambda: win.isVisible() and win.heartbeat.count > 5)
+        return win.heartbeat.count
+
+    rc, ticks, errors = run_window(scenario)
+    assert rc == 0
+    assert ticks > 5
+    assert errors == []
+    assert live_worker_pids() == []
+
+
+def test_heartbeat_buffer_receives_ticks(qtbot):
+    async def scenario(win):
+        hb = win.heartbeat
+        await wait_until(lambda: hb.count >= 30)
+        t, lag = hb.between(0, hb.count)
+        return hb.count, t, lag, hb.period_ms
+
+    rc, (count, t, lag, period), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert count >= 30 and t.size == count
+    assert np.all(np.diff(t) > 0)           # one tick after another, in time order
+    assert np.all(lag >= 0)
+    assert period == 10
+
+
+def test_each_kind_adds_a_row_with_the_right_result(qtbot):
+    total = 200_003
+
+    async def scenario(win):
+        c = win.controller
+        recs = [await _finish(c, c.start_whole(total)),
+                await _finish(c, c.start_sliced(total, slice_ms=4)),
+                await _finish(c, c.start_sliced(total, slice_size=30_000))]
+        for kind in ("cold", "warm", "thread"):
+            recs.append(await _finish(c, c.start_worker(total, kind)))
+        await asyncio.sleep(0.1)  # let the table repaint
+        return recs, win.runs_panel.model.rowCount(), win.placement_panel.after.rowCount()
+
+    rc, (recs, rows, placed), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    expected = hash_range(0, total)
+    assert [r.kind for r in recs] == ["whole", "sliced", "sliced", "cold", "warm", "thread"]
+    assert all(r.result == expected for r in recs)
+    assert all(r.stats.samples >= 1 for r in recs)   # the first tick after the run at least
+    assert recs[2].slices == 7
+    assert rows == 6 and placed == 6
+    assert all(r.placement_cold is not None for r in recs)
+
+
+def test_sliced_stalls_far_less_than_whole(qtbot):
+    async def scenario(win):
+        c = win.controller
+        await wait_until(lambda: c.machine.rate_per_ms)
+        total = c.iterations_for_ms(350)      # whole blocks for about a third of a second
+        whole = await _finish(c, c.start_whole(total))
+        sliced = await _finish(c, c.start_sliced(total, slice_ms=8))
+        return whole, sliced
+
+    rc, (whole, sliced), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert whole.result == sliced.result
+    assert whole.stats.max > 3 * sliced.stats.max
+    assert sliced.stats.samples > whole.stats.samples
+
+
+def test_one_run_at_a_time_per_kind_is_said_not_ignored(qtbot):
+    async def scenario(win):
+        c = win.controller
+        notices = []
+        c.notice.connect(notices.append)
+        first = c.start_sliced(50_000_000, slice_size=20_000)
+        await wait_until(lambda: first.progress > 0)
+        second = c.start_sliced(1000, slice_size=100)
+        win.runs_panel.refresh()
+        label = win.runs_panel.buttons["sliced"].text()
+        return first, second, notices, len(c.records), label
+
+    rc, (first, second, notices, n, label), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert second is None and n == 1
+    assert any("One sliced run at a time" in m for m in notices)
+    assert label.startswith("Sliced ·")
+    assert first.status == "cancelled"   # closing the window cancelled it
+
+
+def test_closing_during_a_warm_run_leaves_no_child_process(qtbot):
+    async def scenario(win):
+        c = win.controller
+        await wait_until(lambda: c.machine.warm_roundtrip_ms is not None or c.machine.errors, 60)
+        rec = c.start_worker(2_000_000_000, "warm")   # minutes of work: still running at close
+        await asyncio.sleep(0.3)
+        assert rec.running
+        return rec, live_worker_pids()
+
+    rc, (rec, pids), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert pids, "the warm pool should have been running"
+    assert rec.status == "cancelled"
+    assert live_worker_pids() == []
+    assert all(_gone(pid) for pid in pids)
+    # multiprocessing's resource tracker is the stdlib's, not a worker: it exits with us
+    assert [k for k in _children_of_this_process() if "resource_tracker" not in k[1]] == []
+
+
+def test_export_writes_the_seed_report(qtbot, tmp_path):
+    total = 300_000
+
+    async def scenario(win):
+        c = win.controller
+        await wait_until(lambda: c.machine.cold_startup_ms is not None or c.machine.errors, 60)
+        for start in (lambda: c.start_whole(total), lambda: c.start_sliced(total, slice_ms=4),
+                      lambda: c.start_worker(total, "thread")):
+            await _finish(c, start())
+        from lanemon.ui import exports
+
+        exports.write_report(str(tmp_path / "report.json"), c.report())
+        rows = exports.write_heartbeat_csv(str(tmp_path / "heartbeat.csv"), win.heartbeat)
+        win.export_chart_png(str(tmp_path / "chart.png"))
+        return rows
+
+    rc, rows, errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert set(report) == {"python", "total", "runs", "slicing", "worker"}
+    assert report["total"] == total
+    assert set(report["runs"]) == {"whole", "sliced", "worker"}
+    for name, run in report["runs"].items():
+        keys = {"samples", "p50", "p99", "max", "workMs", "result"} | ({"slices"} if name == "sliced" else set())
+        assert set(run) == keys
+        assert run["result"] == hash_range(0, total)
+    assert set(report["slicing"]) == {"costRatio", "tailRatio", "sliceMs"}
+    runs = report["runs"]
+    assert report["slicing"]["costRatio"] == round(runs["sliced"]["workMs"] / runs["whole"]["workMs"], 3)
+    assert report["slicing"]["sliceMs"] == round(runs["sliced"]["workMs"] / runs["sliced"]["slices"], 3)
+    assert report["worker"]["startupMs"] > 0
+    lines = (tmp_path / "heartbeat.csv").read_text().splitlines()
+    assert lines[0] == "t_s,lag_ms" and len(lines) == rows + 1 and rows > 0
+    assert (tmp_path / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_says_what_is_missing(qtbot):
+    async def scenario(win):
+        c = win.controller
+        await _finish(c, c.start_whole(10_000))
+        try:
+            c.report()
+        except ValueError as exc:
+            return str(exc)
+        return None
+
+    rc, message, errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert message and "sliced" in message and "worker" in message
