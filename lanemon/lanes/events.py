@@ -23,8 +23,9 @@ Not promised
 
 Event kinds (``Event.kind``)
 ----------------------------
-``saved``          a record write succeeded (``state`` is the written state)
-``submitted``      a job entered a queue
+``saved``          a record write succeeded (``state`` is the written state);
+                   ``saved`` with state ``queued`` is a new job: it enters its
+                   queue in the same step, so these events are in queue order
 ``started``        a job claimed its lanes (``detail`` = scheduled epoch)
 ``placed``         a CPU job's placement was decided (``detail`` = "loop"|...)
 ``save_held``      a save is being held open by a hold (``detail`` = state)
@@ -56,17 +57,19 @@ class Event(NamedTuple):
     detail: Any = None
 
 
+_new = tuple.__new__  # builds an Event without the NamedTuple's Python-level __new__
+
+
 class EventHub:
     """Synchronous fan-out of :class:`Event` objects to subscribers."""
 
-    __slots__ = ("_subs", "_clock", "subscriber_errors", "last_error", "emitted")
+    __slots__ = ("_subs", "_clock", "subscriber_errors", "last_error")
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._subs: tuple[Callable[[Event], None], ...] = ()
         self._clock = clock
         self.subscriber_errors = 0
         self.last_error: BaseException | None = None
-        self.emitted = 0
 
     def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
         self._subs = self._subs + (callback,)
@@ -90,8 +93,7 @@ class EventHub:
         subs = self._subs
         if not subs:
             return
-        self.emitted += 1
-        ev = Event(kind, self._clock(), workspace, queue, job_id, state, detail)
+        ev = _new(Event, (kind, self._clock(), workspace, queue, job_id, state, detail))
         for cb in subs:
             try:
                 cb(ev)

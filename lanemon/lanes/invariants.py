@@ -6,7 +6,7 @@ checks, as changes happen:
 * never more than one run per workspace at once, across both queues (from
   ``started`` to ``finished``);
 * jobs of one workspace start in the order they entered their queues (the
-  order of ``submitted`` events), across both queues;
+  order of ``saved`` events with state ``queued``), across both queues;
 * a started job's lanes are released only after its final record is saved
   (when ``finished`` arrives the stored record is already terminal, unless
   the final write itself could not be made and was counted);
@@ -42,6 +42,8 @@ class InvariantChecker:
         self.submitted: set[int] = set()
         self.seq: dict[int, int] = {}
         self.runs = 0
+        self._handlers = {"saved": self._on_saved, "started": self._on_started,
+                          "finished": self._on_finished}
         self.unsubscribe = scheduler.subscribe(self.on_event)
 
     def _bad(self, text: str) -> None:
@@ -49,50 +51,56 @@ class InvariantChecker:
             self.violations.append(text)
 
     def on_event(self, ev: Event) -> None:
-        kind = ev.kind
-        if kind == "saved":
-            if ev.state in _TERMINAL_VALUES:
-                n = self.terminal_writes.get(ev.job_id, 0) + 1
-                self.terminal_writes[ev.job_id] = n
-                if n > 1:
-                    self._bad(f"job {ev.job_id}: terminal record written {n} times")
-        elif kind == "started":
-            ws = ev.workspace
-            n = self.active.get(ws, 0) + 1
-            self.active[ws] = n
-            if n > 1:
-                self._bad(f"workspace {ws}: {n} runs at once (job {ev.job_id})")
-            if n > self.max_active:
-                self.max_active = n
-            seq = self.seq.get(ev.job_id, 0)
-            if self.last_started.get(ws, 0) > seq:
-                self._bad(f"workspace {ws}: job {ev.job_id} started after a later job")
-            self.last_started[ws] = seq
-            self.started.add(ev.job_id)
-            self.runs += 1
-        elif kind == "finished":
-            jid = ev.job_id
-            self.finished[jid] = self.finished.get(jid, 0) + 1
-            if self.finished[jid] > 1:
-                self._bad(f"job {jid}: finished {self.finished[jid]} times")
-            if ev.state not in _TERMINAL_VALUES:
-                self._bad(f"job {jid}: finished in non-terminal state {ev.state}")
-            if jid in self.started:
-                if not ev.detail:
-                    self._bad(f"job {jid}: started but finished as never started")
-                n = self.active.get(ev.workspace, 0) - 1
-                if n < 0:
-                    self._bad(f"workspace {ev.workspace}: more releases than starts")
-                if n:
-                    self.active[ev.workspace] = n
-                else:
-                    self.active.pop(ev.workspace, None)
-                rec = self.scheduler.store.get(jid)
-                if (rec is None or rec.state not in TERMINAL) and not self.scheduler.unsaved_finals:
-                    self._bad(f"job {jid}: lanes released before its final record was saved")
-        elif kind == "submitted":
+        handler = self._handlers.get(ev[0])
+        if handler is not None:
+            handler(ev)
+
+    def _on_saved(self, ev: Event) -> None:
+        if ev.state == "queued":  # a new job, entering its queue now
             self.submitted.add(ev.job_id)
             self.seq[ev.job_id] = len(self.seq) + 1
+        elif ev.state in _TERMINAL_VALUES:
+            tw = self.terminal_writes
+            n = tw[ev.job_id] = tw.get(ev.job_id, 0) + 1
+            if n > 1:
+                self._bad(f"job {ev.job_id}: terminal record written {n} times")
+
+    def _on_started(self, ev: Event) -> None:
+        ws = ev.workspace
+        n = self.active[ws] = self.active.get(ws, 0) + 1
+        if n > self.max_active:
+            self.max_active = n
+            if n > 1:
+                self._bad(f"workspace {ws}: {n} runs at once (job {ev.job_id})")
+        seq = self.seq.get(ev.job_id, 0)
+        if self.last_started.get(ws, 0) > seq:
+            self._bad(f"workspace {ws}: job {ev.job_id} started after a later job")
+        self.last_started[ws] = seq
+        self.started.add(ev.job_id)
+        self.runs += 1
+
+    def _on_finished(self, ev: Event) -> None:
+        jid = ev.job_id
+        n = self.finished[jid] = self.finished.get(jid, 0) + 1
+        if n > 1:
+            self._bad(f"job {jid}: finished {n} times")
+        if ev.state not in _TERMINAL_VALUES:
+            self._bad(f"job {jid}: finished in non-terminal state {ev.state}")
+        if jid in self.started:
+            if not ev.detail:
+                self._bad(f"job {jid}: started but finished as never started")
+            ws = ev.workspace
+            n = self.active.get(ws, 0) - 1
+            if n < 0:
+                self._bad(f"workspace {ws}: more releases than starts")
+            if n > 0:
+                self.active[ws] = n
+            else:
+                self.active.pop(ws, None)
+            rec = self.scheduler.store.get(jid)
+            if (rec is None or rec.state not in _TERMINAL_VALUES) \
+                    and not self.scheduler.unsaved_finals:
+                self._bad(f"job {jid}: lanes released before its final record was saved")
 
     def check(self) -> list[str]:
         s = self.scheduler

@@ -41,24 +41,30 @@ loop thread, where each call is atomic.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, NamedTuple
 
 __all__ = ["LaneToken", "LaneView", "ProjectLanes"]
 
 
-@dataclass(frozen=True, slots=True)
-class LaneToken:
-    """Proof of ownership of one workspace's lane, at one epoch."""
+class LaneToken(NamedTuple):
+    """Proof of ownership of one workspace's lane, at one epoch (immutable)."""
 
     workspace: str
     owner: str
     epoch: int
     claimed_at: float
-    lanes: "ProjectLanes" = field(compare=False, repr=False)
+    lanes: "ProjectLanes"
 
     def is_current(self) -> bool:
         return self.lanes.is_current(self)
+
+    def __repr__(self) -> str:
+        return (f"LaneToken({self.lanes.name}:{self.workspace!r}, owner={self.owner!r}, "
+                f"epoch={self.epoch})")
+
+
+_new = tuple.__new__
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +118,7 @@ class ProjectLanes:
             return None
         self._epoch += 1
         self.claims += 1
-        token = LaneToken(workspace, owner, self._epoch, self._clock(), self)
+        token = _new(LaneToken, (workspace, owner, self._epoch, self._clock(), self))
         held[workspace] = _Lane(token)
         return token
 

@@ -13,7 +13,7 @@ Guarantees
   ``project_available(workspace)`` agrees (no outside occupancy, plus an
   optional app predicate).  Both lanes are claimed synchronously, together.
 * **Order.**  Jobs of one workspace start in the order they entered their
-  queue (after their ``queued`` record was saved; the ``submitted`` event),
+  queue (right after their ``queued`` record was saved: the ``saved`` event),
   FIFO per workspace across both queues: the older waiting job gets the
   workspace.  IDs are assigned at the call to ``submit``; with concurrent
   submits whose saves interleave, queue order may differ from ID order.
@@ -75,6 +75,7 @@ __all__ = ["Scheduler", "ReservationQueue", "QUEUE_NAMES", "Phase"]
 
 QUEUE_NAMES = ("reservations", "cafe")
 
+_new = tuple.__new__  # builds NamedTuples without their Python-level __new__
 _QUEUED = State.QUEUED
 _RUNNING = State.RUNNING
 _SUCCEEDED = State.SUCCEEDED
@@ -233,8 +234,12 @@ class ReservationQueue:
                     return
                 now = s.clock()
                 epoch = job.sched_token.epoch
-                running = rec._replace(state=_RUNNING, run_id=f"run-{epoch}", started_at=now,
-                                       updated_at=now, attempts=rec.attempts + 1, epoch=epoch)
+                # == rec._replace(state=RUNNING, run_id=..., started_at=now,
+                #                 updated_at=now, attempts=+1, epoch=epoch), without
+                # the NamedTuple's Python-level _replace on the hot path
+                running = _new(Reservation, (rec[0], rec[1], rec[2], _RUNNING, rec[4], now,
+                                             f"run-{epoch}", rec[7], now, rec[9], rec[10] + 1,
+                                             epoch))
                 try:
                     if not store.save_nowait(running, fence):
                         await store.save(running, fence)
@@ -284,8 +289,10 @@ class ReservationQueue:
         s = self._sched
         store = s.store
         now = s.clock()
-        final = job.record._replace(state=job.outcome, error=job.error, finished_at=now,
-                                    updated_at=now)
+        rec = job.record
+        # == rec._replace(state=outcome, error=error, finished_at=now, updated_at=now)
+        final = _new(Reservation, (rec[0], rec[1], rec[2], job.outcome, rec[4], now, rec[6],
+                                   job.error, rec[8], now, rec[10], rec[11]))
         try:
             if not store.save_nowait(final, fence):
                 await store.save(final, fence)
@@ -445,7 +452,8 @@ class Scheduler:
         self._next_id += 1
         jid = self._next_id
         now = self.clock()
-        rec = Reservation(jid, workspace, q.name, _QUEUED, now, now)
+        rec = _new(Reservation, (jid, workspace, q.name, _QUEUED, now, now, None, None, None,
+                                 None, 0, None))
         self._workspaces[workspace] = None
         if not self.store.save_nowait(rec):
             await self.store.save(rec)
@@ -454,7 +462,6 @@ class Scheduler:
         q.submitted += 1
         self.jobs_submitted += 1
         q._enqueue(job)
-        self.events.emit("submitted", workspace, q.name, jid, _QUEUED)
         self._kick(workspace)
         return jid
 

@@ -256,7 +256,8 @@ class RecordStore:
 
     def _write(self, record: Reservation, fence: Iterable[Any]) -> Reservation:
         for token in fence:
-            if not token.lanes.is_current(token):
+            lane = token.lanes._held.get(token.workspace)  # inlined is_current()
+            if lane is None or lane.token.epoch != token.epoch:
                 self.stale_writes += 1
                 self._events.emit("stale_write", record.workspace, record.queue, record.id,
                                   record.state, token.epoch)
