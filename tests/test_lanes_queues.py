@@ -323,3 +323,29 @@ async def test_aclose_cancels_waiting_and_running():
     await s.aclose()
     assert state(s, a) is State.CANCELLED and state(s, b) is State.CANCELLED
     assert s.idle_clean() == []
+
+
+async def test_a_long_run_of_one_workspace_still_yields_to_the_loop():
+    """Jobs of one workspace may share a runner task; it yields every
+    RUNNER_BATCH jobs, so other loop work keeps running during a burst."""
+    s, chk, events = make()
+    ticks = 0
+    stop = asyncio.Event()
+
+    async def ticker():
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            await asyncio.sleep(0)
+
+    t = asyncio.create_task(ticker())
+    for _ in range(320):
+        await s.submit("reservations", "A")
+    ticks_before = ticks
+    await s.join()
+    stop.set()
+    await t
+    assert chk.check() == []
+    assert ticks - ticks_before >= 320 // s.RUNNER_BATCH - 1
+    starts = [ev.job_id for ev in events if ev.kind == "started"]
+    assert starts == sorted(starts) and len(starts) == 320

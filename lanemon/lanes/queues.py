@@ -214,7 +214,7 @@ class ReservationQueue:
         job.started_at = st.claimed_at
         self._running[job.id] = job
         s.events.emit("started", ws, self.name, job.id, None, st.epoch)
-        job.task = s._loop().create_task(self._run(job))
+        s._dispatch(job)
         return True
 
     async def _run(self, job: _Job) -> None:
@@ -281,7 +281,11 @@ class ReservationQueue:
             # 4. release, only now
             self.lanes.release(job.lane_token)
             s.scheduled_lanes.release(job.sched_token)
-            self._retire(job, started=True)
+            s._finishing = job  # its runner may go on with the workspace's next job
+            try:
+                self._retire(job, started=True)
+            finally:
+                s._finishing = None
         if cancelled_exc is not None:
             raise cancelled_exc
 
@@ -345,7 +349,6 @@ class ReservationQueue:
         live = s._live
         del live[jid]
         s.jobs_finished += 1
-        job.task = None
         ws = job.workspace
         if started:
             hist = s._history.get(ws)
@@ -354,7 +357,8 @@ class ReservationQueue:
             hist.append(RunSpan(jid, self.name, rec.run_id, job.started_at, now, state))
         s.events.emit("finished", ws, self.name, jid, state, started)
         if started:
-            s._kick(ws)
+            s._kick(ws)  # may hand the next job to this job's runner task
+        job.task = None
         if not live and s._idle is not None:
             if not s._idle.done():
                 s._idle.set_result(None)
@@ -390,6 +394,8 @@ class Scheduler:
         self._history: dict[str, deque[RunSpan]] = {}
         self._workspaces: dict[str, None] = {}
         self._next_id = 0
+        self._finishing: _Job | None = None
+        self._handoff: _Job | None = None
         self._seq = 0
         self._idle: asyncio.Future | None = None
         self._loop_ref: asyncio.AbstractEventLoop | None = None
@@ -545,6 +551,39 @@ class Scheduler:
         if not self.project_available(ws):
             return
         best.queue._start(best)
+
+    # A job runs in a *runner* task.  When a job finishes and its release
+    # starts the next job of the same workspace, that job is handed to the
+    # same runner instead of a new task (one task per busy workspace rather
+    # than per job); the runner yields to the loop every RUNNER_BATCH jobs.
+    RUNNER_BATCH = 16
+
+    def _dispatch(self, job: _Job) -> None:
+        f = self._finishing
+        if f is not None and f.workspace == job.workspace and self._handoff is None \
+                and f.task is not None:
+            self._handoff = job
+            job.task = f.task
+            return
+        job.task = self._loop().create_task(self._runner(job))
+
+    async def _runner(self, job: _Job) -> None:
+        n = 0
+        while True:
+            try:
+                await job.queue._run(job)
+            except BaseException:
+                nxt, self._handoff = self._handoff, None
+                if nxt is not None:
+                    nxt.task = self._loop().create_task(self._runner(nxt))
+                raise
+            nxt, self._handoff = self._handoff, None
+            if nxt is None:
+                return
+            job = nxt
+            n += 1
+            if n % self.RUNNER_BATCH == 0:
+                await asyncio.sleep(0)
 
     async def join(self) -> None:
         """Wait until every submitted job has finished."""
