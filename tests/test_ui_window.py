@@ -113,7 +113,8 @@ def test_each_kind_adds_a_row_with_the_right_result(qtbot):
 def test_sliced_stalls_far_less_than_whole(qtbot):
     async def scenario(win):
         c = win.controller
-        await wait_until(lambda: c.machine.rate_per_ms)
+        # wait for the start-up measurements: starting processes stalls the loop a little
+        await wait_until(lambda: c.machine.warm_roundtrip_ms is not None or c.machine.errors, 60)
         total = c.iterations_for_ms(350)      # whole blocks for about a third of a second
         whole = await _finish(c, c.start_whole(total))
         sliced = await _finish(c, c.start_sliced(total, slice_ms=8))
@@ -142,7 +143,7 @@ def test_one_run_at_a_time_per_kind_is_said_not_ignored(qtbot):
     assert rc == 0 and errors == []
     assert second is None and n == 1
     assert any("One sliced run at a time" in m for m in notices)
-    assert label.startswith("Sliced ·")
+    assert label != "Sliced" and label.endswith("%")   # the button says it is busy
     assert first.status == "cancelled"   # closing the window cancelled it
 
 

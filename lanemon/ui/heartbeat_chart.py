@@ -25,6 +25,7 @@ MAX_POINTS = 3000
 MIN_TOP_MS = 60.0          # keep both reference lines in view
 REF_LINES = ((1000.0 / 60.0, "16.7 ms · one frame", theme.REF_FRAME, 0.015, (0, 1)),
              (50.0, "50 ms · a long task", theme.REF_LONG, 0.985, (1, 1)))
+LABEL_ROWS = 4            # rows of run labels at the top of the chart
 STATS_EVERY = 8            # frames between text updates (~4 per second)
 
 pg.setConfigOptions(antialias=False, foreground=theme.FG, background=theme.BG)
@@ -170,8 +171,10 @@ class HeartbeatChart(QWidget):
         self._frame += 1
 
     def _draw_runs(self, now: float) -> None:
+        """Shade each run (and each self-measurement) in view; lay their labels out in rows."""
         w = self._window_s
         seen = set()
+        placed = []   # (x0, label) for the label layout, any order
         for rec in reversed(self.controller.records):
             end = rec.t_end if rec.t_end is not None else now
             if end < now - w:
@@ -188,8 +191,7 @@ class HeartbeatChart(QWidget):
                 text += f"\n{rec.status}"
             if label.toPlainText() != text:
                 label.setText(text)
-            row = rec.id % 2
-            label.setPos(max(x0, -w), self._top * (0.99 - 0.16 * row))
+            placed.append((x0, label))
         for i, ph in enumerate(self.controller.phases):
             end = ph.t_end if ph.t_end is not None else now
             if end < now - w:
@@ -197,23 +199,47 @@ class HeartbeatChart(QWidget):
             key = -1 - i
             seen.add(key)
             if key not in self._regions:
-                region = pg.LinearRegionItem(movable=False, brush=pg.mkBrush(120, 120, 120, 35),
-                                             pen=pg.mkPen(160, 160, 160, 120, width=1))
-                region.setZValue(-11)
-                label = pg.TextItem(ph.label, color=theme.MUTED, anchor=(0, 1))
-                font = QFont(self.font())
-                font.setPointSizeF(theme.pt(9))
-                label.setFont(font)
-                self.plot.addItem(region)
-                self.plot.addItem(label)
-                self._regions[key] = (region, label)
+                self._new_phase_region(key, ph.label)
             region, label = self._regions[key]
             region.setRegion((ph.t_start - now, end - now))
-            label.setPos(max(ph.t_start - now, -w), self._top * 0.62)
+            placed.append((ph.t_start - now, label))
         for rid in [r for r in self._regions if r not in seen]:
             region, label = self._regions.pop(rid)
             self.plot.removeItem(region)
             self.plot.removeItem(label)
+        self._layout_labels(placed)
+
+    def _layout_labels(self, placed) -> None:
+        """Left to right, each label takes the highest row where it does not overlap; else hides."""
+        w = self._window_s
+        px = max(1.0, self.plot.getViewBox().width())
+        per_px = w / px
+        rows_right = [-1e9] * LABEL_ROWS
+        for x0, label in sorted(placed, key=lambda p: p[0]):
+            width = (label.textItem.boundingRect().width() + 6) * per_px
+            x = min(max(x0, -w), -width)   # keep the whole label inside the chart
+            for row in range(LABEL_ROWS):
+                if rows_right[row] <= x:
+                    rows_right[row] = x + width
+                    label.setPos(x, self._top * (0.99 - 0.15 * row))
+                    label.setVisible(True)
+                    break
+            else:
+                label.setVisible(False)
+
+    def _new_phase_region(self, key: int, text: str) -> None:
+        region = pg.LinearRegionItem(movable=False, brush=pg.mkBrush(120, 120, 120, 35),
+                                     pen=pg.mkPen(160, 160, 160, 120, width=1))
+        region.setZValue(-11)
+        label = pg.TextItem(text.replace(" worker", "\nworker"), color=theme.MUTED, anchor=(0, 0),
+                            fill=pg.mkBrush(255, 255, 255, 190))
+        font = QFont(self.font())
+        font.setPointSizeF(theme.pt(9))
+        label.setFont(font)
+        label.setZValue(19)
+        self.plot.addItem(region)
+        self.plot.addItem(label)
+        self._regions[key] = (region, label)
 
     def _new_region(self, rec):
         region = pg.LinearRegionItem(movable=False, brush=theme.kind_color(rec.kind, 60),

@@ -57,9 +57,11 @@ class PlacementPanel(QWidget):
         self.cpu_ms.setSuffix(" ms")
         self.shared = QCheckBox("touches shared state")
         self.word = QLabel("")
+        self.word.setTextFormat(Qt.TextFormat.RichText)
         self.word.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
         self.rule = QLabel("")
         self.rule.setWordWrap(True)
+        self.rule.setTextFormat(Qt.TextFormat.RichText)
 
         self.thresholds = QTableWidget(3, 4)
         self.thresholds.setHorizontalHeaderLabels(["threshold from", "measured", "threshold", "place()"])

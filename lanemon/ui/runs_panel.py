@@ -72,9 +72,11 @@ class RunsPanel(QWidget):
             b.setStyleSheet(theme.run_button_style(kind))
             b.setMinimumWidth(90)
             self.buttons[family] = b
-        self.buttons["whole"].setToolTip("hash_range(0, total) on the loop: blocks the window, deliberately")
-        self.buttons["sliced"].setToolTip("await run_sliced(...): yields to the loop between slices")
-        self.buttons["worker"].setToolTip("await run_in_worker(total, kind)")
+        self._tips = {"whole": "hash_range(0, total) on the loop: blocks the window, deliberately",
+                      "sliced": "await run_sliced(...): yields to the loop between slices",
+                      "worker": "await run_in_worker(total, kind)"}
+        for family, tip in self._tips.items():
+            self.buttons[family].setToolTip(tip)
         self.buttons["whole"].clicked.connect(self.run_whole)
         self.buttons["sliced"].clicked.connect(self.run_sliced)
         self.buttons["worker"].clicked.connect(self.run_worker)
@@ -148,7 +150,8 @@ class RunsPanel(QWidget):
         layout.setContentsMargins(8, 8, 8, 8)
         layout.addWidget(job, 0)
         layout.addWidget(results, 1)
-        job.setFixedWidth(380)
+        self._job_box = job
+        self.apply_fonts()
 
         # --- wiring: inputs and controller events -> coalesced repaint -------------------
         self._refresh_timer = QTimer(self)
@@ -167,6 +170,10 @@ class RunsPanel(QWidget):
         self.worker_kind.currentTextChanged.connect(self.schedule_refresh)
         self._slicing_changed()
         self.refresh()
+
+    def apply_fonts(self) -> None:
+        """Follow ``theme.font_scale`` (called by ``MainWindow.set_font_scale``)."""
+        self._job_box.setFixedWidth(int(380 * theme.font_scale()))
 
     # --- reading the inputs ------------------------------------------------------------
     def job_total(self) -> int | None:
@@ -292,7 +299,9 @@ class RunsPanel(QWidget):
                 b.setText(base)
             else:
                 running = True
-                b.setText(f"{base} · {100 * rec.progress:.0f}%" if family == "sliced" else f"{base} · running")
+                b.setText(f"{base} {100 * rec.progress:.0f}%" if family == "sliced" else f"{base}…")
+            b.setToolTip(self._tips[family] + ("" if rec is None else
+                         f"\nRun #{rec.id} is running: one {family} run at a time."))
         if c.banner:
             self.show_notice(c.banner)
         elif self.banner.text().startswith("Blocking"):
