@@ -349,3 +349,16 @@ async def test_a_long_run_of_one_workspace_still_yields_to_the_loop():
     assert ticks - ticks_before >= 320 // s.RUNNER_BATCH - 1
     starts = [ev.job_id for ev in events if ev.kind == "started"]
     assert starts == sorted(starts) and len(starts) == 320
+
+
+async def test_aclose_while_a_runner_yields_between_jobs():
+    s, chk, _ = make()
+    ids = [await s.submit("cafe", "A") for _ in range(3 * s.RUNNER_BATCH)]
+    await asyncio.sleep(0)  # the runner runs a batch, then yields with the next claimed
+    starting = s.snapshot().queues["cafe"].running
+    assert [j.phase for j in starting] == ["starting"]
+    await s.aclose()
+    assert s.idle_clean() == []
+    assert all(s.store.get(j).state in (State.SUCCEEDED, State.CANCELLED) for j in ids)
+    rec = s.store.get(starting[0].id)
+    assert rec.state is State.CANCELLED and rec.error == "task cancelled before it ran"

@@ -6,7 +6,7 @@ queue or the ``cafe`` queue at random, is submitted to a fresh
 ``lanemon.lanes.Scheduler`` and drained (``join``).  The figure is jobs
 divided by wall time from the first submit to the last job finished, so it
 includes saving every record three times (queued, running, final), the record
-lock, both lanes, the events and one asyncio task per job.  An
+lock, both lanes, the events and the runner tasks.  An
 ``InvariantChecker`` is subscribed during the measured run (the run pays for
 it, as it would for a UI), and after each run the invariants are checked:
 never more than one run per workspace at once, per-workspace FIFO starts,

@@ -217,7 +217,7 @@ class ReservationQueue:
         s._dispatch(job)
         return True
 
-    async def _run(self, job: _Job) -> None:
+    async def _run(self, job: _Job, yield_first: bool = False) -> None:
         s = self._sched
         store = s.store
         lock = s.record_lock
@@ -225,12 +225,22 @@ class ReservationQueue:
         fence = (job.lane_token, job.sched_token)
         cancelled_exc: BaseException | None = None
         try:
+            if yield_first:  # a runner lets the loop breathe between jobs
+                try:
+                    await asyncio.sleep(0)
+                except asyncio.CancelledError as exc:
+                    cancelled_exc = exc  # the task was cancelled before this job ran
             # 1. claim the record (serialised with cancel / other changes)
             if not lock.try_acquire(jid):
                 await lock.acquire(jid)
             try:
                 rec = job.record
                 if rec.state is not _QUEUED:  # cancelled before it could run
+                    return
+                if cancelled_exc is not None:
+                    job.outcome = _CANCELLED
+                    job.error = "task cancelled before it ran"
+                    await self._final_save_locked(job, fence)
                     return
                 now = s.clock()
                 epoch = job.sched_token.epoch
@@ -286,8 +296,8 @@ class ReservationQueue:
                 self._retire(job, started=True)
             finally:
                 s._finishing = None
-        if cancelled_exc is not None:
-            raise cancelled_exc
+            if cancelled_exc is not None:
+                raise cancelled_exc
 
     async def _final_save_locked(self, job: _Job, fence: tuple) -> None:
         s = self._sched
@@ -569,9 +579,10 @@ class Scheduler:
 
     async def _runner(self, job: _Job) -> None:
         n = 0
+        yield_first = False
         while True:
             try:
-                await job.queue._run(job)
+                await job.queue._run(job, yield_first)
             except BaseException:
                 nxt, self._handoff = self._handoff, None
                 if nxt is not None:
@@ -582,8 +593,7 @@ class Scheduler:
                 return
             job = nxt
             n += 1
-            if n % self.RUNNER_BATCH == 0:
-                await asyncio.sleep(0)
+            yield_first = n % self.RUNNER_BATCH == 0
 
     async def join(self) -> None:
         """Wait until every submitted job has finished."""
