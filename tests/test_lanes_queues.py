@@ -362,3 +362,20 @@ async def test_aclose_while_a_runner_yields_between_jobs():
     assert all(s.store.get(j).state in (State.SUCCEEDED, State.CANCELLED) for j in ids)
     rec = s.store.get(starting[0].id)
     assert rec.state is State.CANCELLED and rec.error == "task cancelled before it ran"
+
+
+async def test_ui_controls_hold_a_jobs_final_save_and_release_it_by_id():
+    s, chk, _ = make()
+    w = GatedWork()
+    a = await s.submit("reservations", "A", w)
+    hold = s.hold_save(id=a, terminal=True)
+    await w.started.wait()
+    assert s.release_holds(a) == 0  # nothing held yet: the hold stays armed
+    w.open()
+    await hold.wait_engaged()
+    snap = s.snapshot()
+    assert snap.holds and "holding 1" in snap.holds[0]
+    assert s.job(a).save_held and s.job(a).phase == "saving"
+    assert s.release_holds(a) == 1
+    await finish(s, chk)
+    assert state(s, a) is State.SUCCEEDED and s.snapshot().holds == ()

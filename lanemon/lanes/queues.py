@@ -533,6 +533,16 @@ class Scheduler:
         ``hold_save(id=7, terminal=True)`` holds job 7's final save."""
         return self.store.hold(**criteria)
 
+    def release_holds(self, job_id: int | None = None) -> int:
+        """Release the holds currently holding a save of ``job_id`` (or every
+        active hold when ``None``); returns how many were released."""
+        n = 0
+        for h in self.store.holds():
+            if job_id is None or any(r.id == job_id for r in h.held):
+                h.release()
+                n += 1
+        return n
+
     def fail_next_save(self, **criteria: Any) -> None:
         """Make the next matching save raise (see ``RecordStore.fail_next``)."""
         self.store.fail_next(**criteria)
