@@ -50,6 +50,22 @@ Refused
 * A record write from an owner whose token is no longer current (its lane was
   revoked) is refused by the store (``stale_write``); the job's release is
   then stale too and changes nothing.
+* A ``submit`` whose ``queued`` save fails raises that error and creates no
+  job (the ID it drew is not reused).
+
+Tasks and shutdown
+------------------
+A started job runs in a *runner* task.  When a finishing job's release starts
+the next job of the same workspace, that job continues in the same runner
+(one task per busy workspace, not per job); the runner yields to the loop
+before every ``RUNNER_BATCH``-th job, so a burst never starves the loop.
+``aclose()`` cancels the waiting jobs (saved ``cancelled``) and cancels the
+runner tasks: a running work sees ``CancelledError`` and ends ``cancelled``;
+a job whose lanes were claimed but which had not run yet ends ``cancelled``
+("task cancelled before it ran"); lanes are released in every case.  A job
+whose task is cancelled while it waits for its record lock or inside a held
+save ends, in the scheduler's view only, with the outcome it had reached
+(``cancelled`` if none): its final record is not written.
 
 Single event loop; not thread-safe.  Methods that change records are
 coroutines; the rest are synchronous and atomic on the loop.
