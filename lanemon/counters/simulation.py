@@ -26,8 +26,12 @@ Guaranteed:
 - Double assignments are the board's count (``Board.double_assignments``),
   never adjusted here. ``served`` counts every customer seated, including
   those seated on an occupied counter.
-- A finite run ends when every customer has been served; ``run()`` returns
-  the final ``Tallies`` and time then stands still. Cancelling ``run()``
+- A finite run ends when every customer has been served (state
+  ``finished``, ``Tallies.completed``) or at ``time_limit`` (state
+  ``stopped``); ``run()`` returns the final ``Tallies`` and time then
+  stands still. A claim TTL shorter than the guide time serves nobody (every
+  claim expires first): that live-lock is shown, not prevented, so virtual
+  runs always carry a time limit. Cancelling ``run()``
   (``stop()``) cancels every staff member; the claim strategy releases its
   claims on the way out. A ``Simulation`` runs once: reset = a new one.
 - ``snapshot()`` is plain immutable data taken at one instant (one
@@ -91,6 +95,11 @@ class SimConfig:
     abandon_rate: float = 0.0  # share of customers whose guide is abandoned
     abandon_time: float = 2.0  # seconds the staff member stays away
     seed: int = 1
+    time_limit: float | None = None  # stop the run at this simulation time
+
+    # A claim whose TTL is shorter than the guide always expires before its
+    # finalize: no customer is ever served (a live-lock worth watching live).
+    # ``run_virtual`` therefore always runs with a time limit.
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -105,6 +114,9 @@ class SimConfig:
                 raise ValueError(f"{name} must be a finite number >= 0, not {value!r}")
         if not (isinstance(self.ttl, (int, float)) and 0 < self.ttl < math.inf):
             raise ValueError(f"ttl must be a positive finite number, not {self.ttl!r}")
+        if self.time_limit is not None and not (
+                isinstance(self.time_limit, (int, float)) and 0 < self.time_limit < math.inf):
+            raise ValueError(f"time_limit must be a positive finite number or None, not {self.time_limit!r}")
         # workload() validates the rest
         next(iter(self.workload()), None)
 
@@ -160,6 +172,7 @@ class Tallies:
     release_refused: int
     abandoned: int
     retries: int
+    completed: bool  # a finite run that served every customer
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -317,6 +330,7 @@ class Simulation:
         self._abandoned_customers: set[str] = set()
         self._arrivals_done = False
         self._outstanding = 0
+        self._time_limited = False
         # tallies
         self.arrived = 0
         self.served = 0
@@ -380,9 +394,22 @@ class Simulation:
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._arrivals())]
         self._tasks += [loop.create_task(self._staff_loop(name)) for name in self._staff]
+        limiter = None
+        if self.config.time_limit is not None:
+            limiter = loop.create_task(self.clock.sleep(self.config.time_limit))
+            self._tasks.append(limiter)
         try:
-            await asyncio.gather(*self._tasks)
-            self._state = FINISHED
+            work = asyncio.gather(*(t for t in self._tasks if t is not limiter))
+            if limiter is None:
+                await work
+            else:
+                await asyncio.wait((work, limiter), return_when=asyncio.FIRST_COMPLETED)
+                if work.done():
+                    work.result()
+                else:
+                    work.cancel()
+                    self._time_limited = True
+            self._state = STOPPED if self._time_limited else FINISHED
         finally:
             if self._state == RUNNING:
                 self._state = STOPPED
@@ -393,7 +420,7 @@ class Simulation:
                 await asyncio.gather(*pending, return_exceptions=True)
             self._account()
             self.clock.freeze()
-            self._emit(ev.FINISHED, detail=self._state)
+            self._emit(ev.FINISHED, detail="time limit" if self._time_limited else self._state)
         return self.tallies()
 
     # -- reading ---------------------------------------------------------
@@ -426,6 +453,8 @@ class Simulation:
             release_refused=b.release_refused,
             abandoned=self.abandoned,
             retries=self.retries,
+            completed=(self.config.customers is not None and self._arrivals_done
+                       and self._outstanding == 0),
         )
 
     def snapshot(self) -> Snapshot:
@@ -570,10 +599,19 @@ class Simulation:
             self.events.emit(Event(self.clock.now(), kind, counter, owner, customer, None, detail))
 
 
+VIRTUAL_TIME_LIMIT = 3600.0
+
+
 def run_virtual(config: SimConfig) -> Tallies:
-    """Run one config to the end on virtual time (instant, deterministic)."""
+    """Run one config to the end on virtual time (instant, deterministic).
+
+    Without a ``time_limit`` the run stops at ``VIRTUAL_TIME_LIMIT``
+    simulation seconds (``Tallies.completed`` is then False).
+    """
     if config.customers is None:
         raise ValueError("an endless workload (customers=None) never ends in virtual time")
+    if config.time_limit is None:
+        config = config.replace(time_limit=VIRTUAL_TIME_LIMIT)
     return run_in_virtual_time(Simulation(config).run())
 
 
