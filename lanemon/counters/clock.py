@@ -6,12 +6,15 @@ Time here is always **simulation seconds** (a float that starts at 0).
   called. For board tests: TTLs are measured on it, nothing ever sleeps.
 - ``ScaledClock``: simulation time on the running asyncio loop,
   ``now = elapsed loop time * speed``. ``sleep(dt)`` sleeps ``dt`` simulation
-  seconds. ``set_speed`` re-anchors the clock and re-arms every sleep in
-  progress, so a speed change (or a pause, ``speed == 0``) takes effect at
-  once, not after the current sleeps end. ``freeze()`` stops it for good
-  (``now()`` then returns the time it was frozen at). Guaranteed: ``now()``
-  never goes backwards; a sleep never returns before its simulation
-  deadline as measured by the loop's timer.
+  seconds. ``set_speed`` re-anchors the clock and re-arms its timer, so a
+  speed change (or a pause, ``speed == 0``) takes effect at once, not after
+  the current sleeps end. ``freeze()`` stops it for good (``now()`` then
+  returns the time it was frozen at). Guaranteed: ``now()`` never goes
+  backwards; a sleep never returns before its simulation deadline as
+  measured by the loop's timer; sleepers wake in (deadline, call order):
+  ties are first come, first served, whatever other timers the loop holds,
+  so a run's outcome does not depend on unrelated timers (a UI refresh, a
+  time limit).
 - ``VirtualTimeLoop``: an ordinary asyncio selector loop whose ``time()`` is
   virtual. Whenever the loop would block waiting for its next timer, it
   jumps the clock to that timer instead. Everything scheduled on timers
@@ -30,6 +33,8 @@ block for real I/O. Use it for pure simulations.
 from __future__ import annotations
 
 import asyncio
+import heapq
+import math
 import selectors
 
 
@@ -61,6 +66,10 @@ class ScaledClock:
 
     The clock starts (time 0) at ``start()`` or at the first ``sleep``; before
     that ``now()`` is 0. It binds to the loop it was started on.
+
+    Sleepers wake in order of (deadline, call order): ties are first come,
+    first served, whatever other timers the loop holds. The clock keeps its
+    own queue and arms a single loop timer for the earliest deadline.
     """
 
     def __init__(self, speed: float = 1.0) -> None:
@@ -70,8 +79,10 @@ class ScaledClock:
         self._r0 = 0.0  # loop time of the anchor
         self._v0 = 0.0  # simulation time at the anchor
         self._frozen = False
-        # future -> [deadline (simulation s), timer handle or None]
-        self._sleepers: dict[asyncio.Future, list] = {}
+        self._queue: list[tuple[float, int, asyncio.Future]] = []  # (deadline, seq, future)
+        self._seq = 0
+        self._timer: asyncio.TimerHandle | None = None
+        self._armed_for = math.inf  # deadline the timer was armed for
 
     # -- reading ---------------------------------------------------------
     def now(self) -> float:
@@ -104,7 +115,7 @@ class ScaledClock:
         self._v0 = 0.0
 
     def set_speed(self, speed: float) -> None:
-        """Change speed (0 pauses). Sleeps in progress are re-armed at once."""
+        """Change speed (0 pauses). Sleeps in progress follow at once."""
         _check_speed(speed)
         if self._frozen:
             return
@@ -112,8 +123,7 @@ class ScaledClock:
         if self._loop is not None:
             self._r0 = self._loop.time()
         self._speed = float(speed)
-        for fut, entry in self._sleepers.items():
-            self._arm(fut, entry)
+        self._arm(force=True)
 
     def freeze(self) -> None:
         """Stop time for good (at the end of a run). Pending sleeps never end."""
@@ -121,10 +131,7 @@ class ScaledClock:
             return
         self._v0 = self.now()
         self._frozen = True
-        for entry in self._sleepers.values():
-            if entry[1] is not None:
-                entry[1].cancel()
-                entry[1] = None
+        self._disarm()
 
     # -- sleeping --------------------------------------------------------
     async def sleep(self, dt: float) -> None:
@@ -139,28 +146,46 @@ class ScaledClock:
             await asyncio.sleep(0)
             return
         fut = self._loop.create_future()
-        entry = [self.now() + dt, None]
-        self._sleepers[fut] = entry
-        self._arm(fut, entry)
+        deadline = self.now() + dt
+        self._seq += 1
+        heapq.heappush(self._queue, (deadline, self._seq, fut))
+        if deadline < self._armed_for:
+            self._arm(force=True)
         try:
             await fut
         finally:
-            if entry[1] is not None:
-                entry[1].cancel()
-            del self._sleepers[fut]
+            if not fut.done():
+                fut.cancel()  # its queue entry is dropped when it comes up
 
-    def _arm(self, fut: asyncio.Future, entry: list) -> None:
-        if entry[1] is not None:
-            entry[1].cancel()
-            entry[1] = None
-        if self._speed > 0.0 and not self._frozen and self._loop is not None:
-            when = self._r0 + (entry[0] - self._v0) / self._speed
-            entry[1] = self._loop.call_at(when, _wake, fut)
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._armed_for = math.inf
 
+    def _arm(self, force: bool = False) -> None:
+        queue = self._queue
+        while queue and queue[0][2].done():
+            heapq.heappop(queue)
+        if not force and self._timer is not None:
+            return
+        self._disarm()
+        if queue and self._speed > 0.0 and not self._frozen and self._loop is not None:
+            deadline = queue[0][0]
+            self._armed_for = deadline
+            when = self._r0 + (deadline - self._v0) / self._speed
+            self._timer = self._loop.call_at(when, self._fire)
 
-def _wake(fut: asyncio.Future) -> None:
-    if not fut.done():
-        fut.set_result(None)
+    def _fire(self) -> None:
+        limit = max(self._armed_for, self.now())
+        self._timer = None
+        self._armed_for = math.inf
+        queue = self._queue
+        while queue and queue[0][0] <= limit:
+            _, _, fut = heapq.heappop(queue)
+            if not fut.done():
+                fut.set_result(None)
+        self._arm()
 
 
 def _check_speed(speed: float) -> None:
@@ -228,5 +253,13 @@ def run_in_virtual_time(coro):
     Must not be called from a thread whose loop is running (asyncio refuses
     nested loops); from the UI use ``asyncio.to_thread``.
     """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        coro.close()
+        raise RuntimeError("a virtual-time run needs its own thread: this thread's loop is "
+                           "running (use asyncio.to_thread, e.g. counters.compare_async)")
     with asyncio.Runner(loop_factory=VirtualTimeLoop) as runner:
         return runner.run(coro)
