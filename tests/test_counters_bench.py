@@ -1,6 +1,5 @@
 """``lanemon bench counters``: the side-by-side table and its JSON figures."""
 
-import asyncio
 import json
 
 import pytest

@@ -21,7 +21,6 @@ from lanemon.counters import (
     percentile,
     run_in_virtual_time,
     run_virtual,
-    workload,
 )
 from lanemon.counters import events as ev
 

@@ -41,7 +41,10 @@ Tallies (simulation seconds): ``wait`` is arrival -> seated; ``throughput``
 is served per second of run time; ``lock_wait`` is staff-seconds spent
 waiting to acquire the lock; ``idle_counter_seconds`` integrates
 ``min(free counters, staff waiting for the lock)`` over time -- counters
-that sat free while someone who could have used them waited for the lock.
+that sat free while someone who could have used them waited for the lock;
+``retries`` counts customers given back to the queue (no counter
+assignable, or the claim died before finalize); ``claims_refused`` counts
+claims that found the counter already taken (the claim doing its job).
 
 Refused: an unknown strategy, fewer than one staff member or counter,
 negative times, a non-positive TTL or choose time < 0 (``ValueError``);
@@ -51,6 +54,7 @@ calling ``run`` twice (``RuntimeError``).
 from __future__ import annotations
 
 import asyncio
+import bisect
 import collections
 import contextlib
 import dataclasses
@@ -426,9 +430,9 @@ class Simulation:
     # -- reading ---------------------------------------------------------
     def tallies(self) -> Tallies:
         now = self.clock.now()
-        n = len(self._waits)
+        ordered = self._waits  # kept sorted
+        n = len(ordered)
         if self._wait_stats[0] != n:
-            ordered = sorted(self._waits)
             self._wait_stats = (n, percentile(ordered, 99), ordered[-1] if ordered else 0.0)
         _, p99, wmax = self._wait_stats
         b = self.board
@@ -533,7 +537,7 @@ class Simulation:
     def _seated(self, staff: str, customer: Customer, counter: int) -> None:
         now = self.clock.now()
         wait = now - customer.arrival
-        self._waits.append(wait)
+        bisect.insort(self._waits, wait)
         self._wait_sum += wait
         self.served += 1
         self._outstanding -= 1
