@@ -375,7 +375,8 @@ class Simulation:
         self.clock.set_speed(speed)
 
     def abandon(self, staff: str) -> None:
-        """Make that staff member walk away in their current or next guide."""
+        """Make that staff member walk away halfway through their next guide
+        (a guide already under way is not interrupted)."""
         if staff not in self._staff:
             raise KeyError(staff)
         self._abandon_requests.add(staff)
