@@ -51,6 +51,7 @@ class MainWindow(QMainWindow):
         self.placement_panel = PlacementPanel(self.controller)
         self.add_view("runs", "Runs", self.runs_panel)
         self.add_view("placement", "Placement", self.placement_panel)
+        # views of the other domains (each install_* adds its tab and shutdown hook):
 
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(self.chart)

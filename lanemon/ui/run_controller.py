@@ -41,7 +41,7 @@ from lanemon.work import (
     warm_roundtrip_ms,
 )
 from lanemon.work.lag import LagStats
-from lanemon.work.report import build_report
+from lanemon.work.report import build_report, slicing_figures
 
 PAINT_PAUSE_S = 0.05      # before a whole run: let "blocking the loop…" paint
 FLOOR_SETTLE_S = 0.3      # after start: let the first paints pass
@@ -78,17 +78,6 @@ class Phase:
     label: str
     t_start: float
     t_end: float | None = None
-
-
-def _prestart_forkserver() -> None:
-    """Start multiprocessing's forkserver now (it blocks its caller: call off the loop)."""
-    from lanemon.work.workers import context, start_method
-
-    if start_method() == "forkserver":
-        context()  # sets the forkserver preload
-        from multiprocessing import forkserver
-
-        forkserver.ensure_running()
 
 
 class RunController(QObject):
@@ -269,13 +258,11 @@ class RunController(QObject):
         self.changed.emit()
         phase = Phase("measuring worker start-up", time.perf_counter())
         self.phases.append(phase)
-        loop = asyncio.get_running_loop()
         try:
-            # process starts block their caller: start the forkserver and the warm pool off the loop
-            await loop.run_in_executor(None, _prestart_forkserver)
+            # lanemon.work starts processes off the loop (forkserver included)
             m.cold_startup_ms = await spawn_cost_ms()
             self.changed.emit()
-            await loop.run_in_executor(None, warm_pool)
+            await warm_pool().astart()
             m.warm_roundtrip_ms = await warm_roundtrip_ms()
         except asyncio.CancelledError:
             raise
@@ -293,8 +280,7 @@ class RunController(QObject):
         whole = self.latest("whole", sliced.total) if sliced else None
         if whole is None:
             return None
-        # the report's own formulas (build_report); the whole entry stands in for the worker
-        return build_report(whole.total, whole.entry(), sliced.entry(), whole.entry(), 0.0)["slicing"]
+        return slicing_figures(whole.entry(), sliced.entry())
 
     def report(self) -> dict:
         """The seed-shaped report from the latest whole, sliced and worker runs of one size.

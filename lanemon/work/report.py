@@ -41,21 +41,25 @@ def run_entry(stats: LagStats, work_ms: float, result: int, **extra) -> dict:
     return entry
 
 
+def slicing_figures(whole: dict, sliced: dict) -> dict:
+    """``costRatio``, ``tailRatio`` and ``sliceMs`` of a whole and a sliced run entry."""
+    return {
+        "costRatio": round(sliced["workMs"] / whole["workMs"], 3) if whole["workMs"] > 0 else None,
+        "tailRatio": round(whole["max"] / sliced["max"], 2) if sliced["max"] > 0 else None,
+        "sliceMs": round(sliced["workMs"] / sliced["slices"], 3) if sliced["slices"] else None,
+    }
+
+
 def build_report(total: int, whole: dict, sliced: dict, worker: dict, startup_ms: float) -> dict:
     """Assemble the seed-shaped report from three run entries."""
     results = {whole["result"], sliced["result"], worker["result"]}
     if len(results) != 1:
         raise ValueError(f"the three runs disagree: {whole['result']}, {sliced['result']}, {worker['result']}")
-    tail = round(whole["max"] / sliced["max"], 2) if sliced["max"] > 0 else None
     return {
         "python": platform.python_version(),
         "total": total,
         "runs": {"whole": whole, "sliced": sliced, "worker": worker},
-        "slicing": {
-            "costRatio": round(sliced["workMs"] / whole["workMs"], 3) if whole["workMs"] > 0 else None,
-            "tailRatio": tail,
-            "sliceMs": round(sliced["workMs"] / sliced["slices"], 3) if sliced["slices"] else None,
-        },
+        "slicing": slicing_figures(whole, sliced),
         "worker": {"startupMs": round(startup_ms, 3)},
     }
 

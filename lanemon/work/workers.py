@@ -25,6 +25,8 @@ Guarantees:
   worker is terminated (and replaced in the pool); a thread run stops at its
   next checkpoint (every ``THREAD_CHECK_EVERY`` iterations).
 - ``shutdown_workers()`` leaves no worker process behind.
+- Process starts (and the first forkserver start) happen in a helper thread,
+  never on the event loop, so starting a worker does not stall the loop.
 
 Processes import only ``lanemon.work._kernel`` (no Qt, no numpy).
 """
@@ -74,8 +76,22 @@ def context():
     return _ctx
 
 
-# Threads that wait on pipes (they hold no GIL while waiting).
+# Threads that start processes and wait on pipes, so that neither blocks the
+# event loop (a process start can take tens of ms; the first forkserver start,
+# hundreds). Waiting threads hold no GIL.
 _waiters = ThreadPoolExecutor(max_workers=16, thread_name_prefix="lanemon-wait")
+
+# Every worker process lanemon started and has not yet reaped.
+_live: set = set()
+
+
+def prestart_server() -> None:
+    """Start the forkserver now (blocking: call it off the event loop)."""
+    context()  # sets the forkserver preload before the server starts
+    if start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
 
 
 def _wait_answer(conn, sentinel) -> tuple[str, object] | None:
@@ -87,6 +103,24 @@ def _wait_answer(conn, sentinel) -> tuple[str, object] | None:
         except (EOFError, OSError):
             return None
     return None
+
+
+async def _await_answer(conn, proc):
+    """The worker's reply (``None`` if it died), waited for in a helper thread.
+
+    If the caller is cancelled, the process is stopped (so the thread returns)
+    and the pipe is closed only after the thread has let go of it: closing it
+    earlier would free its file descriptor for reuse by the next pipe while
+    the thread still selects on it.
+    """
+    loop = asyncio.get_running_loop()
+    fut = loop.run_in_executor(_waiters, _wait_answer, conn, proc.sentinel)
+    try:
+        return await asyncio.shield(fut)
+    except asyncio.CancelledError:
+        _stop_process(proc)
+        fut.add_done_callback(lambda _f: conn.close())
+        raise
 
 
 def _unwrap(reply, proc, what: str):
@@ -106,30 +140,56 @@ def _stop_process(proc, grace: float = 0.5) -> None:
     if proc.is_alive():
         proc.kill()
         proc.join(grace)
+    _live.discard(proc)
+
+
+def _new_process(target, args: tuple, name: str, duplex: bool):
+    """A started worker process and our end of its pipe (blocking)."""
+    prestart_server()
+    ctx = context()
+    parent, child = ctx.Pipe(duplex=duplex)
+    proc = ctx.Process(target=target, args=(child, *args), daemon=True, name=name)
+    _live.add(proc)
+    proc.start()
+    child.close()
+    return proc, parent
+
+
+async def _start_off_loop(target, args: tuple, name: str, duplex: bool):
+    """``_new_process`` in a thread; a cancelled caller never leaks the process."""
+    loop = asyncio.get_running_loop()
+    fut = loop.run_in_executor(_waiters, _new_process, target, args, name, duplex)
+    try:
+        return await asyncio.shield(fut)
+    except asyncio.CancelledError:
+        def cleanup(f):
+            if not f.cancelled() and f.exception() is None:
+                proc, conn = f.result()
+                _stop_process(proc)
+                conn.close()
+        fut.add_done_callback(cleanup)
+        raise
 
 
 # --- cold -------------------------------------------------------------------
 
-_cold_running: set = set()
-
-
 async def _run_cold(op: str, arg: object, what: str):
-    ctx = context()
-    parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_kernel.run_once, args=(child, op, arg), daemon=True, name="lanemon-cold")
-    proc.start()
-    child.close()
-    _cold_running.add(proc)
+    proc, parent = await _start_off_loop(_kernel.run_once, (op, arg), "lanemon-cold", duplex=False)
     try:
-        loop = asyncio.get_running_loop()
-        reply = await loop.run_in_executor(_waiters, _wait_answer, parent, proc.sentinel)
+        reply = await _await_answer(parent, proc)
+    except asyncio.CancelledError:
+        raise  # _await_answer stopped the process and will close the pipe
+    except BaseException:
+        _stop_process(proc)
+        parent.close()
+        raise
+    try:
         value = _unwrap(reply, proc, what)
         proc.join(1.0)
         return value
     finally:
         _stop_process(proc)
         parent.close()
-        _cold_running.discard(proc)
 
 
 # --- warm pool --------------------------------------------------------------
@@ -143,31 +203,56 @@ class _Worker:
 
 @dataclass(eq=False)
 class WarmPool:
-    """Processes started ahead and reused; see the module docstring."""
+    """Processes started ahead and reused; see the module docstring.
+
+    The pool keeps ``size`` workers. A worker that died or was stopped
+    mid-job is retired and a replacement is started off the event loop; callers
+    waiting for a worker are served first come, first served.
+    """
 
     size: int = field(default_factory=lambda: max(2, os.cpu_count() or 2))
     _idle: list = field(default_factory=list)
     _all: list = field(default_factory=list)
     _waiting: list = field(default_factory=list)
+    _topup: object = None
+    _replacing: object = None
     _closed: bool = False
 
-    def _spawn(self) -> _Worker:
-        ctx = context()
-        parent, child = ctx.Pipe(duplex=True)
-        proc = ctx.Process(target=_kernel.serve, args=(child,), daemon=True, name="lanemon-warm")
-        proc.start()
-        child.close()
-        worker = _Worker(proc, parent)
+    def _adopt(self, proc, conn) -> None:
+        worker = _Worker(proc, conn)
+        if self._closed:
+            self._retire(worker)
+            return
         self._all.append(worker)
-        return worker
+        self._release(worker)
 
     def start(self) -> "WarmPool":
-        """Start the missing workers now (idempotent)."""
+        """Start the missing workers now, blocking (call it off the loop or
+        before the loop runs). Idempotent."""
         if self._closed:
             raise WorkerError("the warm pool is closed")
         while len(self._all) < self.size:
-            self._idle.append(self._spawn())
+            self._adopt(*_new_process(_kernel.serve, (), "lanemon-warm", True))
         return self
+
+    async def astart(self) -> "WarmPool":
+        """Start the missing workers without blocking the event loop."""
+        if self._closed:
+            raise WorkerError("the warm pool is closed")
+        loop = asyncio.get_running_loop()
+        task = self._topup
+        if task is None or task.done() or task.get_loop() is not loop:
+            task = self._topup = loop.create_task(self._fill())
+        await asyncio.shield(task)
+        return self
+
+    async def _fill(self) -> None:
+        while not self._closed and len(self._all) < self.size:
+            missing = self.size - len(self._all)
+            started = await asyncio.gather(
+                *(_start_off_loop(_kernel.serve, (), "lanemon-warm", True) for _ in range(missing)))
+            for proc, conn in started:
+                self._adopt(proc, conn)
 
     def pids(self) -> list[int]:
         """Pids of the pool's live processes."""
@@ -177,23 +262,27 @@ class WarmPool:
         """Pids of the workers currently running a job."""
         return [w.proc.pid for w in self._all if w not in self._idle and w.proc.is_alive()]
 
-    def _retire(self, worker: _Worker) -> None:
+    def _retire(self, worker: _Worker, close_conn: bool = True) -> None:
         _stop_process(worker.proc)
-        worker.conn.close()
+        if close_conn:
+            worker.conn.close()
         if worker in self._all:
             self._all.remove(worker)
         if worker in self._idle:
             self._idle.remove(worker)
 
     async def _acquire(self) -> _Worker:
-        self.start()
         while True:
+            if self._closed:
+                raise WorkerError("the warm pool is closed")
             if self._idle:
                 worker = self._idle.pop()
                 if worker.proc.is_alive():
                     return worker
-                self._retire(worker)  # died while idle: replace it
-                self._idle.append(self._spawn())
+                self._retire(worker)  # died while idle
+                continue
+            if len(self._all) < self.size:
+                await self.astart()
                 continue
             fut = asyncio.get_running_loop().create_future()
             self._waiting.append(fut)
@@ -204,9 +293,6 @@ class WarmPool:
                     self._waiting.remove(fut)
 
     def _release(self, worker: _Worker) -> None:
-        if self._closed:
-            self._retire(worker)
-            return
         while self._waiting:
             fut = self._waiting.pop(0)
             if not fut.done():
@@ -217,25 +303,29 @@ class WarmPool:
     async def call(self, op: str, arg: object, what: str):
         worker = await self._acquire()
         healthy = False
+        cancelled = False
         try:
             try:
                 worker.conn.send((op, arg))
             except (BrokenPipeError, OSError):
                 reply = None
             else:
-                loop = asyncio.get_running_loop()
-                reply = await loop.run_in_executor(_waiters, _wait_answer, worker.conn, worker.proc.sentinel)
+                try:
+                    reply = await _await_answer(worker.conn, worker.proc)
+                except asyncio.CancelledError:
+                    cancelled = True  # the pipe closes once the waiting thread lets go
+                    raise
             value = _unwrap(reply, worker.proc, what)
             worker.jobs += 1
             healthy = True
             return value
         finally:
-            if healthy:
+            if healthy and not self._closed:
                 self._release(worker)
-            else:  # died, failed to talk, or cancelled mid-job: replace it
-                self._retire(worker)
-                if not self._closed:
-                    self._release(self._spawn())
+            else:  # died, failed to talk, cancelled mid-job, or closed: retire it
+                self._retire(worker, close_conn=not cancelled)
+                if not self._closed:  # start the replacement now, off the loop
+                    self._replacing = asyncio.get_running_loop().create_task(self.astart())
 
     def close(self) -> None:
         """Stop every worker; the pool refuses further calls."""
@@ -259,11 +349,12 @@ _pool: WarmPool | None = None
 
 
 def warm_pool() -> WarmPool:
-    """The process-wide warm pool (created and started on first use)."""
+    """The process-wide warm pool (created on first use; workers start on the
+    first call, or ahead with ``start()`` off the loop / ``await astart()``)."""
     global _pool
     if _pool is None or _pool._closed:
         _pool = WarmPool()
-    return _pool.start()
+    return _pool
 
 
 # --- thread -----------------------------------------------------------------
@@ -333,8 +424,7 @@ async def spawn_cost_ms(repeat: int = 3) -> float:
     starts the forkserver (a one-time cost, paid here untimed), so the figure
     is what every later cold run pays.
     """
-    if start_method() == "forkserver":
-        await _run_cold("hash", 0, "an empty job")
+    await asyncio.get_running_loop().run_in_executor(_waiters, prestart_server)
     times = []
     for _ in range(max(1, repeat)):
         t0 = time.perf_counter()
@@ -345,7 +435,7 @@ async def spawn_cost_ms(repeat: int = 3) -> float:
 
 async def warm_roundtrip_ms(repeat: int = 5) -> float:
     """Best round trip of an empty job through the warm pool, in ms."""
-    pool = warm_pool()
+    pool = await warm_pool().astart()
     await pool.call("hash", 0, "an empty job")  # make sure a worker is up
     best = float("inf")
     for _ in range(repeat):
@@ -357,10 +447,7 @@ async def warm_roundtrip_ms(repeat: int = 5) -> float:
 
 def live_worker_pids() -> list[int]:
     """Pids of every lanemon worker process still alive (cold and warm)."""
-    pids = [p.pid for p in _cold_running if p.is_alive()]
-    if _pool is not None:
-        pids += _pool.pids()
-    return pids
+    return sorted(p.pid for p in list(_live) if p.is_alive())
 
 
 def shutdown_workers(stop_server: bool = True) -> None:
@@ -369,7 +456,7 @@ def shutdown_workers(stop_server: bool = True) -> None:
     if _pool is not None:
         _pool.close()
         _pool = None
-    for proc in list(_cold_running):
+    for proc in list(_live):
         _stop_process(proc)
     if stop_server and start_method() == "forkserver":
         from multiprocessing import forkserver
