@@ -76,6 +76,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from itertools import islice
 from types import MappingProxyType
 from typing import Any, Callable, Iterable
 
@@ -174,17 +175,29 @@ class ReservationQueue:
     def running_ids(self) -> tuple[int, ...]:
         return tuple(self._running)
 
-    def view(self) -> QueueView:
+    def view(self, limit: int | None = None, lanes: bool = True) -> QueueView:
+        """This queue at this instant.  ``limit`` keeps at most that many jobs
+        in each list (the first waiting in FIFO order, the oldest running, the
+        newest recent; ``counts`` stay complete); ``lanes=False`` leaves the
+        internal lanes out (``()``).  Both only make the view cheaper."""
         s = self._sched
         counts = {"submitted": self.submitted, "waiting": len(self._waiting),
                   "running": len(self._running),
                   **{st.value: n for st, n in self.finished.items()}}
+        waiting = self._waiting.values()
+        running = self._running.values()
+        recent = self._recent
+        if limit is not None:
+            limit = max(0, int(limit))
+            waiting = islice(waiting, limit)
+            running = islice(running, limit)
+            recent = list(recent)[-limit:] if limit else ()
         return QueueView(
             self.name,
-            tuple(s._job_view(j) for j in self._waiting.values()),
-            tuple(s._job_view(j) for j in self._running.values()),
-            tuple(s._job_view(j) for j in self._recent),
-            self.lanes.views(),
+            tuple(s._job_view(j) for j in waiting),
+            tuple(s._job_view(j) for j in running),
+            tuple(s._job_view(j) for j in recent),
+            self.lanes.views() if lanes else (),
             MappingProxyType(counts),
         )
 
@@ -682,8 +695,14 @@ class Scheduler:
             jobs_finished=self.jobs_finished,
         )
 
-    def snapshot(self) -> Snapshot:
-        """A consistent, immutable view at this instant (built without awaiting)."""
+    def snapshot(self, limit: int | None = None, queue_lanes: bool = True) -> Snapshot:
+        """A consistent, immutable view at this instant (built without awaiting).
+
+        ``limit`` and ``queue_lanes=False`` make it cheaper for a UI that draws
+        only what fits (see ``ReservationQueue.view``): each queue's waiting,
+        running and recent lists keep at most ``limit`` jobs (``counts`` stay
+        complete) and each queue's internal ``lanes`` are left out; the shared
+        ``scheduled`` lanes, occupancy, history and counts are always complete."""
         holds = tuple(
             ", ".join(f"{k}={v}" for k, v in h.criteria.items() if v is not None)
             + (f" [holding {len(h.held)}]" if h.held else "")
@@ -692,7 +711,7 @@ class Scheduler:
         return Snapshot(
             at=self.clock(),
             scheduled=self.scheduled_lanes.views(),
-            queues=MappingProxyType({n: q.view() for n, q in self.queues.items()}),
+            queues=MappingProxyType({n: q.view(limit, queue_lanes) for n, q in self.queues.items()}),
             occupancy=MappingProxyType(self.occupancy.views()),
             history=MappingProxyType({ws: tuple(h) for ws, h in sorted(self._history.items())}),
             holds=holds,
