@@ -1,0 +1,30 @@
+"""Benchmarks that need the full window run it offscreen on a real qasync loop."""
+
+from __future__ import annotations
+
+import os
+
+
+def offscreen() -> None:
+    """Use Qt's offscreen platform unless the caller chose one (before any QApplication)."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    os.environ.setdefault("LANEMON_NO_SETTINGS", "1")
+
+
+def run_window(scenario):
+    """``lanemon.ui.testing.run_window`` with the offscreen platform; raises on loop errors."""
+    offscreen()
+    from lanemon.ui.testing import run_window as run
+
+    rc, value, errors = run(scenario)
+    if rc != 0 or errors:
+        raise RuntimeError(f"the window ended badly: exit {rc}, loop errors {errors[:3]}")
+    return value
+
+
+async def settled(window, timeout_s: float = 60.0) -> None:
+    """Wait until the window's start-up measurements are done."""
+    from lanemon.ui.testing import wait_until
+
+    m = window.controller.machine
+    await wait_until(lambda: m.warm_roundtrip_ms is not None or m.errors, timeout_s)
