@@ -9,6 +9,9 @@
 quit on its own when the last window closes). Then it cancels and gathers its
 tasks, stops every worker process (``shutdown_workers``) and returns, all
 while the loop still runs; nothing is awaited after the loop has quit.
+
+Settings (``lanemon.ui.settings``): restored before the window shows, saved
+when it is closed.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import sys
 import qasync
 from PySide6.QtWidgets import QApplication
 
-from lanemon.ui import theme
+from lanemon.ui import settings, theme
 from lanemon.ui.main_window import MainWindow
 from lanemon.work import shutdown_workers
 
@@ -40,10 +43,16 @@ async def main(window: MainWindow | None = None) -> int:
     win = window if window is not None else MainWindow()
     closed = asyncio.Event()
     win.close_requested.connect(closed.set)
+    store = settings.open_store()
+    settings.restore(win, store)
     win.show()
     win.start()
     try:
         await closed.wait()
+        try:
+            settings.save(win, store)
+        except Exception as exc:  # never in the way of a clean shutdown
+            print(f"lanemon: settings not saved: {type(exc).__name__}: {exc}", file=sys.stderr)
     finally:
         try:
             await win.shutdown()

@@ -4,6 +4,9 @@ Reads the ``Heartbeat`` ring buffer and the controller's run records on its
 own ~30 fps timer (never per sample). The curve is decimated to one point per
 pixel column, keeping each column's maximum, so a stall is never hidden; at
 most ``MAX_POINTS`` points; pen width 1, no antialiasing, no finite check.
+
+``set_paused(True)`` freezes the picture (the heartbeat keeps recording);
+``apply_fonts()`` also re-applies the theme's colours (light or dark palette).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import time
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QFont
+from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from lanemon.ui import theme
@@ -23,8 +26,8 @@ from lanemon.ui.run_controller import RunController
 FPS = 30
 MAX_POINTS = 3000
 MIN_TOP_MS = 60.0          # keep both reference lines in view
-REF_LINES = ((1000.0 / 60.0, "16.7 ms · one frame", theme.REF_FRAME, 0.015, (0, 1)),
-             (50.0, "50 ms · a long task", theme.REF_LONG, 0.985, (1, 1)))
+REF_LINES = ((1000.0 / 60.0, "16.7 ms · one frame", "REF_FRAME", 0.015, (0, 1)),   # colour: theme.<name>
+             (50.0, "50 ms · a long task", "REF_LONG", 0.985, (1, 1)))
 LABEL_ROWS = 4            # rows of run labels at the top of the chart
 STATS_EVERY = 8            # frames between text updates (~4 per second)
 
@@ -50,6 +53,8 @@ class HeartbeatChart(QWidget):
         self._frame = 0
         self._top = MIN_TOP_MS
         self._regions: dict[int, tuple[pg.LinearRegionItem, pg.TextItem]] = {}
+        self._ref_lines: list[pg.InfiniteLine] = []
+        self._paused_at: float | None = None
 
         # header: title, live figures, floor, controls
         self.title = QLabel("Heartbeat lag")
@@ -57,6 +62,9 @@ class HeartbeatChart(QWidget):
         self.live.setTextFormat(Qt.TextFormat.RichText)
         self.floor = QLabel("idle floor: measuring…")
         self.floor.setProperty("muted", True)
+        self.paused_label = QLabel("⏸ paused")
+        self.paused_label.setToolTip("the chart is frozen; the heartbeat keeps recording (Space resumes)")
+        self.paused_label.setVisible(False)
         self.period = QSpinBox()
         self.period.setRange(MIN_PERIOD_MS, MAX_PERIOD_MS)
         self.period.setValue(heartbeat.period_ms)
@@ -75,14 +83,25 @@ class HeartbeatChart(QWidget):
         head.addWidget(self.title)
         head.addSpacing(18)
         head.addWidget(self.live)
+        head.addSpacing(12)
+        head.addWidget(self.paused_label)
         head.addStretch(1)
-        head.addWidget(self.floor)
-        head.addSpacing(18)
+        # the idle floor and the controls: end of the first row, or a second row with large type
+        self._controls = QWidget()
+        ctl = QHBoxLayout(self._controls)
+        ctl.setContentsMargins(0, 0, 0, 0)
+        ctl.addWidget(self.floor)
+        ctl.addSpacing(18)
         for text, box in (("period", self.period), ("window", self.window)):
             lab = QLabel(text)
             lab.setProperty("muted", True)
-            head.addWidget(lab)
-            head.addWidget(box)
+            ctl.addWidget(lab)
+            ctl.addWidget(box)
+        head.addWidget(self._controls)
+        self._head = head
+        self._head2 = QHBoxLayout()
+        self._head2.setContentsMargins(8, 0, 8, 0)
+        self._head2.addStretch(1)
 
         # plot
         self.plot = pg.PlotWidget()
@@ -98,14 +117,7 @@ class HeartbeatChart(QWidget):
         self.curve = self.plot.plot(pen=pg.mkPen(theme.LAG_PEN, width=1), fillLevel=0,
                                     brush=pg.mkBrush(29, 35, 48, 40))
         self.curve.setZValue(10)
-        for y, text, color, where, anchor in REF_LINES:
-            line = pg.InfiniteLine(pos=y, angle=0, movable=False,
-                                   pen=pg.mkPen(color, width=1, style=Qt.PenStyle.DashLine),
-                                   label=text,
-                                   labelOpts={"position": where, "color": color, "anchors": [anchor, anchor],
-                                              "fill": pg.mkBrush(255, 255, 255, 200)})
-            line.setZValue(5)
-            self.plot.addItem(line)
+        # the reference lines are made by _apply_colors (called by apply_fonts)
         self.plot.setXRange(-self._window_s, 0, padding=0)
         self.plot.setYRange(0, self._top, padding=0)
 
@@ -113,6 +125,7 @@ class HeartbeatChart(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
         layout.addLayout(head)
+        layout.addLayout(self._head2)
         layout.addWidget(self.plot, 1)
         self.apply_fonts()
 
@@ -128,6 +141,22 @@ class HeartbeatChart(QWidget):
         self._timer.stop()
 
     @property
+    def paused(self) -> bool:
+        return self._paused_at is not None
+
+    def set_paused(self, paused: bool) -> None:
+        """Freeze (or resume) the picture; the heartbeat keeps recording meanwhile."""
+        if paused == self.paused:
+            return
+        self._paused_at = time.perf_counter() if paused else None
+        self.paused_label.setVisible(paused)
+        self.redraw()
+
+    def toggle_paused(self) -> bool:
+        self.set_paused(not self.paused)
+        return self.paused
+
+    @property
     def window_s(self) -> float:
         return self._window_s
 
@@ -136,7 +165,12 @@ class HeartbeatChart(QWidget):
         self.plot.setXRange(-self._window_s, 0, padding=0)
 
     def apply_fonts(self) -> None:
-        """Re-apply fonts after ``theme.apply`` changed the font scale."""
+        """Re-apply fonts and colours after ``theme.apply`` changed the font scale or palette."""
+        self._apply_colors()
+        two_rows = theme.font_scale() > 1.25
+        if two_rows != (self._head2.indexOf(self._controls) >= 0):
+            (self._head if two_rows else self._head2).removeWidget(self._controls)
+            (self._head2 if two_rows else self._head).addWidget(self._controls)
         big = QFont(self.font())
         big.setPointSizeF(theme.pt(14))
         big.setBold(True)
@@ -148,12 +182,56 @@ class HeartbeatChart(QWidget):
             ax = self.plot.getPlotItem().getAxis(name)
             ax.setStyle(tickFont=axis_font)
             ax.label.setFont(axis_font)
+        self.paused_label.setFont(big)
+        for line in self._ref_lines:
+            line.label.setFont(axis_font)
+
+    def _label_fill(self, alpha: int) -> QColor:
+        color = QColor(theme.BG)
+        color.setAlpha(alpha)
+        return color
+
+    def _apply_colors(self) -> None:
+        """Background, axes, curve, reference lines from the current palette; run shading is redrawn."""
+        dark = theme.is_dark()
+        self.plot.setBackground(theme.BG)
+        for name in ("left", "bottom"):
+            ax = self.plot.getPlotItem().getAxis(name)
+            ax.setPen(pg.mkPen(theme.MUTED if dark else theme.FG, width=1))
+            ax.setTextPen(pg.mkPen(theme.FG))
+            ax.label.setDefaultTextColor(QColor(theme.FG))
+        self.plot.getPlotItem().showGrid(x=True, y=True, alpha=0.35 if dark else 0.25)
+        lag_fill = QColor(theme.LAG_PEN)
+        lag_fill.setAlpha(55 if dark else 40)
+        self.curve.setPen(pg.mkPen(theme.LAG_PEN, width=1))
+        self.curve.setBrush(pg.mkBrush(lag_fill))
+        for line in self._ref_lines:
+            self.plot.removeItem(line)
+        self._ref_lines = []
+        for y, text, color_name, where, anchor in REF_LINES:
+            color = getattr(theme, color_name)
+            line = pg.InfiniteLine(pos=y, angle=0, movable=False,
+                                   pen=pg.mkPen(color, width=1, style=Qt.PenStyle.DashLine),
+                                   label=text,
+                                   labelOpts={"position": where, "color": color, "anchors": [anchor, anchor],
+                                              "fill": pg.mkBrush(self._label_fill(200))})
+            line.setZValue(5)
+            self.plot.addItem(line)
+            self._ref_lines.append(line)
+        self.paused_label.setStyleSheet(f"color: {theme.REF_FRAME if dark else theme.WARN};")
+        for region, label in self._regions.values():   # made again, in the new colours, on the next frame
+            self.plot.removeItem(region)
+            self.plot.removeItem(label)
+        self._regions.clear()
 
     # --- drawing ----------------------------------------------------------------------
     def redraw(self) -> None:
-        now = time.perf_counter()
+        now = self._paused_at if self._paused_at is not None else time.perf_counter()
         w = self._window_s
         t, lag = self.heartbeat.recent(w, now)
+        if self._paused_at is not None:          # frozen: leave out what came after the pause
+            keep = int(np.searchsorted(t, now, side="right"))
+            t, lag = t[:keep], lag[:keep]
         x = t - now
         columns = min(MAX_POINTS, max(100, int(self.plot.getViewBox().width())))
         xd, yd = decimate_max(x, lag, -w, 0.0, columns)
@@ -232,7 +310,7 @@ class HeartbeatChart(QWidget):
                                      pen=pg.mkPen(160, 160, 160, 120, width=1))
         region.setZValue(-11)
         label = pg.TextItem(text.replace(" worker", "\nworker"), color=theme.MUTED, anchor=(0, 0),
-                            fill=pg.mkBrush(255, 255, 255, 190))
+                            fill=pg.mkBrush(self._label_fill(190)))
         font = QFont(self.font())
         font.setPointSizeF(theme.pt(9))
         label.setFont(font)
@@ -245,8 +323,9 @@ class HeartbeatChart(QWidget):
         region = pg.LinearRegionItem(movable=False, brush=theme.kind_color(rec.kind, 60),
                                      pen=pg.mkPen(theme.kind_color(rec.kind, 160), width=1))
         region.setZValue(-10)
-        label = pg.TextItem(color=theme.kind_color(rec.kind).darker(120), anchor=(0, 0),
-                            fill=pg.mkBrush(255, 255, 255, 190))
+        color = theme.kind_color(rec.kind)
+        label = pg.TextItem(color=color if theme.is_dark() else color.darker(120), anchor=(0, 0),
+                            fill=pg.mkBrush(self._label_fill(190)))
         font = QFont(self.font())
         font.setPointSizeF(theme.pt(10))
         font.setBold(True)

@@ -10,6 +10,9 @@ Hooks for later views and presenter mode:
   on the chart and on every view that has one.
 - ``close_requested`` (signal) is emitted by ``closeEvent``; ``app.main``
   turns it into an asyncio Event.
+- ``talk`` (``lanemon/ui/talk_mode.py``): menus, shortcuts, presenter mode,
+  full screen, the shortcut overlay and About; ``app.main`` restores and saves
+  the settings (``lanemon/ui/settings.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Awaitable, Callable
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QSplitter, QTabWidget, QWidget
+from PySide6.QtWidgets import QFrame, QScrollArea
 
 from lanemon.ui import exports, theme
 from lanemon.ui.heartbeat import DEFAULT_PERIOD_MS, Heartbeat
@@ -42,6 +46,7 @@ class MainWindow(QMainWindow):
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(False)
         self.views: dict[str, QWidget] = {}
+        self._pages: dict[str, QWidget] = {}   # key -> the tab page (a scroll area around the view)
         self._shutdown_hooks: list[Callable[[], Awaitable[None]]] = []
         self._started = False
         self._shut = False
@@ -69,17 +74,32 @@ class MainWindow(QMainWindow):
         self._status_timer.setInterval(250)
         self._status_timer.timeout.connect(self._update_status)
         self._update_status()
+        # talk mode: menus, shortcuts, presenter mode, full screen, the shortcut overlay, About
+        from lanemon.ui.talk_mode import install as install_talk_mode
+        self.talk = install_talk_mode(self)
 
     # --- hooks -----------------------------------------------------------------------------
     def add_view(self, key: str, title: str, widget: QWidget) -> int:
-        """Add a tab below the chart; returns its index."""
+        """Add a tab below the chart; returns its index.
+
+        The tab's page scrolls the view when it needs more room than the window has
+        (large type on a small projector), instead of making the window outgrow the screen.
+        """
         if key in self.views:
             raise ValueError(f"a view named {key!r} exists already")
         self.views[key] = widget
-        return self.tabs.addTab(widget, title)
+        page = QScrollArea()
+        page.setFrameShape(QFrame.Shape.NoFrame)
+        page.setWidgetResizable(True)
+        page.setWidget(widget)
+        widget.setAutoFillBackground(False)
+        page.viewport().setAutoFillBackground(False)
+        page.setAutoFillBackground(False)
+        self._pages[key] = page
+        return self.tabs.addTab(page, title)
 
     def show_view(self, key: str) -> None:
-        self.tabs.setCurrentWidget(self.views[key])
+        self.tabs.setCurrentWidget(self._pages[key])
 
     def add_shutdown_hook(self, hook: Callable[[], Awaitable[None]]) -> None:
         self._shutdown_hooks.append(hook)

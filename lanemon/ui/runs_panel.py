@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 
 from lanemon.ui import exports, theme
 from lanemon.ui.run_controller import RunController
-from lanemon.ui.runs_model import RunsTableModel
+from lanemon.ui.runs_model import COLUMNS, RunsTableModel
 
 UNITS = ("iterations", "CPU ms")
 SLICING = ("ms budget", "size")
@@ -132,7 +132,7 @@ class RunsPanel(QWidget):
         self.export_report_btn.setToolTip("the seed report (JSON) from the latest whole, sliced and worker runs")
         self.export_csv_btn = QPushButton("Heartbeat CSV…")
         self.export_png_btn = QPushButton("Chart PNG…")
-        self.export_report_btn.clicked.connect(self._export_report)
+        self.export_report_btn.clicked.connect(self.export_report)
         self.export_csv_btn.clicked.connect(self._export_csv)
         self.export_png_btn.clicked.connect(self.export_chart_requested)
 
@@ -173,7 +173,16 @@ class RunsPanel(QWidget):
 
     def apply_fonts(self) -> None:
         """Follow ``theme.font_scale`` (called by ``MainWindow.set_font_scale``)."""
-        self._job_box.setFixedWidth(int(380 * theme.font_scale()))
+        s = theme.font_scale()
+        self._job_box.setFixedWidth(int(380 + 260 * (s - 1)))
+        # large type (presenter mode): the lag columns matter; the rest is in the report and figures
+        for name in ("total", "slices", "result"):
+            self.table.setColumnHidden(COLUMNS.index(name), s > 1.25)
+        # colours too (the palette may have changed): run buttons, then the texts on the next refresh
+        for family, kind in (("whole", "whole"), ("sliced", "sliced"), ("worker", self.worker_kind.currentText())):
+            self.buttons[family].setStyleSheet(theme.run_button_style(kind))
+        if getattr(self, "_refresh_timer", None) is not None:
+            self.schedule_refresh()
 
     # --- reading the inputs ------------------------------------------------------------
     def job_total(self) -> int | None:
@@ -240,7 +249,8 @@ class RunsPanel(QWidget):
         if total is not None:
             self.controller.start_worker(total, self.worker_kind.currentText())
 
-    def _export_report(self) -> None:
+    def export_report(self) -> None:
+        """Ask where, write the report; or say (in the banner) what the report still needs."""
         try:
             report = self.controller.report()
         except ValueError as exc:
@@ -261,7 +271,7 @@ class RunsPanel(QWidget):
     def show_notice(self, text: str, error: bool | None = None) -> None:
         if error is None:
             error = not text.startswith("Blocking")
-        color = theme.REF_LONG if text.startswith("Blocking") else (theme.FG if not error else "#a05a00")
+        color = theme.REF_LONG if text.startswith("Blocking") else (theme.FG if not error else theme.WARN)
         self.banner.setStyleSheet(f"color: {color}; font-weight: bold;")
         self.banner.setText(text)
 

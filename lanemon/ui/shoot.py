@@ -3,7 +3,8 @@
 Opens the window at 1280×800 (offscreen unless a platform is set), waits for
 this machine's measurements, runs a whole, a sliced and a warm worker run of
 the same job (about ``--ms`` of CPU, 450 by default, so the whole run's stall
-is plain to see), and saves the window.
+is plain to see), and saves the window. ``--presenter`` shoots presenter mode
+(``resources/presenter.png``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ import sys
 # this module as its ``__main__`` (multiprocessing's spawn/forkserver rule).
 
 
-async def scenario(win, out: str, job_ms: float, pause_s: float) -> None:
+async def scenario(win, out: str, job_ms: float, pause_s: float, presenter: bool = False) -> None:
     from lanemon.ui.testing import wait_until
+
+    if presenter:
+        win.talk.set_presenter(True)
 
     c = win.controller
     panel = win.runs_panel
@@ -40,11 +44,11 @@ async def scenario(win, out: str, job_ms: float, pause_s: float) -> None:
     print(f"screenshot written to {out} ({image.width()}×{image.height()})")
 
 
-def shoot(out: str, job_ms: float = 450.0, pause_s: float = 1.6) -> int:
+def shoot(out: str, job_ms: float = 450.0, pause_s: float = 1.6, presenter: bool = False) -> int:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from lanemon.ui.testing import run_window
 
-    rc, _, errors = run_window(lambda win: scenario(win, out, job_ms, pause_s), size=(1280, 800))
+    rc, _, errors = run_window(lambda win: scenario(win, out, job_ms, pause_s, presenter), size=(1280, 800))
     for ctx in errors:
         print(f"loop error: {ctx.get('message')}: {ctx.get('exception')!r}", file=sys.stderr)
     return rc or (1 if errors else 0)
@@ -54,8 +58,9 @@ def cli(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m lanemon.ui.shoot", description=__doc__.splitlines()[0])
     p.add_argument("out", help="PNG file to write")
     p.add_argument("--ms", type=float, default=450.0, help="CPU time of the job in ms (default 450)")
+    p.add_argument("--presenter", action="store_true", help="presenter mode (large type, dark theme)")
     args = p.parse_args(argv)
-    return shoot(args.out, args.ms)
+    return shoot(args.out, args.ms, presenter=args.presenter)
 
 
 if __name__ == "__main__":

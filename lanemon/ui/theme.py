@@ -1,11 +1,16 @@
 """Colours and type, chosen for a projector: light background, saturated
 kind colours, large text. ``font_scale`` scales every font (presenter mode
 hook: ``apply(app, scale)`` may be called again at any time).
+
+Two palettes: "light" (default) and "dark" (presenter mode, high contrast).
+``set_palette(name)`` swaps the colour values of this module in place (read
+them as ``theme.FG`` at draw time, not copied at import); ``apply`` then
+restyles the application.
 """
 
 from __future__ import annotations
 
-from PySide6.QtGui import QColor, QFont
+from PySide6.QtGui import QColor, QFont, QPalette
 from PySide6.QtWidgets import QApplication
 
 # Run kinds, in the order they appear in the UI.
@@ -33,10 +38,55 @@ GRID = "#e3e6eb"
 LAG_PEN = "#1d2330"
 REF_FRAME = "#e6a700"   # 16.7 ms: one frame
 REF_LONG = "#d62728"    # 50 ms: a long task
+BORDER = "#c5cbd5"      # buttons, inputs
+HOVER = "#eef2f7"
+SELECTION = "#dbe7f6"
+DISABLED = "#b9bec8"
+WARN = "#a05a00"
+RUN_TEXT = "#ffffff"    # text on a run button
+
+# Palettes: "light" (the default) and "dark" (presenter mode: high contrast on a
+# projector, brighter kind colours). ``set_palette`` swaps the values above in place.
+PALETTES = {
+    "light": dict(BG=BG, PANEL_BG=PANEL_BG, FG=FG, MUTED=MUTED, GRID=GRID, LAG_PEN=LAG_PEN,
+                  REF_FRAME=REF_FRAME, REF_LONG=REF_LONG, BORDER=BORDER, HOVER=HOVER,
+                  SELECTION=SELECTION, DISABLED=DISABLED, WARN=WARN, RUN_TEXT=RUN_TEXT,
+                  KIND_COLORS=dict(KIND_COLORS)),
+    "dark": dict(BG="#05070b", PANEL_BG="#131924", FG="#ffffff", MUTED="#c3cad6", GRID="#3b4454",
+                 LAG_PEN="#ffffff", REF_FRAME="#ffd23f", REF_LONG="#ff5c5c", BORDER="#5b6578",
+                 HOVER="#263043", SELECTION="#2d4f7c", DISABLED="#4a5162", WARN="#ffb347",
+                 RUN_TEXT="#05070b",
+                 KIND_COLORS={"whole": "#ff5c5c", "sliced": "#4be37a", "cold": "#c9a2ff",
+                              "warm": "#4db8ff", "thread": "#ffa94d"}),
+}
+_palette = "light"
 
 BASE_POINT_SIZE = 11.0
 
 _scale = 1.0
+
+
+def palette_name() -> str:
+    """The current palette: "light" or "dark"."""
+    return _palette
+
+
+def is_dark() -> bool:
+    return _palette == "dark"
+
+
+def set_palette(name: str) -> None:
+    """Switch the colours (module values and ``KIND_COLORS``); ``apply`` then restyles the app."""
+    global _palette
+    if name not in PALETTES:
+        raise ValueError(f"unknown palette {name!r}; known: {', '.join(PALETTES)}")
+    _palette = name
+    values = dict(PALETTES[name])
+    KIND_COLORS.clear()
+    KIND_COLORS.update(values.pop("KIND_COLORS"))
+    PLACE_COLORS.update(slice=KIND_COLORS["sliced"], worker=KIND_COLORS["warm"],
+                        loop="#c3cad6" if name == "dark" else "#555555")
+    globals().update(values)
 
 
 def font_scale() -> float:
@@ -69,14 +119,14 @@ def stylesheet() -> str:
                  margin-top: {12*s:.0f}px; padding-top: {6*s:.0f}px; background: {PANEL_BG}; }}
     QGroupBox::title {{ subcontrol-origin: margin; left: 10px; padding: 0 4px; color: {MUTED}; }}
     QTableView {{ gridline-color: {GRID}; background: {BG}; alternate-background-color: {PANEL_BG};
-                  selection-background-color: #dbe7f6; selection-color: {FG}; }}
+                  selection-background-color: {SELECTION}; selection-color: {FG}; }}
     QTableView::item {{ padding: 0 {8*s:.0f}px; }}
     QHeaderView::section {{ background: {PANEL_BG}; color: {MUTED}; border: none;
                             border-bottom: 1px solid {GRID}; padding: 3px 6px; font-weight: bold; }}
-    QPushButton {{ padding: {4*s:.0f}px {12*s:.0f}px; border: 1px solid #c5cbd5; border-radius: 5px;
+    QPushButton {{ padding: {4*s:.0f}px {12*s:.0f}px; border: 1px solid {BORDER}; border-radius: 5px;
                    background: {BG}; }}
-    QPushButton:hover {{ background: #eef2f7; }}
-    QPushButton[run="true"] {{ color: white; font-weight: bold; border: none;
+    QPushButton:hover {{ background: {HOVER}; }}
+    QPushButton[run="true"] {{ color: {RUN_TEXT}; font-weight: bold; border: none;
                                padding: {7*s:.0f}px {10*s:.0f}px; }}
     QStatusBar {{ background: {PANEL_BG}; color: {MUTED}; border-top: 1px solid {GRID}; }}
     QLabel[muted="true"] {{ color: {MUTED}; }}
@@ -87,7 +137,7 @@ def run_button_style(kind: str) -> str:
     c = kind_color(kind)
     dark = c.darker(125).name()
     return (f"QPushButton {{ background: {c.name()}; }} QPushButton:hover {{ background: {dark}; }}"
-            f"QPushButton:disabled {{ background: #b9bec8; }}")
+            f"QPushButton:disabled {{ background: {DISABLED}; }}")
 
 
 def apply(app: QApplication, scale: float | None = None) -> None:
@@ -98,7 +148,37 @@ def apply(app: QApplication, scale: float | None = None) -> None:
     font = QFont("DejaVu Sans")
     font.setPointSizeF(BASE_POINT_SIZE * _scale)
     app.setFont(font)
-    app.setStyleSheet(stylesheet())
+    _apply_qpalette(app)
+    sheet = stylesheet()
+    if app.styleSheet() != sheet:     # restyling every widget is the slow part: only on a change
+        app.setStyleSheet(sheet)
+
+
+_light_qpalette: QPalette | None = None   # the app's own palette, kept when dark is first applied
+
+
+def _apply_qpalette(app: QApplication) -> None:
+    """Inputs, menus and tooltips follow the palette too (the stylesheet does not reach them all)."""
+    global _light_qpalette
+    if not is_dark():
+        if _light_qpalette is not None:
+            app.setPalette(_light_qpalette)
+        return
+    if _light_qpalette is None:
+        _light_qpalette = QPalette(app.palette())
+    pal = QPalette()
+    role, group = QPalette.ColorRole, QPalette.ColorGroup
+    for r, value in ((role.Window, PANEL_BG), (role.WindowText, FG), (role.Base, BG),
+                     (role.AlternateBase, PANEL_BG), (role.Text, FG), (role.Button, PANEL_BG),
+                     (role.ButtonText, FG), (role.BrightText, "#ffffff"), (role.ToolTipBase, PANEL_BG),
+                     (role.ToolTipText, FG), (role.Highlight, SELECTION), (role.HighlightedText, FG),
+                     (role.PlaceholderText, MUTED), (role.Link, KIND_COLORS["warm"]),
+                     (role.Light, BORDER), (role.Midlight, GRID), (role.Mid, BORDER),
+                     (role.Dark, "#000000"), (role.Shadow, "#000000")):
+        pal.setColor(r, QColor(value))
+    for r in (role.WindowText, role.Text, role.ButtonText):
+        pal.setColor(group.Disabled, r, QColor(DISABLED))
+    app.setPalette(pal)
 
 
 def mono_font(size: float | None = None) -> QFont:

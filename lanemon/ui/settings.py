@@ -1,0 +1,109 @@
+"""Settings kept between starts, in Qt's own store (``QSettings``).
+
+Organization "lanemon", application "lanemon": on Linux
+``~/.config/lanemon/lanemon.conf`` (``$XDG_CONFIG_HOME`` first), the registry
+on Windows, a plist on macOS. Kept: the window geometry, presenter mode, the
+theme (palette outside presenter mode), the heartbeat period, the job size and
+its unit. ``restore(window, store)`` before the window shows;
+``save(window, store)`` when it closes (``app.main`` does both).
+
+Tests never touch the user's settings: with ``LANEMON_NO_SETTINGS`` set
+(``tests/conftest.py`` sets it) ``open_store()`` returns a new, empty store
+in a temporary folder of this process (removed at exit): nothing is read, and
+nothing one window saves reaches the next. A test of persistence
+passes an explicit ini path.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+
+from PySide6.QtCore import QByteArray, QSettings
+
+from lanemon.ui.heartbeat import MAX_PERIOD_MS, MIN_PERIOD_MS
+
+ORGANIZATION = "lanemon"
+APPLICATION = "lanemon"
+NO_SETTINGS_ENV = "LANEMON_NO_SETTINGS"
+
+GEOMETRY = "window/geometry"
+PRESENTER = "view/presenter"
+THEME = "view/theme"
+PERIOD = "heartbeat/period_ms"
+JOB_SIZE = "job/size"
+JOB_UNIT = "job/unit"
+
+_scratch: str | None = None
+
+
+def _scratch_dir() -> str:
+    global _scratch
+    if _scratch is None:
+        _scratch = tempfile.mkdtemp(prefix="lanemon-settings-")
+        atexit.register(shutil.rmtree, _scratch, True)
+    return _scratch
+
+
+def open_store(path: str | None = None) -> QSettings:
+    """The settings store: ``path`` (an ini file) if given; a throw-away one under
+    ``LANEMON_NO_SETTINGS``; else the user's (organization and application "lanemon")."""
+    if path is None and os.environ.get(NO_SETTINGS_ENV):
+        # a new, empty file each time: nothing read, nothing carried from one window to the next
+        fd, path = tempfile.mkstemp(prefix="lanemon-", suffix=".ini", dir=_scratch_dir())
+        os.close(fd)
+    if path is not None:
+        return QSettings(path, QSettings.Format.IniFormat)
+    return QSettings(ORGANIZATION, APPLICATION)
+
+
+def _bool(value) -> bool:
+    if isinstance(value, str):        # ini files give strings back
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+def _number(value, kind=float):
+    try:
+        return kind(float(value))
+    except (TypeError, ValueError):
+        return None
+
+
+def save(window, store: QSettings) -> None:
+    """Write the window's state (geometry before full screen, if it is full screen)."""
+    talk = getattr(window, "talk", None)
+    geometry = talk.normal_geometry() if talk is not None else window.saveGeometry()
+    store.setValue(GEOMETRY, geometry)
+    if talk is not None:
+        store.setValue(PRESENTER, talk.presenter)
+        store.setValue(THEME, talk.theme)
+    store.setValue(PERIOD, int(window.heartbeat.period_ms))
+    panel = window.runs_panel
+    store.setValue(JOB_SIZE, float(panel.size.value()))
+    store.setValue(JOB_UNIT, panel.unit.currentText())
+    store.sync()
+
+
+def restore(window, store: QSettings) -> None:
+    """Apply what ``save`` kept; missing or unreadable values keep the defaults."""
+    geometry = store.value(GEOMETRY)
+    if isinstance(geometry, (QByteArray, bytes)) and len(geometry):
+        window.restoreGeometry(QByteArray(geometry))
+    talk = getattr(window, "talk", None)
+    if talk is not None:
+        theme_name = store.value(THEME)
+        if theme_name in ("light", "dark"):
+            talk.set_theme(theme_name)
+        if store.contains(PRESENTER):
+            talk.set_presenter(_bool(store.value(PRESENTER)))
+    period = _number(store.value(PERIOD), int)
+    if period is not None and MIN_PERIOD_MS <= period <= MAX_PERIOD_MS:
+        window.chart.period.setValue(period)      # the spin box sets the heartbeat's period
+    panel = window.runs_panel
+    unit = store.value(JOB_UNIT)
+    size = _number(store.value(JOB_SIZE))
+    if size is not None and size >= 1 and unit in ("iterations", "CPU ms"):
+        panel.set_job(size, unit)

@@ -1,0 +1,410 @@
+"""Talk mode: presenter mode, full screen, keyboard shortcuts, the shortcut overlay.
+
+``install(window)`` adds the actions to the window (and to its menu bar:
+File, Run, View, Help, reusing a menu of the same title if one exists) and
+returns the ``TalkMode`` that owns them. The window stays thin: it only keeps
+``window.talk``.
+
+Shortcuts (window context, so they never fire into another window or a modal
+dialog; a focused text or number field keeps its digits and Space, because Qt
+lets a focused input claim a key before a shortcut does, and the run actions
+check the focus once more):
+
+    1 / 2 / 3        start a whole / sliced / worker run (the runs panel's job)
+    Space            pause / resume the chart (the heartbeat keeps recording)
+    F5               presenter mode: 1.5x type, high-contrast dark theme
+    F11              full screen
+    Ctrl+E           export the report (or say what it still needs)
+    Ctrl+Shift+S     save a screenshot of the window (PNG, no dialog: to
+                     $LANEMON_SCREENSHOT_DIR, else Pictures, else the current
+                     folder; the status bar says where)
+    F1 or ?          this list, over the window (Esc, F1 or a click closes it)
+    Ctrl+Q           quit
+
+With ``LANEMON_TRACE`` set, one line per event goes to stdout ("lanemon:
+shown", "lanemon: run #1 sliced done", "lanemon: screenshot PATH"), for
+scripts that drive the real window (``tests/test_real_window.py``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+
+from PySide6.QtCore import QByteArray, QEvent, QObject, QStandardPaths, Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QAbstractSpinBox,
+    QApplication,
+    QComboBox,
+    QFrame,
+    QLabel,
+    QLineEdit,
+    QMainWindow,
+    QMenu,
+    QPlainTextEdit,
+    QSplitter,
+    QTextEdit,
+    QVBoxLayout,
+    QWidget,
+)
+
+from lanemon.ui import exports, theme
+
+PRESENTER_SCALE = 1.5
+PRESENTER_CHART_SHARE = 0.46     # of the window's height, chart versus the views below
+SCREENSHOT_DIR_ENV = "LANEMON_SCREENSHOT_DIR"
+TRACE_ENV = "LANEMON_TRACE"
+
+
+def trace(message: str) -> None:
+    """One line on stdout when ``LANEMON_TRACE`` is set (for scripted drivers)."""
+    if os.environ.get(TRACE_ENV):
+        print(f"lanemon: {message}", flush=True)
+
+
+def typing_into(widget: QWidget | None) -> bool:
+    """Does ``widget`` (the focus widget) take typed text, digits and spaces?"""
+    if widget is None:
+        return False
+    if isinstance(widget, (QLineEdit, QAbstractSpinBox, QTextEdit, QPlainTextEdit)):
+        return not getattr(widget, "isReadOnly", lambda: False)()
+    if isinstance(widget, QComboBox):
+        return widget.isEditable()
+    return False
+
+
+def _menu(window: QMainWindow, title: str) -> QMenu:
+    """The menu bar's menu called ``title`` (ignoring "&"), made if missing."""
+    bar = window.menuBar()
+    plain = title.replace("&", "")
+    for action in bar.actions():
+        menu = action.menu()
+        if menu is not None and action.text().replace("&", "") == plain:
+            return menu
+    return bar.addMenu(title)
+
+
+class ShortcutOverlay(QWidget):
+    """A translucent layer over the whole window listing the shortcuts in large type."""
+
+    def __init__(self, rows: list[tuple[str, str]], parent: QWidget) -> None:
+        super().__init__(parent)
+        self.setObjectName("shortcutOverlay")
+        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self._rows = rows
+        self._return_focus: QWidget | None = None
+        self.panel = QFrame(self)
+        self.panel.setObjectName("shortcutPanel")
+        self.text = QLabel(self.panel)
+        self.text.setTextFormat(Qt.TextFormat.RichText)
+        inner = QVBoxLayout(self.panel)
+        inner.addWidget(self.text)
+        outer = QVBoxLayout(self)
+        outer.addStretch(1)
+        outer.addWidget(self.panel, 0, Qt.AlignmentFlag.AlignHCenter)
+        outer.addStretch(1)
+        self.hide()
+        self.apply_fonts()
+
+    def apply_fonts(self) -> None:
+        s = theme.font_scale()
+        pad = int(18 * s)
+        self.setStyleSheet(
+            "#shortcutOverlay { background: rgba(0, 0, 0, 150); }"
+            f"#shortcutPanel {{ background: rgba(12, 16, 24, 238); border: 2px solid #5b6578;"
+            f" border-radius: {int(12 * s)}px; padding: {pad}px {int(pad * 1.6)}px; }}"
+            "#shortcutPanel QLabel { color: #ffffff; background: transparent; }")
+        font = self.text.font()
+        font.setPointSizeF(theme.pt(15))
+        self.text.setFont(font)
+        self.text.setText(self._html())
+
+    def _html(self) -> str:
+        s = theme.font_scale()
+        gap = int(28 * s)
+        rows = "".join(
+            f"<tr><td align=right style='color:#ffd23f; font-family:\"DejaVu Sans Mono\"; font-weight:bold;"
+            f" padding: {int(3 * s)}px {gap}px {int(3 * s)}px 0'>{keys}</td><td>{what}</td></tr>"
+            for keys, what in self._rows)
+        return (f"<div style='font-size:{theme.pt(20):.0f}pt; font-weight:bold'>Shortcuts</div>"
+                f"<table cellspacing=0 style='margin-top:{int(10 * s)}px'>{rows}</table>"
+                f"<div style='color:#c3cad6; margin-top:{int(12 * s)}px'>Esc, F1 or a click closes this</div>")
+
+    def open(self) -> None:
+        self._return_focus = QApplication.focusWidget()
+        self.setGeometry(self.parentWidget().rect())
+        self.raise_()
+        self.show()
+        self.setFocus(Qt.FocusReason.OtherFocusReason)
+
+    def close_overlay(self) -> None:
+        if not self.isVisible():
+            return
+        self.hide()
+        if self._return_focus is not None:
+            try:
+                self._return_focus.setFocus(Qt.FocusReason.OtherFocusReason)
+            except RuntimeError:   # the widget is gone
+                pass
+        self._return_focus = None
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802
+        if event.key() in (Qt.Key.Key_Escape, Qt.Key.Key_F1, Qt.Key.Key_Question):
+            self.close_overlay()
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
+    def mousePressEvent(self, event) -> None:  # noqa: N802
+        self.close_overlay()
+        event.accept()
+
+
+class TalkMode(QObject):
+    """The talk-mode actions of one window and the state they toggle."""
+
+    def __init__(self, window: QMainWindow) -> None:
+        super().__init__(window)
+        self.window = window
+        self.presenter = False
+        self.theme = "light"                  # the palette outside presenter mode
+        self._normal_geometry: QByteArray | None = None
+        self._was_maximized = False
+        self._about = None
+        self._split_sizes: list[int] | None = None
+        self._traced: set[int] = set()
+        self._shown = False
+        self.last_screenshot: str | None = None
+
+        def action(text, keys, slot, *, checkable=False, tip=""):
+            a = QAction(text, window)
+            if keys:
+                a.setShortcuts([QKeySequence(k) for k in keys])
+            a.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+            a.setCheckable(checkable)
+            if tip:
+                a.setToolTip(tip)
+                a.setStatusTip(tip)
+            a.triggered.connect(slot)
+            window.addAction(a)       # shortcuts work with the menu bar hidden too
+            return a
+
+        panel = window.runs_panel
+        self.actions = {
+            "whole": action("Whole run", ["1"], lambda: self._run(panel.run_whole),
+                            tip="the job on the loop, in one piece (blocks the window)"),
+            "sliced": action("Sliced run", ["2"], lambda: self._run(panel.run_sliced),
+                             tip="the job in slices, yielding to the loop"),
+            "worker": action("Worker run", ["3"], lambda: self._run(panel.run_worker),
+                             tip="the job in a worker of the chosen kind"),
+            "pause": action("Pause chart", ["Space"], self.toggle_pause, checkable=True,
+                            tip="freeze the chart; the heartbeat keeps recording"),
+            "export": action("Export report…", ["Ctrl+E"], self.export_report,
+                             tip="the report (JSON) of the latest whole, sliced and worker runs"),
+            "screenshot": action("Save screenshot", ["Ctrl+Shift+S"], self.save_screenshot,
+                                 tip="a PNG of the window, saved without a dialog"),
+            "quit": action("Quit", ["Ctrl+Q"], window.close),
+            "presenter": action("Presenter mode", ["F5"], self.toggle_presenter, checkable=True,
+                                tip="large type and a high-contrast dark theme"),
+            "dark": action("Dark theme", [], lambda on: self.set_theme("dark" if on else "light"),
+                           checkable=True),
+            "fullscreen": action("Full screen", ["F11"], self.toggle_full_screen, checkable=True),
+            "shortcuts": action("Shortcuts", ["F1", "?"], self.toggle_overlay),
+            "about": action("About lanemon", [], self.show_about),
+        }
+        a = self.actions
+        for title, names in (("&File", ["export", "screenshot", None, "quit"]),
+                             ("&Run", ["whole", "sliced", "worker"]),
+                             ("&View", ["presenter", "dark", "fullscreen", None, "pause"]),
+                             ("&Help", ["shortcuts", "about"])):
+            menu = _menu(window, title)
+            for name in names:
+                if name is None:
+                    menu.addSeparator()
+                else:
+                    menu.addAction(a[name])
+
+        self.overlay = ShortcutOverlay(self.shortcut_rows(), window)
+        # the chart takes the focus at start (and on a click): digits are shortcuts, not typing
+        window.chart.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        window.chart.setFocus(Qt.FocusReason.OtherFocusReason)
+        window.installEventFilter(self)
+        window.controller.changed.connect(self._trace_runs)
+
+    # --- state --------------------------------------------------------------------------
+    def shortcut_rows(self) -> list[tuple[str, str]]:
+        """(keys, what) for the overlay, from the actions themselves."""
+        a = self.actions
+        what = [("whole", "whole run: blocks the loop"), ("sliced", "sliced run"),
+                ("worker", "worker run"), ("pause", "pause / resume the chart"),
+                ("presenter", "presenter mode"), ("fullscreen", "full screen"),
+                ("export", "export the report"), ("screenshot", "save a screenshot"),
+                ("shortcuts", "this list"), ("quit", "quit")]
+        rows = []
+        for name, text in what:
+            keys = " or ".join(k.toString(QKeySequence.SequenceFormat.NativeText) for k in a[name].shortcuts())
+            rows.append((keys, text))
+        return rows
+
+    def _apply_look(self) -> None:
+        theme.set_palette("dark" if self.presenter else self.theme)
+        self.window.set_font_scale(PRESENTER_SCALE if self.presenter else 1.0)
+        split = self.window.centralWidget()
+        if isinstance(split, QSplitter) and split.count() == 2:
+            # large type needs a little more room below the chart; the old split comes back after
+            if self.presenter and self._split_sizes is None and sum(split.sizes()) > 0:
+                self._split_sizes = split.sizes()
+                total = sum(self._split_sizes)
+                split.setSizes([int(total * PRESENTER_CHART_SHARE), total - int(total * PRESENTER_CHART_SHARE)])
+            elif not self.presenter and self._split_sizes is not None:
+                split.setSizes(self._split_sizes)
+                self._split_sizes = None
+        self.overlay.apply_fonts()
+        if self._about is not None:
+            self._about.adjustSize()
+
+    def set_presenter(self, on: bool) -> None:
+        """Presenter mode: 1.5x type, larger chart text, the high-contrast dark palette."""
+        on = bool(on)
+        self.actions["presenter"].setChecked(on)
+        self.actions["dark"].setEnabled(not on)
+        if on == self.presenter and theme.font_scale() == (PRESENTER_SCALE if on else 1.0):
+            return
+        self.presenter = on
+        self._apply_look()
+        self._say("Presenter mode on (F5 leaves it)" if on else "Presenter mode off")
+
+    def toggle_presenter(self) -> None:
+        self.set_presenter(not self.presenter)
+
+    def set_theme(self, name: str) -> None:
+        """The palette outside presenter mode: "light" (default) or "dark"."""
+        if name not in ("light", "dark"):
+            raise ValueError(f"unknown theme {name!r}")
+        self.theme = name
+        self.actions["dark"].setChecked(name == "dark")
+        if not self.presenter:
+            self._apply_look()
+
+    def set_full_screen(self, on: bool) -> None:
+        w = self.window
+        self.actions["fullscreen"].setChecked(bool(on))
+        if bool(on) == w.isFullScreen():
+            return
+        if on:
+            self._normal_geometry = w.saveGeometry()
+            self._was_maximized = w.isMaximized()
+            w.showFullScreen()
+        elif self._was_maximized:
+            w.showMaximized()
+        else:
+            w.showNormal()
+
+    def toggle_full_screen(self) -> None:
+        self.set_full_screen(not self.window.isFullScreen())
+
+    def normal_geometry(self) -> QByteArray:
+        """The geometry to keep: the one before full screen, if the window is full screen."""
+        if self.window.isFullScreen() and self._normal_geometry is not None:
+            return self._normal_geometry
+        return self.window.saveGeometry()
+
+    # --- actions ------------------------------------------------------------------------
+    def _say(self, text: str, ms: int = 6000) -> None:
+        self.window.statusBar().showMessage(text, ms)
+
+    def _run(self, start) -> None:
+        if typing_into(QApplication.focusWidget()):
+            return          # a digit typed into a field is the field's
+        start()
+
+    def toggle_pause(self) -> None:
+        paused = self.window.chart.toggle_paused()
+        self.actions["pause"].setChecked(paused)
+        self._say("Chart paused: the heartbeat keeps recording (Space resumes)" if paused
+                  else "Chart running")
+
+    def export_report(self) -> None:
+        """The runs panel's export (a file dialog), or the message saying what is missing."""
+        w = self.window
+        if "runs" in w.views:
+            w.show_view("runs")
+        try:
+            w.controller.report()
+        except ValueError as exc:
+            self._say(str(exc), 10000)
+        w.runs_panel.export_report()
+
+    def screenshot_path(self) -> str:
+        folder = os.environ.get(SCREENSHOT_DIR_ENV) or ""
+        if not folder:
+            pictures = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.PicturesLocation)
+            folder = pictures if pictures and os.path.isdir(pictures) else os.getcwd()
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        path = os.path.join(folder, f"lanemon-{stamp}.png")
+        n = 2
+        while os.path.exists(path):
+            path = os.path.join(folder, f"lanemon-{stamp}-{n}.png")
+            n += 1
+        return path
+
+    def save_screenshot(self, path: str | None = None) -> str | None:
+        """A PNG of the window as it is; returns the path (``None`` if it could not be written)."""
+        path = path or self.screenshot_path()
+        try:
+            exports.save_png(self.window, path)
+        except OSError as exc:
+            self._say(f"Screenshot not saved: {exc}", 10000)
+            return None
+        self.last_screenshot = path
+        self._say(f"Screenshot saved to {path}", 10000)
+        trace(f"screenshot {path}")
+        return path
+
+    def toggle_overlay(self) -> None:
+        if self.overlay.isVisible():
+            self.overlay.close_overlay()
+        else:
+            self.overlay.open()
+
+    def show_about(self):
+        from lanemon.ui.about import AboutDialog
+
+        if self._about is None:
+            self._about = AboutDialog(self.window.controller, self.window)
+        self._about.refresh()
+        self._about.show()
+        self._about.raise_()
+        self._about.activateWindow()
+        return self._about
+
+    # --- events ---------------------------------------------------------------------------
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802
+        if obj is self.window:
+            kind = event.type()
+            if kind == QEvent.Type.Resize and self.overlay.isVisible():
+                self.overlay.setGeometry(self.window.rect())
+            elif kind == QEvent.Type.Show and not self._shown:
+                self._shown = True
+                trace("shown")
+            elif kind == QEvent.Type.WindowStateChange:
+                self.actions["fullscreen"].setChecked(self.window.isFullScreen())
+        return False
+
+    def _trace_runs(self) -> None:
+        if not os.environ.get(TRACE_ENV):
+            return
+        for rec in self.window.controller.records:
+            if rec.status != "running" and rec.id not in self._traced:
+                self._traced.add(rec.id)
+                trace(f"run #{rec.id} {rec.kind} {rec.status}")
+
+
+def install(window: QMainWindow) -> TalkMode:
+    """Add talk mode to ``window`` (needs ``runs_panel``, ``chart``, ``controller``, ``set_font_scale``)."""
+    return TalkMode(window)
+
+
+__all__ = ["PRESENTER_SCALE", "ShortcutOverlay", "TalkMode", "install", "trace", "typing_into"]

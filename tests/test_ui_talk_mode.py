@@ -1,0 +1,275 @@
+"""Talk mode, settings and About, driven by their keys on a real qasync loop (offscreen).
+
+Behaviour only: each shortcut does its thing; waits are on conditions, with timeouts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+
+import pytest
+from PySide6.QtCore import QEvent, QSettings, Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication, QFileDialog
+
+from lanemon.ui import settings, theme
+from lanemon.ui.main_window import MainWindow
+from lanemon.ui.testing import run_window, wait_until
+from lanemon.work import start_method
+
+SMALL = 200_000
+
+
+@pytest.fixture(autouse=True)
+def _app(qapp):
+    from lanemon.ui.app import application
+
+    app = application()
+    yield app
+    # closed windows of this file go (restyling the app restyles every widget still alive)
+    for w in app.topLevelWidgets():
+        if isinstance(w, MainWindow) and not w.isVisible():
+            w.deleteLater()
+    app.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    theme.set_palette("light")     # presenter mode changes the module's look: back to the default
+    theme.apply(app, 1.0)
+
+
+async def _ready(win):
+    """The window shown and active, the chart holding the focus (as at start)."""
+    win.activateWindow()
+    await wait_until(lambda: win.isVisible() and QApplication.activeWindow() is win, 10)
+    win.chart.setFocus()
+    await wait_until(lambda: QApplication.focusWidget() is win.chart, 10)
+
+
+def key(win, k, modifiers=Qt.KeyboardModifier.NoModifier):
+    """A key press as the user makes it: to the widget that has the focus."""
+    QTest.keyClick(QApplication.focusWidget() or win, k, modifiers)
+
+
+async def _finished(c, n):
+    await wait_until(lambda: len(c.records) >= n and all(r.status != "running" for r in c.records), 60)
+
+
+def _png_size(path):
+    with open(path, "rb") as fh:
+        head = fh.read(24)
+    assert head[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", head[16:24])
+
+
+def test_digits_start_runs_but_not_while_typing_a_number(qtbot):
+    async def scenario(win):
+        c, panel = win.controller, win.runs_panel
+        await _ready(win)
+        panel.set_job(SMALL, "iterations")
+        panel.worker_kind.setCurrentText("thread")
+        for k, n in ((Qt.Key.Key_2, 1), (Qt.Key.Key_1, 2), (Qt.Key.Key_3, 3)):
+            key(win, k)
+            await _finished(c, n)
+        kinds = [r.kind for r in c.records]
+        # typing into the job size: the digit is the field's, no run starts
+        panel.size.setFocus()
+        await wait_until(lambda: QApplication.focusWidget() is panel.size.findChild(type(panel.size.lineEdit()))
+                         or QApplication.focusWidget() is panel.size, 10)
+        panel.size.selectAll()
+        key(win, Qt.Key.Key_2)
+        key(win, Qt.Key.Key_1)
+        runs_after_typing = len(c.records)
+        typed = panel.size.value()
+        return kinds, [r.status for r in c.records], runs_after_typing, typed
+
+    rc, (kinds, statuses, after, typed), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert kinds == ["sliced", "whole", "thread"]
+    assert statuses == ["done"] * 3
+    assert after == 3
+    assert typed == 21
+
+
+def test_space_pauses_the_chart_while_the_heartbeat_keeps_recording(qtbot):
+    async def scenario(win):
+        await _ready(win)
+        chart, hb = win.chart, win.heartbeat
+        await wait_until(lambda: chart.curve.xData is not None and len(chart.curve.xData) > 10)
+        key(win, Qt.Key.Key_Space)
+        paused = chart.paused, win.talk.actions["pause"].isChecked(), chart.paused_label.isVisibleTo(chart)
+        ticks, frame = hb.count, chart._frame
+        await wait_until(lambda: hb.count > ticks + 20 and chart._frame > frame + 3)
+        frozen_a = chart.curve.xData.copy()
+        frame = chart._frame
+        await wait_until(lambda: chart._frame > frame + 3)
+        frozen_b = chart.curve.xData.copy()
+        key(win, Qt.Key.Key_Space)
+        resumed = not chart.paused
+        await wait_until(lambda: len(chart.curve.xData) != len(frozen_b)
+                         or (chart.curve.xData != frozen_b).any())
+        return paused, frozen_a, frozen_b, resumed
+
+    rc, (paused, a, b, resumed), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert paused == (True, True, True)
+    assert len(a) == len(b) and (a == b).all()      # frozen while the heartbeat ticked on
+    assert resumed
+
+
+def test_f11_full_screen_f1_overlay_f5_presenter(qtbot):
+    async def scenario(win):
+        await _ready(win)
+        seen = {}
+        key(win, Qt.Key.Key_F11)
+        await wait_until(lambda: win.isFullScreen(), 10)
+        seen["full"] = win.talk.actions["fullscreen"].isChecked()
+        key(win, Qt.Key.Key_F11)
+        await wait_until(lambda: not win.isFullScreen(), 10)
+        seen["normal"] = not win.talk.actions["fullscreen"].isChecked()
+
+        overlay = win.talk.overlay
+        key(win, Qt.Key.Key_F1)
+        seen["overlay"] = overlay.isVisible() and overlay.geometry() == win.rect()
+        seen["overlay_text"] = overlay.text.text()
+        key(win, Qt.Key.Key_Escape)
+        seen["esc_closes"] = not overlay.isVisible()
+        key(win, Qt.Key.Key_Question)
+        seen["question"] = overlay.isVisible()
+        key(win, Qt.Key.Key_F1)
+        seen["f1_closes"] = not overlay.isVisible()
+
+        key(win, Qt.Key.Key_F5)
+        seen["presenter"] = (win.talk.presenter, theme.font_scale(), theme.palette_name(),
+                             win.chart.title.font().pointSizeF())
+        key(win, Qt.Key.Key_F5)
+        seen["plain"] = (win.talk.presenter, theme.font_scale(), theme.palette_name(),
+                         win.chart.title.font().pointSizeF())
+        return seen
+
+    rc, seen, errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert seen["full"] and seen["normal"]
+    assert seen["overlay"] and seen["esc_closes"] and seen["question"] and seen["f1_closes"]
+    for words in ("Ctrl+Shift+S", "Space", "F11", "whole run"):
+        assert words in seen["overlay_text"]
+    on, off = seen["presenter"], seen["plain"]
+    assert on[:3] == (True, 1.5, "dark") and off[:3] == (False, 1.0, "light")
+    assert on[3] == pytest.approx(1.5 * off[3])        # the chart's title grew with the scale
+
+
+def test_ctrl_e_exports_the_report_or_says_what_is_missing(qtbot, tmp_path, monkeypatch):
+    target = tmp_path / "report.json"
+    asked = []
+
+    def fake_dialog(*args, **kwargs):
+        asked.append(args)
+        return str(target), "JSON (*.json)"
+
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(fake_dialog))
+
+    async def scenario(win):
+        c = win.controller
+        await _ready(win)
+        win.show_view("placement")
+        key(win, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
+        early = (len(asked), win.runs_panel.banner.text(), win.statusBar().currentMessage(),
+                 win.tabs.currentIndex() == 0)
+        await wait_until(lambda: c.machine.cold_startup_ms is not None or c.machine.errors, 60)
+        for start in (lambda: c.start_whole(SMALL), lambda: c.start_sliced(SMALL, slice_ms=4),
+                      lambda: c.start_worker(SMALL, "thread")):
+            start()
+            await _finished(c, len(c.records))
+        win.chart.setFocus()
+        key(win, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
+        return early, win.runs_panel.banner.text()
+
+    rc, (early, banner), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    n_asked, early_banner, early_status, on_runs_tab = early
+    assert n_asked == 0                          # incomplete: no dialog, the controller's message
+    assert "No run yet" in early_banner and "No run yet" in early_status and on_runs_tab
+    assert len(asked) == 1
+    report = json.loads(target.read_text())
+    assert report["total"] == SMALL and set(report["runs"]) == {"whole", "sliced", "worker"}
+    assert str(target) in banner
+
+
+def test_ctrl_shift_s_saves_a_png_of_the_window_and_ctrl_q_quits(qtbot, tmp_path, monkeypatch):
+    monkeypatch.setenv("LANEMON_SCREENSHOT_DIR", str(tmp_path))
+
+    async def scenario(win):
+        await _ready(win)
+        key(win, Qt.Key.Key_S, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+        size = (win.width(), win.height())
+        said = win.statusBar().currentMessage()
+        key(win, Qt.Key.Key_Q, Qt.KeyboardModifier.ControlModifier)
+        return size, said, win.talk.last_screenshot
+
+    rc, (size, said, path), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    files = list(tmp_path.glob("lanemon-*.png"))
+    assert [str(f) for f in files] == [path]
+    assert path in said
+    assert _png_size(path) == size
+
+
+def test_settings_round_trip_in_a_temporary_store(qtbot, tmp_path):
+    ini = str(tmp_path / "lanemon.ini")
+    first = MainWindow()
+    first.resize(720, 520)   # inside the offscreen screen (800x600)
+    first.talk.theme = "dark"             # as set_theme("dark") leaves it, without restyling twice
+    first.talk.set_presenter(True)
+    first.chart.period.setValue(5)
+    first.runs_panel.set_job(123_456, "iterations")
+    settings.save(first, settings.open_store(ini))
+    first.deleteLater()
+    theme.set_palette("light")
+    theme.apply(QApplication.instance(), 1.0)
+
+    second = MainWindow()
+    assert (second.talk.presenter, second.heartbeat.period_ms) == (False, 10)
+    settings.restore(second, settings.open_store(ini))
+    assert second.talk.presenter and second.talk.theme == "dark"
+    assert theme.font_scale() == 1.5 and theme.palette_name() == "dark"
+    assert second.heartbeat.period_ms == 5 and second.chart.period.value() == 5
+    assert second.runs_panel.job_total() == 123_456
+    assert (second.width(), second.height()) == (720, 520)
+    second.talk.set_presenter(False)
+    assert theme.palette_name() == "dark"      # the theme outside presenter mode was kept too
+    second.deleteLater()
+
+
+def test_tests_never_touch_the_users_settings(tmp_path):
+    assert os.environ.get("LANEMON_NO_SETTINGS")
+    store = settings.open_store()
+    assert store.format() == QSettings.Format.IniFormat
+    assert store.allKeys() == []                 # a new, empty store each time
+    user = QSettings(settings.ORGANIZATION, settings.APPLICATION).fileName()
+    assert os.path.abspath(store.fileName()) != os.path.abspath(user)
+
+
+def test_about_shows_versions_start_method_and_worker_start_up(qtbot):
+    import PySide6
+    from PySide6.QtCore import qVersion
+
+    from lanemon import __version__
+
+    async def scenario(win):
+        await _ready(win)
+        dialog = win.talk.show_about()
+        early = {k: v.text() for k, v in dialog.values.items()}
+        c = win.controller
+        await wait_until(lambda: c.machine.warm_roundtrip_ms is not None or c.machine.errors, 60)
+        await wait_until(lambda: dialog.values["warm round trip"].text() != "measuring…", 10)
+        late = {k: v.text() for k, v in dialog.values.items()}
+        dialog.close()
+        return early, late
+
+    rc, (early, late), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert early["lanemon"] == __version__
+    assert early["Python"].startswith(".".join(map(str, __import__("sys").version_info[:2])))
+    assert qVersion() in early["Qt"] and PySide6.__version__ in early["Qt"]
+    assert early["start method"] == start_method()
+    assert early["worker cold start-up"] == "measuring…" and early["warm round trip"] == "measuring…"
+    assert late["worker cold start-up"].endswith(" ms") and late["warm round trip"].endswith(" ms")
