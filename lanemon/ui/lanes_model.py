@@ -1,0 +1,353 @@
+"""Table models of the lanes & queues view: formatting only, no domain rule.
+
+Both models take plain rows built from one ``Scheduler.snapshot()`` and update
+**in place**: equal rows are skipped, changed rows get one ``dataChanged``
+(the view repaints only those), the row count grows or shrinks at the end.
+No model reset per frame, so the view keeps its scroll position; the view
+re-selects the chosen job by id after each update.
+
+- ``WorkspacesModel``: one row per workspace: its scheduled-lane owner (queue
+  and job), token epoch, time held, stop request, last run, and the
+  checkable "busy outside" column (``on_busy(workspace, busy)`` is called when
+  the user toggles it; the view turns that into a domain call).
+- ``JobsModel``: one queue: running jobs, then waiting (FIFO), then recently
+  finished (newest first), each state colour-coded.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
+from PySide6.QtGui import QBrush, QColor, QFont
+
+from lanemon.ui import theme
+
+# state label -> (text colour, background)
+STATE_COLORS = {
+    "queued": ("#7a5a00", "#fff1c2"),
+    "starting": ("#1f5fa8", "#dbe9f8"),
+    "running": ("#1f5fa8", "#dbe9f8"),
+    "saving": ("#6a3d9a", "#ece2f5"),
+    "save held": ("#ffffff", "#d9480f"),
+    "stopping": ("#9c2f00", "#ffe0cc"),
+    "succeeded": ("#1e7b34", "#dcf2e0"),
+    "failed": ("#ffffff", "#c92a2a"),
+    "cancelled": ("#4a5262", "#e4e7ec"),
+}
+LAST_RUN_COLORS = {"failed": "#c92a2a", "succeeded": "#1e7b34"}
+QUEUE_COLORS = {"reservations": "#1f77b4", "cafe": "#e8590c"}
+QUEUE_LABELS = {"reservations": "reservations", "cafe": "cafe delivery"}
+
+_DISPLAY = Qt.ItemDataRole.DisplayRole
+_FG = Qt.ItemDataRole.ForegroundRole
+_BG = Qt.ItemDataRole.BackgroundRole
+_ALIGN = Qt.ItemDataRole.TextAlignmentRole
+_TIP = Qt.ItemDataRole.ToolTipRole
+_CHECK = Qt.ItemDataRole.CheckStateRole
+_FONT = Qt.ItemDataRole.FontRole
+_USER = Qt.ItemDataRole.UserRole
+_LEFT = int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+_CENTER = int(Qt.AlignmentFlag.AlignCenter)
+
+_brushes: dict[str, QBrush] = {}
+
+
+def brush(color: str) -> QBrush:
+    b = _brushes.get(color)
+    if b is None:
+        b = _brushes[color] = QBrush(QColor(color))
+    return b
+
+
+def seconds(s: float | None) -> str:
+    if s is None:
+        return ""
+    if s < 10:
+        return f"{s:.1f} s"
+    if s < 600:
+        return f"{s:.0f} s"
+    return f"{s / 60:.0f} min"
+
+
+def job_label(job) -> str:
+    """The state word a person reads for a ``JobView`` (display only)."""
+    if job.phase == "done":
+        return job.state
+    if job.save_held:
+        return "save held"
+    if job.stop_requested and job.phase in ("starting", "running"):
+        return "stopping"
+    if job.phase == "waiting":
+        return "queued"
+    return job.phase
+
+
+def parse_owner(owner: str) -> tuple[str, int | None]:
+    """``"cafe#12"`` -> ``("cafe", 12)`` (the scheduler's owner naming)."""
+    name, _, num = owner.partition("#")
+    return name, int(num) if num.isdigit() else None
+
+
+class _RowsModel(QAbstractTableModel):
+    COLUMNS: tuple[str, ...] = ()
+    TIPS: dict[str, str] = {}
+    TIME_COLUMN = -1
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self._rows: list[tuple] = []
+        self._keys: list = []
+        self.now = 0.0
+        self._bold = QFont()
+        self._bold.setBold(True)
+
+    # --- updating in place -------------------------------------------------------------
+    def set_rows(self, rows: list[tuple], keys: list, now: float) -> None:
+        """Replace the rows; only changed rows are announced."""
+        self.now = now
+        old = self._rows
+        n_old, n_new = len(old), len(rows)
+        if n_new < n_old:
+            self.beginRemoveRows(QModelIndex(), n_new, n_old - 1)
+            self._rows = old[:n_new]
+            self._keys = self._keys[:n_new]
+            self.endRemoveRows()
+        elif n_new > n_old:
+            self.beginInsertRows(QModelIndex(), n_old, n_new - 1)
+            self._rows = old + list(rows[n_old:])
+            self._keys = self._keys + list(keys[n_old:])
+            self.endInsertRows()
+        first = last = -1
+        old = self._rows
+        for i in range(min(n_old, n_new)):
+            if old[i] != rows[i]:
+                if first < 0:
+                    first = i
+                last = i
+        self._rows = list(rows)
+        self._keys = list(keys)
+        if first >= 0:
+            self.dataChanged.emit(self.index(first, 0), self.index(last, len(self.COLUMNS) - 1))
+        self.tick(now, announce=first < 0)
+
+    def tick(self, now: float, announce: bool = True) -> None:
+        """The clock moved: only the time column of live rows changes."""
+        self.now = now
+        if announce and self.TIME_COLUMN >= 0 and self._rows:
+            live = [i for i, r in enumerate(self._rows) if self._is_live(r)]
+            if live:
+                c = self.TIME_COLUMN
+                self.dataChanged.emit(self.index(live[0], c), self.index(live[-1], c), [_DISPLAY])
+
+    def _is_live(self, row: tuple) -> bool:
+        return False
+
+    def key(self, row: int):
+        return self._keys[row] if 0 <= row < len(self._keys) else None
+
+    def row_of(self, key) -> int:
+        try:
+            return self._keys.index(key)
+        except ValueError:
+            return -1
+
+    def row_data(self, row: int) -> tuple:
+        return self._rows[row]
+
+    # --- Qt -----------------------------------------------------------------------------
+    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(self.COLUMNS)
+
+    def headerData(self, section, orientation, role=_DISPLAY):  # noqa: N802
+        if orientation == Qt.Orientation.Horizontal:
+            if role == _DISPLAY:
+                return self.COLUMNS[section]
+            if role == _TIP:
+                return self.TIPS.get(self.COLUMNS[section])
+        return None
+
+
+class LaneRow(NamedTuple):
+    workspace: str
+    queue: str | None
+    job_id: int | None
+    epoch: int | None
+    claimed_at: float | None
+    stop_reason: str | None
+    stop: bool
+    last: str          # "#12 succeeded" (the last finished run)
+    last_state: str | None
+    busy: tuple[str, ...]
+
+
+class WorkspacesModel(_RowsModel):
+    COLUMNS = ("workspace", "lane owner", "epoch", "held", "stop", "last run", "busy outside")
+    TIPS = {
+        "lane owner": "who holds the workspace's shared lane (scheduled_lanes): queue and job",
+        "epoch": "the owner's fencing token (a counter that only grows)",
+        "held": "how long the current owner has held the lane",
+        "stop": "a stop request on the lane, seen by the owner at its next checkpoint",
+        "last run": "the workspace's last finished run",
+        "busy outside": "a program, notebook or unconfirmed result keeps the workspace busy:"
+                        " no job starts in it (click or press Space to toggle)",
+    }
+    TIME_COLUMN = 3
+    BUSY_COLUMN = 6
+
+    def __init__(self, on_busy: Callable[[str, bool], None] | None = None, parent=None) -> None:
+        super().__init__(parent)
+        self.on_busy = on_busy
+
+    def _is_live(self, row: LaneRow) -> bool:
+        return row.claimed_at is not None
+
+    def workspace(self, row: int) -> str | None:
+        return self.key(row)
+
+    def flags(self, index):
+        f = super().flags(index)
+        if index.column() == self.BUSY_COLUMN:
+            f |= Qt.ItemFlag.ItemIsUserCheckable
+        return f
+
+    def setData(self, index, value, role=_CHECK):  # noqa: N802
+        if role != _CHECK or index.column() != self.BUSY_COLUMN or self.on_busy is None:
+            return False
+        busy = Qt.CheckState(value) == Qt.CheckState.Checked if not isinstance(value, bool) else value
+        self.on_busy(self._rows[index.row()].workspace, busy)
+        return True   # the domain event repaints the row
+
+    def data(self, index, role=_DISPLAY):
+        r: LaneRow = self._rows[index.row()]
+        c = index.column()
+        if role == _DISPLAY:
+            if c == 0:
+                return r.workspace
+            if c == 1:
+                return f"{r.queue} #{r.job_id}" if r.queue else "free"
+            if c == 2:
+                return "" if r.epoch is None else str(r.epoch)
+            if c == 3:
+                return seconds(None if r.claimed_at is None else max(0.0, self.now - r.claimed_at))
+            if c == 4:
+                return (r.stop_reason or "requested") if r.stop else ""
+            if c == 5:
+                return r.last
+            if c == 6:
+                return ", ".join(r.busy) if r.busy else ""
+            return None
+        if role == _CHECK and c == self.BUSY_COLUMN:
+            return Qt.CheckState.Checked if r.busy else Qt.CheckState.Unchecked
+        if role == _FG:
+            if c == 1:
+                return brush(QUEUE_COLORS.get(r.queue, theme.MUTED))
+            if c == 4 and r.stop:
+                return brush("#c92a2a")
+            if c == 5 and r.last_state:
+                return brush(LAST_RUN_COLORS.get(r.last_state, theme.MUTED))
+            if c == 6 and r.busy:
+                return brush("#c92a2a")
+            return None
+        if role == _FONT and c == 1 and r.queue:
+            return self._bold
+        if role == _ALIGN:
+            return _RIGHT if c in (2, 3) else _LEFT
+        if role == _USER:
+            return r.workspace
+        return None
+
+
+class JobRow(NamedTuple):
+    id: int
+    workspace: str
+    label: str        # job_label()
+    work: str
+    epoch: int | None
+    t0: float | None  # start of the time shown (created, started)
+    t1: float | None  # end (None: still going)
+    detail: str
+    run_id: str | None
+
+
+def job_row(job) -> JobRow:
+    if job.phase == "waiting":
+        t0, t1 = job.created_at, None
+    elif job.phase == "done":
+        t0, t1 = (job.started_at or job.created_at), job.finished_at
+    else:
+        t0, t1 = job.started_at, None
+    if job.error:
+        detail = job.error
+    elif job.save_held:
+        detail = "final save held open: the workspace stays claimed"
+    elif job.placement:
+        detail = f"placed: {job.placement}"
+    elif job.stop_requested:
+        detail = "stop requested"
+    else:
+        detail = job.run_id or ""
+    return JobRow(job.id, job.workspace, job_label(job), job.work, job.epoch, t0, t1, detail,
+                  job.run_id)
+
+
+class JobsModel(_RowsModel):
+    COLUMNS = ("#", "workspace", "state", "work", "epoch", "time", "detail")
+    TIPS = {
+        "#": "reservation ID",
+        "state": "queued → running → saving → succeeded / failed / cancelled",
+        "epoch": "the job's scheduled-lane token epoch while it holds the workspace",
+        "time": "waiting: time queued · running: time running · done: run time",
+        "detail": "error, placement, stop request or run ID",
+    }
+    TIME_COLUMN = 5
+
+    def _is_live(self, row: JobRow) -> bool:
+        return row.t1 is None and row.t0 is not None
+
+    def job_id(self, row: int) -> int | None:
+        return self.key(row)
+
+    def data(self, index, role=_DISPLAY):
+        r: JobRow = self._rows[index.row()]
+        c = index.column()
+        if role == _DISPLAY:
+            if c == 0:
+                return str(r.id)
+            if c == 1:
+                return r.workspace
+            if c == 2:
+                return r.label
+            if c == 3:
+                return r.work
+            if c == 4:
+                return "" if r.epoch is None else str(r.epoch)
+            if c == 5:
+                if r.t0 is None:
+                    return ""
+                return seconds(max(0.0, (self.now if r.t1 is None else r.t1) - r.t0))
+            if c == 6:
+                return r.detail
+            return None
+        if c == 2:
+            if role == _BG:
+                return brush(STATE_COLORS.get(r.label, (theme.FG, theme.BG))[1])
+            if role == _FG:
+                return brush(STATE_COLORS.get(r.label, (theme.FG, theme.BG))[0])
+            if role == _FONT:
+                return self._bold
+            if role == _ALIGN:
+                return _CENTER
+        if role == _FG and c == 6 and r.label in ("failed", "save held"):
+            return brush("#c92a2a")
+        if role == _ALIGN:
+            return _RIGHT if c in (0, 4, 5) else _LEFT
+        if role == _TIP and c in (3, 6):
+            return r.detail if c == 6 else r.work
+        if role == _USER:
+            return r.id
+        return None

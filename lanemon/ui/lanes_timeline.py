@@ -1,0 +1,223 @@
+"""The per-workspace timeline: one row per workspace, one bar per run.
+
+Each row is a workspace; each bar is one run (lanes claimed -> released),
+coloured by queue. Because the two queues share one lane per workspace, bars
+in one row never overlap: "never two runs of one workspace at once" is what
+you see. A job whose final save is held shows a hatched red tail; waiting
+jobs show as a thin grey line under their row.
+
+Cheap by construction: a fixed handful of single-colour ``BarGraphItem``s
+(reservations, cafe, held saves, waiting), each drawn with one ``drawRects``;
+pen width 1, no antialiasing. Only the last ``window_s`` seconds are shown,
+and at most ``MAX_ROWS`` rows (fewer when the plot is short): the workspaces
+with the most recent activity, sorted by name. The title says how many of
+all workspaces are shown.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
+
+from lanemon.ui import theme
+from lanemon.ui.lanes_model import QUEUE_COLORS, QUEUE_LABELS, parse_owner
+
+MAX_ROWS = 30
+MIN_ROW_PX = 15          # a row is at least this tall (scaled by the font scale)
+BAR = 0.72               # bar height, in rows
+WAIT = 0.16              # waiting line height, in rows
+HELD_COLOR = "#d9480f"
+WAIT_COLOR = "#9aa3b2"
+
+pg.setConfigOptions(antialias=False)
+
+
+def _bars(color: str, pattern=None) -> pg.BarGraphItem:
+    b = QBrush(QColor(color)) if pattern is None else QBrush(QColor(color), pattern)
+    item = pg.BarGraphItem(x0=np.zeros(0), x1=np.zeros(0), y0=np.zeros(0), y1=np.zeros(0),
+                           brush=b, pen=pg.mkPen(QColor(color).darker(130), width=1))
+    return item
+
+
+class _Rects:
+    __slots__ = ("x0", "x1", "y0", "y1")
+
+    def __init__(self) -> None:
+        self.x0: list[float] = []
+        self.x1: list[float] = []
+        self.y0: list[float] = []
+        self.y1: list[float] = []
+
+    def add(self, x0: float, x1: float, y0: float, y1: float) -> None:
+        self.x0.append(x0)
+        self.x1.append(x1)
+        self.y0.append(y0)
+        self.y1.append(y1)
+
+    def apply(self, item: pg.BarGraphItem) -> None:
+        if not self.x0:
+            item.setVisible(False)
+            return
+        item.setOpts(x0=np.array(self.x0), x1=np.array(self.x1),
+                     y0=np.array(self.y0), y1=np.array(self.y1))
+        item.setVisible(True)
+
+
+class LanesTimeline(QWidget):
+    def __init__(self, window_s: float = 20.0, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.window_s = float(window_s)
+        self.rows: tuple[str, ...] = ()
+        self._origin = 0.0
+        self.total_workspaces = 0
+        self.title = QLabel("Timeline")
+        self.title.setTextFormat(Qt.TextFormat.RichText)
+        self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.plot = pg.PlotWidget()
+        self.plot.setMenuEnabled(False)
+        self.plot.setMouseEnabled(x=False, y=False)
+        self.plot.hideButtons()
+        item = self.plot.getPlotItem()
+        item.showGrid(x=False, y=False)   # a grid costs more to paint than the bars
+        item.setLabel("bottom", "seconds ago")
+        item.getViewBox().setDefaultPadding(0)
+        item.getViewBox().invertY(True)
+        self.plot.setXRange(-self.window_s, 0, padding=0)
+        self.plot.setYRange(-0.5, 0.5, padding=0)
+        self.items = {q: _bars(c) for q, c in QUEUE_COLORS.items()}
+        self.items["held"] = _bars(HELD_COLOR, Qt.BrushStyle.BDiagPattern)
+        self.items["waiting"] = _bars(WAIT_COLOR)
+        for z, it in enumerate(self.items.values()):
+            it.setZValue(z)
+            self.plot.addItem(it)
+        self.empty = pg.TextItem("no activity in the last {:.0f} s — add a job (Alt+A)".format(window_s), color=theme.MUTED,
+                                 anchor=(0.5, 0.5))
+        self.empty.setPos(-self.window_s / 2, 0)
+        self.plot.addItem(self.empty)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        layout.addWidget(self.title)
+        layout.addWidget(self.plot, 1)
+        self.apply_fonts()
+
+    # --- fonts -----------------------------------------------------------------------------
+    def apply_fonts(self) -> None:
+        f = QFont(self.font())
+        f.setPointSizeF(theme.pt(10))
+        for name in ("left", "bottom"):
+            ax = self.plot.getPlotItem().getAxis(name)
+            ax.setStyle(tickFont=f)
+            ax.label.setFont(f)
+        self.empty.setFont(f)
+        title = QFont(self.font())
+        title.setPointSizeF(theme.pt(12))
+        self.title.setFont(title)
+        self._set_title()
+
+    def _set_title(self) -> None:
+        legend = "&nbsp;&nbsp;".join(
+            f"<span style='color:{QUEUE_COLORS[q]}'>■</span>&nbsp;{q}" for q in QUEUE_COLORS)
+        legend += (f"&nbsp;&nbsp;<span style='color:{HELD_COLOR}'>▨</span>&nbsp;final save held"
+                   f"&nbsp;&nbsp;<span style='color:{WAIT_COLOR}'>▁</span>&nbsp;waiting")
+        self.plot.getPlotItem().getAxis("bottom").setLabel(
+            f"seconds ago&nbsp;&nbsp;&nbsp;&nbsp;{legend}")
+        shown = (f"{len(self.rows)} of {self.total_workspaces} workspaces (most recent activity)"
+                 if self.total_workspaces > len(self.rows) else
+                 f"{len(self.rows)} workspace{'s' * (len(self.rows) != 1)}")
+        self.title.setText(
+            f"<b>Timeline</b> <span style='color:{theme.MUTED}'>· last {self.window_s:.0f} s · "
+            f"{shown} · one bar per run</span>")
+
+    def max_rows(self) -> int:
+        h = self.plot.getViewBox().height()
+        if h <= 0:
+            return MAX_ROWS
+        return int(max(3, min(MAX_ROWS, h // (MIN_ROW_PX * theme.font_scale()))))
+
+    # --- drawing ---------------------------------------------------------------------------
+    def draw(self, snap, now: float, held_since: dict[int, float]) -> bool:
+        """Rebuild the bars from ``snap`` (seen at ``now``); True while anything is in view.
+
+        Bars are placed relative to ``now`` (the origin); ``scroll(later)``
+        then only moves the items left. Running bars, held saves and waiting
+        lines reach far to the right: the view clips them at "now".
+        """
+        w = self.window_s
+        horizon = now - w
+        self._origin = now
+        score: dict[str, float] = {}
+        running = {}
+        for lane in snap.scheduled:
+            score[lane.workspace] = now + 1.0
+            running[lane.workspace] = lane
+        waiting = []
+        for qv in snap.queues.values():
+            for j in qv.waiting:
+                waiting.append(j)
+                if j.workspace not in score:
+                    score[j.workspace] = now
+        for ws, spans in snap.history.items():
+            if spans and ws not in score:
+                end = spans[-1].ended_at
+                if end > horizon:
+                    score[ws] = end
+        chosen = sorted(score, key=score.__getitem__, reverse=True)[:self.max_rows()]
+        rows = tuple(sorted(chosen))
+        self.total_workspaces = len(snap.workspaces)
+        if rows != self.rows:
+            self.rows = rows
+            ax = self.plot.getPlotItem().getAxis("left")
+            ax.setTicks([[(i, ws) for i, ws in enumerate(rows)], []])
+            self.plot.setYRange(-0.5, max(0.5, len(rows) - 0.5), padding=0)
+        self._set_title_if_changed()
+        self.empty.setVisible(not rows)
+        row_of = {ws: i for i, ws in enumerate(rows)}
+        minw = w / 500.0        # a zero-time run stays visible as a sliver
+        left = -2.0 * w         # nothing needs to start further left
+        far = 100.0 * w         # "still going": clipped at the right edge
+        rects = {k: _Rects() for k in self.items}
+        h = BAR / 2
+        for ws, i in row_of.items():
+            for sp in snap.history.get(ws, ()):
+                if sp.ended_at <= horizon:
+                    continue
+                r = rects.get(sp.queue)
+                if r is None:
+                    continue
+                x0 = max(sp.started_at - now, left)
+                r.add(x0, max(sp.ended_at - now, x0 + minw), i - h, i + h)
+            lane = running.get(ws)
+            if lane is not None:
+                q, jid = parse_owner(lane.owner)
+                r = rects.get(q)
+                if r is not None:
+                    r.add(max(lane.claimed_at - now, left), far, i - h, i + h)
+                t_held = held_since.get(jid)
+                if t_held is not None:
+                    rects["held"].add(max(t_held - now, left), far, i - h, i + h)
+        wr = rects["waiting"]
+        for j in waiting:
+            i = row_of.get(j.workspace)
+            if i is not None:
+                wr.add(max(j.created_at - now, left), far, i + h, i + h + WAIT)
+        for k, item in self.items.items():
+            rects[k].apply(item)
+            item.setPos(0.0, 0.0)
+        return bool(rows)
+
+    def scroll(self, now: float) -> None:
+        """Time passed since ``draw``: move the bars left (no bar is rebuilt)."""
+        dx = self._origin - now
+        for item in self.items.values():
+            item.setPos(dx, 0.0)
+
+    def _set_title_if_changed(self) -> None:
+        key = (len(self.rows), self.total_workspaces)
+        if getattr(self, "_title_key", None) != key:
+            self._title_key = key
+            self._set_title()

@@ -1,0 +1,572 @@
+"""The lanes & queues view: a thin window onto ``lanemon.lanes.Scheduler``.
+
+Data flow: a control -> a domain call (a coroutine runs as a task on the
+running qasync loop; its error or outcome is said under the controls, never
+swallowed) -> the domain emits events -> the event callback only marks the
+view dirty -> at most one repaint per 33 ms timer tick, which reads one
+``Scheduler.snapshot(limit=…, queue_lanes=False)`` (as many jobs as the
+tables show) and updates the models in place; the tables and counters are
+redrawn at most ``TEXT_FPS`` times a second, the timeline at up to 30.
+Nothing is drawn while the view is hidden (another tab) or when nothing
+changed; between events only the clocks move (time held, the
+timeline's running bars) and only those are redrawn.
+
+Parts: the live counters strip; the controls (``lanes_controls``); the
+timeline (``lanes_timeline``); the workspaces table (a row per workspace:
+lane owner, epoch, time held, stop request, last run, busy outside); the two
+queue tables (running, waiting in FIFO order, recently finished; at most
+as many of each as fit, the counts are complete).
+
+"Max runs at once in one workspace" comes from the domain's
+``InvariantChecker`` (it follows ``started``/``finished`` events), which also
+reports any broken invariant.
+
+``install_lanes_view(window)`` creates the scheduler, adds the tab and the
+shutdown hook (cancel the view's tasks, ``aclose()`` the scheduler).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+
+from PySide6.QtCore import QEvent, Qt, QTimer
+from PySide6.QtGui import QFont, QFontMetrics
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QLabel,
+    QSizePolicy,
+    QSplitter,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from lanemon.lanes import InvariantChecker, Scheduler
+from lanemon.ui import theme
+from lanemon.ui.lanes_controls import LanesControls
+from lanemon.ui.lanes_model import QUEUE_COLORS, QUEUE_LABELS, JobsModel, LaneRow, WorkspacesModel, job_row
+from lanemon.ui.lanes_timeline import LanesTimeline
+
+FPS = 30               # the timeline
+TEXT_FPS = 10          # tables, titles and counters
+MIN_JOB_ROWS = 12      # jobs per list (running / waiting / recent) read per frame, at least
+COST_FRAMES = 240      # refresh costs kept for ``refresh_costs_ms``
+
+
+class _Observer:
+    """The event callback: marks dirty, remembers when a save started being held."""
+
+    __slots__ = ("dirty", "held_since")
+
+    def __init__(self) -> None:
+        self.dirty = True
+        self.held_since: dict[int, float] = {}
+
+    def __call__(self, ev) -> None:
+        self.dirty = True
+        kind = ev[0]
+        if kind == "save_held":
+            self.held_since.setdefault(ev[4], ev[1])
+        elif kind == "finished" or (kind == "saved" and ev[4] in self.held_since):
+            self.held_since.pop(ev[4], None)
+
+
+class _WorkspacesTable(QTableView):
+    """Space (or Select) on a workspace's row toggles "busy outside".
+
+    The table claims Space before a window shortcut (talk mode's pause) does,
+    as a focused input field would.
+    """
+
+    toggle_row = None
+
+    def event(self, event) -> bool:
+        if event.type() == QEvent.Type.ShortcutOverride and \
+                event.key() in (Qt.Key.Key_Space, Qt.Key.Key_Select) and event.modifiers() == Qt.KeyboardModifier.NoModifier:
+            event.accept()
+            return True
+        return super().event(event)
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802
+        if event.key() in (Qt.Key.Key_Space, Qt.Key.Key_Select) and self.toggle_row is not None \
+                and self.currentIndex().isValid():
+            self.toggle_row(self.currentIndex().row())
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
+
+def _table(model, cls=QTableView) -> QTableView:
+    t = cls()
+    t.setModel(model)
+    t.setAlternatingRowColors(True)
+    t.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    t.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    t.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    t.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+    t.verticalHeader().setVisible(False)
+    t.setWordWrap(False)
+    t.setCornerButtonEnabled(False)
+    h = t.horizontalHeader()
+    h.setHighlightSections(False)
+    h.setStretchLastSection(True)
+    h.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+    return t
+
+
+class LanesView(QWidget):
+    def __init__(self, scheduler: Scheduler, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.scheduler = scheduler
+        self.checker = InvariantChecker(scheduler)
+        self._observer = _Observer()
+        self._unsubscribe = scheduler.subscribe(self._observer)
+        self._tasks: set[asyncio.Task] = set()
+        self._snap = None
+        self._live = False
+        self._text_at = 0.0
+        self._syncing = False
+        self._closed = False
+        self.frames = 0                      # full refreshes (a snapshot read)
+        self.ticks = 0                       # clock-only refreshes
+        self.refresh_costs_ms: deque[float] = deque(maxlen=COST_FRAMES)
+
+        # --- parts ---------------------------------------------------------------------------
+        self.counters = QLabel("")
+        self.counters.setTextFormat(Qt.TextFormat.RichText)
+        self.counters.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.controls = LanesControls()
+        self.timeline = LanesTimeline()
+        self.lanes_model = WorkspacesModel(on_busy=self._set_busy, parent=self)
+        self.lanes_table = _table(self.lanes_model, _WorkspacesTable)
+        self.lanes_table.toggle_row = self._toggle_busy_row
+        self.lanes_title = QLabel("Workspaces")
+        self.queue_models = {q: JobsModel(self) for q in scheduler.queues}
+        self.queue_tables = {q: _table(m) for q, m in self.queue_models.items()}
+        self.queue_titles = {q: QLabel(QUEUE_LABELS.get(q, q)) for q in scheduler.queues}
+
+        c = self.controls
+        c.add_button.clicked.connect(self.add_job)
+        c.burst_button.clicked.connect(self.add_burst)
+        c.cancel_button.clicked.connect(self.cancel_job)
+        c.hold_button.clicked.connect(self.hold_save)
+        c.release_button.clicked.connect(self.release_save)
+        c.fail_button.clicked.connect(self.fail_next_save)
+        c.stop_button.clicked.connect(self.request_stop)
+        c.busy_button.clicked.connect(self.toggle_busy)
+        c.workspace_box.currentTextChanged.connect(lambda _t: self._sync_busy_button())
+        c.job_box.valueChanged.connect(lambda _v: self._sync_selection())
+        self.lanes_table.selectionModel().currentRowChanged.connect(self._lane_row_chosen)
+        for q, t in self.queue_tables.items():
+            t.selectionModel().currentRowChanged.connect(
+                lambda cur, _prev, q=q: self._job_row_chosen(q, cur.row()))
+
+        # --- layout: controls | timeline over workspaces | the two queues -------------------
+        def titled(title: QLabel, w: QWidget) -> QWidget:
+            title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+            title.setTextFormat(Qt.TextFormat.RichText)
+            box = QWidget()
+            v = QVBoxLayout(box)
+            v.setContentsMargins(0, 0, 0, 0)
+            v.setSpacing(2)
+            v.addWidget(title)
+            v.addWidget(w, 1)
+            return box
+
+        middle = QSplitter(Qt.Orientation.Vertical)
+        middle.addWidget(self.timeline)
+        middle.addWidget(titled(self.lanes_title, self.lanes_table))
+        middle.setStretchFactor(0, 1)
+        middle.setStretchFactor(1, 1)
+        middle.setChildrenCollapsible(False)
+        right = QSplitter(Qt.Orientation.Vertical)
+        for q in scheduler.queues:
+            right.addWidget(titled(self.queue_titles[q], self.queue_tables[q]))
+        right.setChildrenCollapsible(False)
+        main = QSplitter(Qt.Orientation.Horizontal)
+        main.addWidget(self.controls)
+        main.addWidget(middle)
+        main.addWidget(right)
+        main.setStretchFactor(0, 0)
+        main.setStretchFactor(1, 5)
+        main.setStretchFactor(2, 5)
+        main.setSizes([330, 470, 480])
+        main.setChildrenCollapsible(False)
+        self.splitter = main
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 4, 6, 4)
+        layout.setSpacing(4)
+        layout.addWidget(self.counters)
+        layout.addWidget(main, 1)
+
+        self._timer = QTimer(self)
+        self._timer.setInterval(int(1000 / FPS))
+        self._timer.timeout.connect(self.refresh)
+        self.apply_fonts()
+
+    # --- life cycle ------------------------------------------------------------------------
+    def showEvent(self, event) -> None:  # noqa: N802
+        super().showEvent(event)
+        if not self._closed:
+            self._observer.dirty = True
+            self._timer.start()
+
+    def hideEvent(self, event) -> None:  # noqa: N802
+        super().hideEvent(event)
+        self._timer.stop()
+
+    async def shutdown(self) -> None:
+        """Stop drawing, cancel this view's tasks, close the scheduler."""
+        self._closed = True
+        self._timer.stop()
+        tasks = list(self._tasks)
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        await self.scheduler.aclose()
+        self._unsubscribe()
+        self.checker.unsubscribe()
+
+    def apply_fonts(self) -> None:
+        """Re-apply sizes after the window's font scale changed."""
+        title = QFont(self.font())
+        title.setPointSizeF(theme.pt(12))
+        title.setBold(True)
+        for lab in (self.lanes_title, *self.queue_titles.values()):
+            lab.setFont(title)
+        self.counters.setFont(theme.mono_font(11))
+        row = int(QFontMetrics(self.font()).height() * 1.45)
+        for t in (self.lanes_table, *self.queue_tables.values()):
+            t.verticalHeader().setDefaultSectionSize(row)
+            t.verticalHeader().setMinimumSectionSize(row)
+        self._size_columns()
+        self.timeline.apply_fonts()
+        self._observer.dirty = True
+
+    def _size_columns(self) -> None:
+        fm = QFontMetrics(self.font())
+        wid = fm.horizontalAdvance
+        bold = QFont(self.font())
+        bold.setBold(True)
+        bwid = QFontMetrics(bold).horizontalAdvance
+        pad = int(22 * theme.font_scale())
+        lanes = (wid("workspace"), bwid("reservations #0000"), wid("epoch"), wid("held 00"),
+                 wid("stop from the window"), wid("#0000 succeeded"))
+        for i, w in enumerate(lanes):
+            self.lanes_table.setColumnWidth(i, w + pad)
+        jobs = (wid("0000"), wid("workspace"), bwid("succeeded"), wid("sim 2000 ms"),
+                wid("epoch"), wid("00.0 s"))
+        for t in self.queue_tables.values():
+            for i, w in enumerate(jobs):
+                t.setColumnWidth(i, w + pad)
+
+    # --- refresh -----------------------------------------------------------------------------
+    def request_refresh(self) -> None:
+        """Something changed that emits no event (e.g. a hold was set up)."""
+        self._observer.dirty = True
+
+    def refresh(self, force: bool = False) -> None:
+        """One timer tick (30 fps while visible and something changes or moves).
+
+        After an event, at most ``TEXT_FPS`` times a second: one snapshot,
+        the tables, counters and the timeline's bars. In between, only the
+        clock moves: the timeline's bars slide left (no bar is rebuilt) and,
+        at ``TEXT_FPS``, the time columns tick.
+        """
+        if not force and not self.isVisible():
+            return
+        obs = self._observer
+        if not obs.dirty and not self._live and not force:
+            return
+        t0 = time.perf_counter()
+        now = self.scheduler.clock()
+        text_due = force or t0 - self._text_at >= 1.0 / TEXT_FPS
+        if force or self._snap is None or (obs.dirty and text_due):
+            obs.dirty = False
+            self._text_at = t0
+            limit = max(MIN_JOB_ROWS, self._visible_job_rows() + 2)
+            snap = self._snap = self.scheduler.snapshot(limit=limit, queue_lanes=False)
+            self._update_tables(snap, now)
+            self._update_counters(snap)
+            self._live = self.timeline.draw(snap, now, obs.held_since)
+            self.frames += 1
+        else:
+            if text_due:
+                self._text_at = t0
+                self.lanes_model.tick(now)
+                for m in self.queue_models.values():
+                    m.tick(now)
+            self.timeline.scroll(now)
+            self.ticks += 1
+        self.refresh_costs_ms.append((time.perf_counter() - t0) * 1000.0)
+
+    def _visible_job_rows(self) -> int:
+        t = next(iter(self.queue_tables.values()))
+        row = max(1, t.verticalHeader().defaultSectionSize())
+        return max(t.viewport().height(), 0) // row + 1
+
+    def _update_tables(self, snap, now: float) -> None:
+        owners = {lane.workspace: lane for lane in snap.scheduled}
+        occupancy = snap.occupancy
+        history = snap.history
+        rows = []
+        for ws in snap.workspaces:
+            lane = owners.get(ws)
+            spans = history.get(ws)
+            last = spans[-1] if spans else None
+            if lane is not None:
+                q, _, num = lane.owner.partition("#")
+                jid = int(num) if num.isdigit() else None
+                rows.append(LaneRow(ws, q, jid, lane.epoch, lane.claimed_at, lane.stop_reason,
+                                    lane.stop_requested,
+                                    f"#{last.job_id} {last.state}" if last else "",
+                                    last.state if last else None, occupancy.get(ws, ())))
+            else:
+                rows.append(LaneRow(ws, None, None, None, None, None, False,
+                                    f"#{last.job_id} {last.state}" if last else "",
+                                    last.state if last else None, occupancy.get(ws, ())))
+        self.lanes_model.set_rows(rows, list(snap.workspaces), now)
+        busy = sum(1 for r in occupancy.values() if r)
+        held = len(owners)
+        self.lanes_title.setText(f"Workspaces · {len(rows)} · {held} lane{'s' * (held != 1)} held"
+                                 + (f" · {busy} busy outside" if busy else ""))
+        for q, qv in snap.queues.items():
+            jobs = (*qv.running, *qv.waiting, *reversed(qv.recent))
+            self.queue_models[q].set_rows([job_row(j) for j in jobs], [j.id for j in jobs], now)
+            n = qv.counts
+            more = ""
+            if n["waiting"] > len(qv.waiting) or n["running"] > len(qv.running):
+                more = f" (first {len(qv.waiting)} shown)"
+            self.queue_titles[q].setText(
+                f"<span style='color:{QUEUE_COLORS.get(q, theme.FG)}'>■</span> "
+                f"{QUEUE_LABELS.get(q, q).capitalize()} · {n['running']} running · "
+                f"{n['waiting']} waiting{more} · {n['succeeded']} ok · {n['failed']} failed · "
+                f"{n['cancelled']} cancelled")
+        self._sync_selection()
+        self._sync_busy_button()
+
+    def _update_counters(self, snap) -> None:
+        n = snap.counts
+        ck = self.checker
+        bad = theme.REF_LONG
+        ok = "#1e7b34"
+        m = ck.max_active
+        viol = len(ck.violations)
+
+        def fig(name: str, value, color: str = theme.FG, tip: str = "") -> str:
+            return (f"<span style='color:{theme.MUTED}'>{name}</span> "
+                    f"<b style='color:{color}'>{value}</b>")
+
+        parts = [
+            fig("max runs at once in one workspace", m, bad if m > 1 else ok),
+            fig("invariants", "held" if not viol else f"{viol} broken", ok if not viol else bad),
+            fig("stale releases", n.stale_releases, bad if n.stale_releases else theme.FG),
+            fig("writes refused", n.stale_writes, bad if n.stale_writes else theme.FG),
+            fig("failed saves", n.failed_saves, bad if n.failed_saves else theme.FG),
+            fig("holds", len(snap.holds), "#d9480f" if snap.holds else theme.FG),
+            fig("jobs", f"{n.jobs_finished}/{n.jobs_submitted}"),
+        ]
+        text = " &nbsp;·&nbsp; ".join(parts)
+        if text != self.counters.text():
+            self.counters.setText(text)
+            self.counters.setToolTip("\n".join(ck.violations[:10]) or
+                                     "max runs at once: the most runs of one workspace seen at the "
+                                     "same time since the window opened (InvariantChecker)")
+
+    # --- selection <-> the chosen job / workspace -------------------------------------------------
+    def _sync_selection(self) -> None:
+        jid = self.controls.job_box.value()
+        self._syncing = True
+        try:
+            for q, t in self.queue_tables.items():
+                row = self.queue_models[q].row_of(jid) if jid else -1
+                sel = t.selectionModel()
+                if row >= 0:
+                    if t.currentIndex().row() != row or not sel.hasSelection():
+                        t.selectRow(row)
+                elif sel.hasSelection():
+                    t.clearSelection()
+                    sel.clearCurrentIndex()
+        finally:
+            self._syncing = False
+
+    def _job_row_chosen(self, queue: str, row: int) -> None:
+        if self._syncing or row < 0:
+            return
+        jid = self.queue_models[queue].job_id(row)
+        if jid is not None:
+            self.controls.set_job(jid)
+            self.controls.set_workspace(self.queue_models[queue].row_data(row).workspace)
+
+    def _lane_row_chosen(self, cur, _prev) -> None:
+        ws = self.lanes_model.workspace(cur.row())
+        if ws is not None:
+            self.controls.set_workspace(ws)
+            owner = self.lanes_model.row_data(cur.row())
+            if owner.job_id is not None:
+                self.controls.set_job(owner.job_id)
+
+    def _sync_busy_button(self) -> None:
+        b = self.controls.busy_button
+        ws = self.controls.workspace_box.currentText().strip()
+        busy = bool(ws) and self.scheduler.occupancy.is_busy(ws)
+        if b.isChecked() != busy:
+            b.setChecked(busy)
+
+    # --- controls -> domain calls -----------------------------------------------------------------
+    def _say(self, text: str, error: bool = False) -> None:
+        self.controls.say(text, error)
+
+    def _spawn(self, coro, done=None) -> asyncio.Task | None:
+        """Run a domain coroutine as a task; its outcome or error is said."""
+        if self._closed:
+            coro.close()
+            self._say("The window is closing.", error=True)
+            return None
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+
+        def finished(t: asyncio.Task) -> None:
+            self._tasks.discard(t)
+            self.request_refresh()
+            if t.cancelled():
+                return
+            exc = t.exception()
+            if exc is not None:
+                self._say(f"Error: {type(exc).__name__}: {exc}", error=True)
+            elif done is not None:
+                done(t.result())
+
+        task.add_done_callback(finished)
+        return task
+
+    def _checked(self, *getters):
+        try:
+            return [g() for g in getters]
+        except ValueError as exc:
+            self._say(str(exc), error=True)
+            return None
+
+    def add_job(self) -> asyncio.Task | None:
+        c = self.controls
+        got = self._checked(c.workspace, c.work)
+        if got is None:
+            return None
+        ws, work = got
+        q = c.queue()
+        return self._spawn(self.scheduler.submit(q, ws, work),
+                           lambda jid: self._say(f"Job #{jid} ({work.describe()}) queued in "
+                                                 f"{QUEUE_LABELS.get(q, q)} for {ws}."))
+
+    def add_burst(self) -> asyncio.Task | None:
+        c = self.controls
+        got = self._checked(c.work)
+        if got is None:
+            return None
+        work = got[0]
+        wss = c.burst_workspaces()
+        q = c.queue()
+        return self._spawn(self.scheduler.burst(q, wss, work),
+                           lambda ids: self._say(f"Burst: {len(ids)} jobs (#{ids[0]}–#{ids[-1]}) over "
+                                                 f"{len(set(wss))} workspaces in {QUEUE_LABELS.get(q, q)}."))
+
+    def cancel_job(self) -> asyncio.Task | None:
+        got = self._checked(self.controls.job_id)
+        if got is None:
+            return None
+        jid = got[0]
+        words = {"cancelled": "cancelled: it will not run",
+                 "stop_requested": "running: a stop was requested through its lane",
+                 "finished": "already finished: nothing to cancel",
+                 "unknown": "no such job"}
+
+        def said(outcome: str) -> None:
+            self._say(f"Job #{jid}: {words.get(outcome, outcome)}.",
+                      error=outcome in ("unknown", "finished") or outcome.startswith("failed"))
+
+        return self._spawn(self.scheduler.cancel(jid), said)
+
+    def _live_job(self, jid: int):
+        job = self.scheduler.job(jid)
+        if job is None:
+            self._say(f"No job #{jid} (it may have left the recent list).", error=True)
+            return None
+        if job.phase == "done":
+            self._say(f"Job #{jid} already finished ({job.state}): its final save is behind it.",
+                      error=True)
+            return None
+        return job
+
+    def hold_save(self) -> None:
+        got = self._checked(self.controls.job_id)
+        if got is None or self._live_job(got[0]) is None:
+            return
+        jid = got[0]
+        self.scheduler.hold_save(id=jid, terminal=True)
+        self.request_refresh()
+        self._say(f"Holding job #{jid}'s final save: when it ends, its workspace stays claimed "
+                  f"until you release it (Alt+E).")
+
+    def release_save(self) -> None:
+        jid = self.controls.job_box.value()
+        n = self.scheduler.release_holds(jid or None)
+        self.request_refresh()
+        if n:
+            self._say(f"Released {n} hold{'s' * (n != 1)}"
+                      + (f" on job #{jid}." if jid else " (every hold)."))
+        else:
+            self._say(f"No hold on job #{jid}." if jid else "No hold to release.", error=True)
+
+    def fail_next_save(self) -> None:
+        got = self._checked(self.controls.job_id)
+        if got is None or self._live_job(got[0]) is None:
+            return
+        jid = got[0]
+        self.scheduler.fail_next_save(id=jid, error="injected save failure (from the window)")
+        self.request_refresh()
+        self._say(f"The next save of job #{jid} will fail: the job ends failed, its lanes are "
+                  f"still released.")
+
+    def request_stop(self) -> None:
+        got = self._checked(self.controls.workspace)
+        if got is None:
+            return
+        ws = got[0]
+        if self.scheduler.request_stop(ws, "stop from the window"):
+            self._say(f"Stop requested in {ws}: the owner stops at its next checkpoint.")
+        else:
+            self._say(f"Nothing runs in {ws}: no stop to request.", error=True)
+
+    def toggle_busy(self) -> None:
+        got = self._checked(self.controls.workspace)
+        if got is None:
+            self._sync_busy_button()
+            return
+        ws = got[0]
+        self._set_busy(ws, not self.scheduler.occupancy.is_busy(ws))
+
+    def _toggle_busy_row(self, row: int) -> None:
+        r = self.lanes_model.row_data(row)
+        self._set_busy(r.workspace, not r.busy)
+
+    def _set_busy(self, ws: str, busy: bool) -> None:
+        if busy:
+            self.scheduler.mark_busy(ws, "outside")
+            self._say(f"{ws} is busy outside: none of its jobs starts until it is cleared.")
+        else:
+            self.scheduler.clear_busy(ws, "outside")
+            self._say(f"{ws} is free again: its next job may start.")
+        self._sync_busy_button()
+
+
+def install_lanes_view(window, scheduler: Scheduler | None = None) -> LanesView:
+    """Create the scheduler and the view; add the tab and the shutdown hook."""
+    view = LanesView(scheduler or Scheduler(clock=time.monotonic))
+    window.add_view("lanes", "La&nes && queues", view)
+    window.add_shutdown_hook(view.shutdown)
+    return view

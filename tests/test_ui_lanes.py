@@ -1,0 +1,221 @@
+"""The lanes & queues view, driven through its own widgets on a real qasync loop.
+
+Every check waits for a condition seen *in the window's models* (what the
+tables show) with a timeout; nothing depends on how long something takes.
+"""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+
+from lanemon.ui.testing import run_window, wait_until
+
+
+@pytest.fixture(autouse=True)
+def _app(qapp):
+    from lanemon.ui.app import application
+
+    return application()
+
+
+def _shown(view, queue: str, jid: int):
+    """The row the window shows for job ``jid`` in ``queue`` (None if not shown)."""
+    m = view.queue_models[queue]
+    row = m.row_of(jid)
+    return None if row < 0 else m.row_data(row)
+
+
+def _label(view, queue: str, jid: int) -> str | None:
+    r = _shown(view, queue, jid)
+    return None if r is None else r.label
+
+
+def _lane(view, ws: str):
+    m = view.lanes_model
+    row = m.row_of(ws)
+    return None if row < 0 else m.row_data(row)
+
+
+async def _add(view, ws: str, queue: str, seconds: float, fails: bool = False) -> int:
+    c = view.controls
+    c.kind_box.setCurrentText("simulated")
+    c.set_workspace(ws)
+    c.queue_box.setCurrentText(queue)
+    c.length.setValue(seconds)
+    c.fails.setChecked(fails)
+    before = view.scheduler.jobs_submitted
+    c.add_button.click()
+    await wait_until(lambda: view.scheduler.jobs_submitted > before, 10)
+    jid = view.scheduler._next_id
+    await wait_until(lambda: _shown(view, queue, jid) is not None, 10)
+    return jid
+
+
+def _choose(view, queue: str, jid: int) -> None:
+    """Click the job's row: the controls take its number and workspace."""
+    t = view.queue_tables[queue]
+    row = view.queue_models[queue].row_of(jid)
+    t.setCurrentIndex(view.queue_models[queue].index(row, 0))
+
+
+def test_add_burst_cancel_and_bad_input(qtbot):
+    async def scenario(win):
+        win.show_view("lanes")
+        view = win.views["lanes"]
+        c = view.controls
+        assert c.workspace_box.currentText() == "ws-01" and c.length.value() == 2.0
+
+        # bad input is said, nothing is submitted
+        c.set_workspace("   ")
+        c.add_button.click()
+        empty_error = c.notice.text()
+        c.set_workspace("two words")
+        c.add_button.click()
+        space_error = c.notice.text()
+        c.set_job(0)
+        c.cancel_button.click()
+        no_job_error = c.notice.text()
+        submitted_after_errors = view.scheduler.jobs_submitted
+
+        running = await _add(view, "ws-01", "reservations", 60.0)
+        await wait_until(lambda: _label(view, "reservations", running) == "running", 10)
+        await wait_until(lambda: (_lane(view, "ws-01") or ()) and _lane(view, "ws-01").job_id == running)
+
+        # burst: 6 jobs over ws-01..ws-03 in the cafe queue
+        c.queue_box.setCurrentText("cafe")
+        c.length.setValue(60.0)
+        c.burst_jobs.setValue(6)
+        c.burst_ws.setValue(3)
+        c.burst_button.click()
+        await wait_until(lambda: view.queue_models["cafe"].rowCount() == 6, 10)
+        cafe = [view.queue_models["cafe"].row_data(r) for r in range(6)]
+
+        # cancel a queued job (chosen by clicking its row) and the running one
+        queued = next(r.id for r in cafe if r.label == "queued" and r.workspace == "ws-01")
+        _choose(view, "cafe", queued)
+        chosen = c.job_box.value()
+        c.cancel_button.click()
+        await wait_until(lambda: _label(view, "cafe", queued) == "cancelled", 10)
+        _choose(view, "reservations", running)
+        c.cancel_button.click()
+        await wait_until(lambda: _label(view, "reservations", running) == "cancelled", 10)
+        stop_said = c.notice.text()
+        return (empty_error, space_error, no_job_error, submitted_after_errors, cafe, queued,
+                chosen, stop_said, view.checker.max_active, view.checker.violations)
+
+    rc, value, errors = run_window(scenario)
+    (empty_error, space_error, no_job_error, submitted_after_errors, cafe, queued, chosen,
+     stop_said, max_active, violations) = value
+    assert rc == 0 and errors == []
+    assert "workspace name" in empty_error and "not a workspace name" in space_error
+    assert "Choose a job" in no_job_error
+    assert submitted_after_errors == 0
+    assert sorted(r.workspace for r in cafe) == ["ws-01", "ws-01", "ws-02", "ws-02", "ws-03", "ws-03"]
+    # ws-01 is held by the reservations job: both of its cafe jobs wait; ws-02 and ws-03 run
+    assert {r.workspace for r in cafe if r.label == "running"} == {"ws-02", "ws-03"}
+    assert chosen == queued
+    assert "stop" in stop_said
+    assert max_active == 1 and violations == []
+
+
+def test_held_save_keeps_the_workspace_while_others_finish(qtbot):
+    async def scenario(win):
+        win.show_view("lanes")
+        view = win.views["lanes"]
+        c = view.controls
+        a = await _add(view, "ws-01", "reservations", 0.2)
+        _choose(view, "reservations", a)
+        c.hold_button.click()
+        b = await _add(view, "ws-01", "cafe", 0.1)          # same workspace, other queue
+        other = await _add(view, "ws-02", "cafe", 0.1)      # another workspace
+        await wait_until(lambda: _label(view, "reservations", a) == "save held", 10)
+        await wait_until(lambda: _label(view, "cafe", other) == "succeeded", 10)
+        seen = {
+            "a": _label(view, "reservations", a),
+            "b": _label(view, "cafe", b),
+            "other": _label(view, "cafe", other),
+            "owner": (_lane(view, "ws-01").queue, _lane(view, "ws-01").job_id),
+            "timeline_rows": view.timeline.rows,
+            "held_bars": view.timeline.items["held"].isVisible(),
+            "holds_text": view.counters.text(),
+        }
+        c.set_job(a)
+        c.release_button.click()
+        await wait_until(lambda: _label(view, "reservations", a) == "succeeded", 10)
+        await wait_until(lambda: _label(view, "cafe", b) == "succeeded", 10)
+        # holding the save of a finished job is refused, with a reason
+        c.set_job(a)
+        c.hold_button.click()
+        late = c.notice.text()
+        c.release_button.click()
+        nothing = c.notice.text()
+        return seen, late, nothing, view.checker.max_active, view.checker.violations
+
+    rc, (seen, late, nothing, max_active, violations), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert seen["a"] == "save held"
+    assert seen["b"] == "queued"                      # behind the held save, in the other queue
+    assert seen["other"] == "succeeded"               # another workspace went on
+    assert seen["owner"] == ("reservations", 1)
+    assert "ws-01" in seen["timeline_rows"] and seen["held_bars"]
+    assert "holds" in seen["holds_text"]
+    assert "already finished" in late and "No hold" in nothing
+    assert max_active == 1 and violations == []
+
+
+def test_fail_next_save_failing_work_stop_and_busy_outside(qtbot):
+    async def scenario(win):
+        win.show_view("lanes")
+        view = win.views["lanes"]
+        c = view.controls
+        out = {}
+        # the next save of a waiting job fails: it ends failed, its lanes are released
+        blocker = await _add(view, "ws-05", "reservations", 60.0)
+        victim = await _add(view, "ws-05", "cafe", 0.1)
+        _choose(view, "cafe", victim)
+        c.fail_button.click()
+        _choose(view, "reservations", blocker)
+        c.cancel_button.click()
+        await wait_until(lambda: _label(view, "cafe", victim) == "failed", 10)
+        out["victim_error"] = _shown(view, "cafe", victim).detail
+        # work that fails
+        bad = await _add(view, "ws-06", "cafe", 0.05, fails=True)
+        await wait_until(lambda: _label(view, "cafe", bad) == "failed", 10)
+        out["bad_error"] = _shown(view, "cafe", bad).detail
+
+        # request stop through the workspace's lane
+        long = await _add(view, "ws-03", "reservations", 60.0)
+        await wait_until(lambda: _label(view, "reservations", long) == "running", 10)
+        c.set_workspace("ws-03")
+        c.stop_button.click()
+        await wait_until(lambda: _label(view, "reservations", long) == "cancelled", 10)
+        c.stop_button.click()                       # nothing runs there any more
+        out["idle_stop"] = c.notice.text()
+
+        # busy outside: the button, then the table's checkbox (Space on the cell)
+        c.set_workspace("ws-04")
+        c.busy_button.click()
+        await wait_until(lambda: (_lane(view, "ws-04") or ()) and _lane(view, "ws-04").busy, 10)
+        out["button_checked"] = c.busy_button.isChecked()
+        parked = await _add(view, "ws-04", "reservations", 0.05)
+        view.refresh(force=True)                   # what the window shows now: still queued
+        out["parked"] = _label(view, "reservations", parked)
+        m, t = view.lanes_model, view.lanes_table
+        t.setFocus()
+        t.setCurrentIndex(m.index(m.row_of("ws-04"), m.BUSY_COLUMN))
+        qtbot.keyClick(t, Qt.Key.Key_Space)
+        await wait_until(lambda: _label(view, "reservations", parked) == "succeeded", 10)
+        out["busy_after"] = _lane(view, "ws-04").busy
+        out["button_after"] = c.busy_button.isChecked()
+        return out, view.checker.violations
+
+    rc, (out, violations), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert "injected save failure" in out["victim_error"]
+    assert "simulated failure" in out["bad_error"]
+    assert "Nothing runs in ws-03" in out["idle_stop"]
+    assert out["button_checked"] is True
+    assert out["parked"] == "queued"
+    assert out["busy_after"] == () and out["button_after"] is False
+    assert violations == []
