@@ -57,6 +57,7 @@ class MainWindow(QMainWindow):
         self.add_view("runs", "Runs", self.runs_panel)
         self.add_view("placement", "Placement", self.placement_panel)
         # views of the other domains (each install_* adds its tab and shutdown hook):
+        from lanemon.ui.lanes_view import install_lanes_view; install_lanes_view(self)  # noqa: E702
 
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(self.chart)
