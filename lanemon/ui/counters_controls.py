@@ -1,0 +1,390 @@
+"""The counters view's inputs, tallies and compare table (plain widgets).
+
+``ConfigForm`` turns its inputs into a ``SimConfig`` -- the domain decides
+what is valid (``SimConfig`` raises ``ValueError`` with the reason; the view
+shows it). ``TalliesPanel`` and ``CompareTable`` only format ``Tallies``.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QAbstractSpinBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QGridLayout,
+    QHeaderView,
+    QLabel,
+    QSizePolicy,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from lanemon.counters import LABELS, STRATEGIES, SimConfig
+from lanemon.ui import theme
+
+DEFAULTS = dict(strategy="short_lock", staff=8, counters=24, customers=0, arrival_rate=50.0,
+                guide_time=0.2, ttl=1.0, speed=0.25, seed=1)
+COMPARE_CUSTOMERS = 300  # an endless live run compares this many customers
+
+
+def _spin(lo: int, hi: int, value: int) -> QSpinBox:
+    w = QSpinBox()
+    w.setRange(lo, hi)
+    w.setValue(value)
+    w.setKeyboardTracking(False)
+    w.setAccelerated(True)
+    return w
+
+
+def _dspin(lo: float, hi: float, value: float, step: float, suffix: str, decimals: int = 2) -> QDoubleSpinBox:
+    w = QDoubleSpinBox()
+    w.setDecimals(decimals)
+    w.setRange(lo, hi)
+    w.setSingleStep(step)
+    w.setValue(value)
+    w.setSuffix(suffix)
+    w.setKeyboardTracking(False)
+    w.setAccelerated(True)
+    return w
+
+
+class ConfigForm(QWidget):
+    """Strategy, staff, counters, customers, arrivals, guide, TTL, speed, seed.
+
+    ``config_changed`` fires when anything but the speed changes (applied by
+    a reset); ``speed_changed`` when the speed does (applied live).
+    """
+
+    config_changed = Signal()
+    speed_changed = Signal(float)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        d = DEFAULTS
+        self.strategy = QComboBox()
+        for key in STRATEGIES:
+            self.strategy.addItem(LABELS[key], key)
+        self.strategy.setCurrentIndex(self.strategy.findData(d["strategy"]))
+        self.staff = _spin(0, 64, d["staff"])
+        self.counters = _spin(0, 128, d["counters"])
+        self.customers = _spin(0, 1_000_000, d["customers"])
+        self.customers.setSpecialValueText("endless")
+        self.customers.setSingleStep(50)
+        self.arrival_rate = _dspin(0, 10_000, d["arrival_rate"], 5, "/s", 0)
+        self.guide_time = _dspin(0, 60, d["guide_time"], 0.05, " s")
+        self.ttl = _dspin(0, 600, d["ttl"], 0.1, " s")
+        self.speed = _dspin(0, 20, d["speed"], 0.05, "×")
+        self.speed.setSpecialValueText("paused")
+        self.seed = _spin(0, 2_147_483_647, d["seed"])
+        for w in (self.customers, self.arrival_rate, self.seed):  # room for the text; arrow keys still step
+            w.setButtonSymbols(QAbstractSpinBox.ButtonSymbols.NoButtons)
+
+        tips = {
+            self.strategy: "short lock: lock only around choosing · long lock: around the whole "
+                           "assignment · claim: claim, guide, finalize",
+            self.staff: "staff members assigning counters at once",
+            self.customers: "customers in the seeded workload (endless: a live stream; "
+                            f"compare then uses {COMPARE_CUSTOMERS})",
+            self.arrival_rate: "customers arriving per simulated second",
+            self.guide_time: "mean simulated seconds to guide a customer to the counter",
+            self.ttl: "a claim expires this many simulated seconds after it was made",
+            self.speed: "simulated seconds per real second (0 pauses); applies at once",
+            self.seed: "the workload's seed: the same seed gives the same customers",
+        }
+        for w, tip in tips.items():
+            w.setToolTip(tip)
+
+        grid = QGridLayout(self)
+        grid.setContentsMargins(0, 0, 0, 0)
+        grid.setHorizontalSpacing(6)
+        grid.setVerticalSpacing(4)
+        rows = [
+            [("S&trategy", self.strategy)],
+            [("Sta&ff", self.staff), ("Cou&nters", self.counters)],
+            [("&Guide", self.guide_time), ("TT&L", self.ttl)],
+            [("C&ustomers", self.customers), ("&Arrivals", self.arrival_rate)],
+            [("S&peed", self.speed), ("S&eed", self.seed)],
+        ]
+        self.labels: dict[QWidget, QLabel] = {}
+        for r, pairs in enumerate(rows):
+            for c, (text, w) in enumerate(pairs):
+                label = QLabel(text)
+                label.setBuddy(w)
+                self.labels[w] = label
+                grid.addWidget(label, r, 2 * c)
+                if len(pairs) == 1:
+                    grid.addWidget(w, r, 1, 1, 3)
+                else:
+                    grid.addWidget(w, r, 2 * c + 1)
+        grid.setColumnStretch(1, 1)
+        grid.setColumnStretch(3, 1)
+
+        self.strategy.currentIndexChanged.connect(self.config_changed)
+        for w in (self.staff, self.counters, self.customers, self.arrival_rate, self.guide_time,
+                  self.ttl, self.seed):
+            w.valueChanged.connect(self.config_changed)
+        self.speed.valueChanged.connect(self.speed_changed)
+
+    def strategy_key(self) -> str:
+        return self.strategy.currentData()
+
+    def set_strategy(self, key: str) -> None:
+        self.strategy.setCurrentIndex(self.strategy.findData(key))
+
+    def config(self) -> SimConfig:
+        """The inputs as a ``SimConfig`` (``ValueError`` says what is wrong)."""
+        return SimConfig(
+            strategy=self.strategy_key(),
+            staff=self.staff.value(),
+            counters=self.counters.value(),
+            customers=self.customers.value() or None,
+            arrival_rate=self.arrival_rate.value(),
+            guide_time=self.guide_time.value(),
+            ttl=self.ttl.value(),
+            seed=self.seed.value(),
+        )
+
+
+# (key, label, format) -- the formats only print; they decide nothing
+TALLY_FIELDS = (
+    ("served", "served", "{:,}"),
+    ("double_assignments", "double assign.", "{:,}"),
+    ("throughput", "throughput", "{:.2f} /s"),
+    ("wait_mean", "wait mean", "{:.2f} s"),
+    ("wait_p99", "wait p99", "{:.2f} s"),
+    ("wait_max", "wait max", "{:.2f} s"),
+    ("lock_wait", "lock wait", "{:.1f} s"),
+    ("idle_counter_seconds", "idle counter", "{:.1f} s"),
+    ("claims", "claims", "{:,}"),
+    ("claims_expired", "expired", "{:,}"),
+    ("queued", "queued", "{:,}"),
+    ("retries", "retries", "{:,}"),
+)
+
+
+class TalliesPanel(QWidget):
+    """Live tallies in two columns, painted in one go (no label per number);
+    double assignments in red when > 0. ``text_of(key)`` reads a value back."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.texts: dict[str, str] = {key: "–" for key, _, _ in TALLY_FIELDS}
+        self.doubles = 0
+        self._rows = (len(TALLY_FIELDS) + 1) // 2
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent, True)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        self.apply_fonts()
+
+    def apply_fonts(self) -> None:
+        self._font = QFont(self.font())
+        self._font.setPointSizeF(theme.pt(theme.BASE_POINT_SIZE))
+        self._bold = QFont(self._font)
+        self._bold.setBold(True)
+        self._line = QFontMetrics(self._font).height() + 2
+        self.setFixedHeight(self._rows * self._line + 2)
+        self.update()
+
+    def set_tallies(self, tallies) -> None:
+        texts = {key: fmt.format(getattr(tallies, key)) for key, _, fmt in TALLY_FIELDS}
+        if texts != self.texts or tallies.double_assignments != self.doubles:
+            self.texts = texts
+            self.doubles = tallies.double_assignments
+            self.update()
+
+    def text_of(self, key: str) -> str:
+        return self.texts[key]
+
+    def color_of(self, key: str) -> str:
+        """The colour a value is drawn in (double assignments: red once there are any)."""
+        return theme.REF_LONG if key == "double_assignments" and self.doubles > 0 else theme.FG
+
+    def paintEvent(self, event) -> None:  # noqa: N802
+        p = QPainter(self)
+        p.fillRect(self.rect(), QColor(theme.PANEL_BG))
+        half_w = self.width() / 2
+        ascent = QFontMetrics(self._font).ascent()
+        muted, fg, red = QColor(theme.MUTED), QColor(theme.FG), QColor(theme.REF_LONG)
+        bold_metrics = QFontMetrics(self._bold)
+        for i, (key, label, _) in enumerate(TALLY_FIELDS):
+            col, row = divmod(i, self._rows)
+            x0, y = col * half_w + 2, row * self._line + 1 + ascent
+            alarm = key == "double_assignments" and self.doubles > 0
+            p.setFont(self._font)
+            p.setPen(red if alarm else muted)
+            p.drawText(QPointF(x0, y), label)
+            value = self.texts[key]
+            p.setFont(self._bold)
+            p.setPen(red if alarm else fg)
+            p.drawText(QPointF(x0 + half_w - 14 - bold_metrics.horizontalAdvance(value), y), value)
+        p.end()
+
+
+class MessageLine(QWidget):
+    """The view's message: up to three painted, word-wrapped lines, fixed height
+    (a word-wrapped QLabel would make the tab's scroll area scroll)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._text = ""
+        self.error = False
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.apply_fonts()
+
+    def apply_fonts(self) -> None:
+        self._font = QFont(self.font())
+        self._font.setPointSizeF(theme.pt(theme.BASE_POINT_SIZE))
+        self._font.setBold(True)
+        self.setFixedHeight(QFontMetrics(self._font).lineSpacing() * 3 + 4)
+        self.update()
+
+    def setText(self, text: str) -> None:  # noqa: N802 -- QLabel's name
+        self._text = text
+        self.setToolTip(text)
+        self.update()
+
+    def text(self) -> str:
+        return self._text
+
+    def paintEvent(self, event) -> None:  # noqa: N802
+        p = QPainter(self)
+        p.setFont(self._font)
+        p.setPen(QColor(theme.REF_LONG if self.error else theme.FG))
+        p.drawText(self.rect().adjusted(2, 2, -2, -2),
+                   int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop | Qt.TextFlag.TextWordWrap), self._text)
+        p.end()
+
+
+class Headline(QWidget):
+    """One painted line of (text, colour, bold) parts: strategy, state, time, lock."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.parts: list[tuple[str, str, bool]] = []
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.apply_fonts()
+
+    def apply_fonts(self) -> None:
+        self._font = QFont(self.font())
+        self._font.setPointSizeF(theme.pt(theme.BASE_POINT_SIZE + 1))
+        self._bold = QFont(self._font)
+        self._bold.setBold(True)
+        self.setFixedHeight(QFontMetrics(self._bold).height() + 4)
+        self.update()
+
+    def set_parts(self, parts: list[tuple[str, str, bool]]) -> None:
+        if parts != self.parts:
+            self.parts = parts
+            self.update()
+
+    def text(self) -> str:
+        return "".join(t for t, _, _ in self.parts)
+
+    def paintEvent(self, event) -> None:  # noqa: N802
+        p = QPainter(self)
+        x = 2.0
+        y = 2 + QFontMetrics(self._bold).ascent()
+        for text, color, bold in self.parts:
+            font = self._bold if bold else self._font
+            p.setFont(font)
+            p.setPen(QColor(color))
+            p.drawText(QPointF(x, y), text)
+            x += QFontMetrics(font).horizontalAdvance(text)
+        p.end()
+
+
+COMPARE_COLUMNS = ("strategy", "served", "doubles", "per s", "p99 s", "lock s")
+COMPARE_HINT = "The same seeded workload under each strategy."
+
+
+class CompareTable(QWidget):
+    """The three strategies on one seeded workload, and the claim / long-lock ratio."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.table = QTableWidget(0, len(COMPARE_COLUMNS))
+        self.table.setHorizontalHeaderLabels(COMPARE_COLUMNS)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.table.setShowGrid(False)
+        self.table.setAlternatingRowColors(True)
+        self.table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+
+        self.table.setSizeAdjustPolicy(QAbstractItemView.SizeAdjustPolicy.AdjustToContents)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)  # widths: _fit_columns
+        header.setMinimumSectionSize(20)
+        tips = ("", "customers seated", "double assignments (the board's count)", "served per simulated second",
+                "p99 wait: 99th percentile of arrival → seated, simulated s",
+                "lock wait: staff-seconds spent waiting to acquire the lock")
+        for c, tip in enumerate(tips):
+            self.table.horizontalHeaderItem(c).setToolTip(tip)
+        self.summary = QLabel(COMPARE_HINT)  # no word wrap: a wrapped label makes the tab scroll
+        self.summary.setProperty("muted", True)
+        self.results: dict | None = None
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(3)
+        layout.addWidget(self.table)
+        layout.addWidget(self.summary)
+        layout.addStretch(1)
+        self.apply_fonts()
+
+    def apply_fonts(self) -> None:
+        self.table.setStyleSheet(f"QTableView::item {{ padding: 0 4px; }} QHeaderView::section {{ padding: 2px 4px; "
+                                 f"font-size: {theme.pt(9.5):.1f}pt; }}")
+        line = int(QFontMetrics(self.font()).height() * 1.3)
+        self.table.verticalHeader().setMinimumSectionSize(line)
+        self.table.verticalHeader().setDefaultSectionSize(line)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self._fit_columns()
+
+    def _fit_columns(self) -> None:
+        """The strategy names in full; the numbers share the rest."""
+        total = self.table.viewport().width()
+        first = QFontMetrics(self.table.font()).horizontalAdvance("short lock") + 16
+        rest = max(20, (total - first) // (len(COMPARE_COLUMNS) - 1))
+        self.table.setColumnWidth(0, total - rest * (len(COMPARE_COLUMNS) - 1))
+        for c in range(1, len(COMPARE_COLUMNS)):
+            self.table.setColumnWidth(c, rest)
+
+    def set_results(self, results: dict, config: SimConfig) -> None:
+        """``results``: strategy -> Tallies (``compare_async``)."""
+        self.results = results
+        self.table.setRowCount(len(results))
+        for r, (key, t) in enumerate(results.items()):
+            cells = (LABELS.get(key, key), f"{t.served:,}", f"{t.double_assignments:,}",
+                     f"{t.throughput:.1f}", f"{t.wait_p99:.1f}", f"{t.lock_wait:.0f}")
+            for c, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                item.setTextAlignment((Qt.AlignmentFlag.AlignLeft if c == 0 else Qt.AlignmentFlag.AlignRight)
+                                      | Qt.AlignmentFlag.AlignVCenter)
+                if c == 2 and t.double_assignments > 0:
+                    item.setForeground(QColor(theme.REF_LONG))
+                    f = item.font()
+                    f.setBold(True)
+                    item.setFont(f)
+                self.table.setItem(r, c, item)
+        self.apply_fonts()
+        self._fit_columns()
+        lines = []
+        claim, long_ = results.get("claim"), results.get("long_lock")
+        if claim is not None and long_ is not None and long_.throughput > 0:
+            lines.append(f"<b>claim ÷ long lock throughput = {claim.throughput / long_.throughput:.1f}×</b>")
+        lines.append(f"{config.customers:,} customers · seed {config.seed} · {config.staff} staff · "
+                     f"{config.counters} counters")
+        self.summary.setTextFormat(Qt.TextFormat.RichText)
+        self.summary.setText("<br>".join(lines))
+
+    def ratio_text(self) -> str:
+        return self.summary.text()

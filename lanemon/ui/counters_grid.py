@@ -1,0 +1,379 @@
+"""The counters grid and the staff strip: two custom-painted widgets.
+
+Each widget draws everything in one ``paintEvent`` from a small, plain model
+built from a ``lanemon.counters.Snapshot`` (``cells_from`` / ``chips_from``):
+no child widget per counter, no domain rule here -- the state, the conflict
+flag and the TTL left all come from the snapshot as they are.
+
+Cell kinds and colours: ``free`` (neutral), ``claimed`` (amber: owner and a
+TTL countdown bar), ``assigned`` (blue: customer), ``double`` (red: every
+customer seated on it -- the board's ``conflict`` flag). Counters are shown
+numbered from 1 (counter ``id + 1``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen, QStaticText, QTransform
+from PySide6.QtWidgets import QSizePolicy, QWidget
+
+from lanemon.counters import CounterState
+from lanemon.ui import theme
+
+FREE, CLAIMED, ASSIGNED, DOUBLE = "free", "claimed", "assigned", "double"
+
+TTL_BAR = "#e6a700"
+
+
+def cell_colors() -> dict[str, tuple[str, str, str]]:
+    """kind -> (fill, border, text), for the current ``theme`` palette (read at apply time)."""
+    return {
+        FREE: (theme.PANEL_BG, theme.BORDER, theme.MUTED),
+        CLAIMED: ("#ffe6a1", "#e6a700", "#4a3600"),
+        ASSIGNED: ("#d3e4f7", "#1f77b4", "#0d3a63"),
+        DOUBLE: ("#d62728", "#8f1213", "#ffffff"),
+    }
+
+
+# staff states (lanemon.counters.simulation) -> label
+STAFF_LABELS = {
+    "idle": "idle",
+    "waiting_lock": "waits for lock",
+    "choosing": "choosing",
+    "guiding": "guiding",
+    "away": "walked away",
+    "waiting_counter": "no counter",
+    "done": "done",
+}
+
+
+def staff_colors() -> dict[str, tuple[str, str]]:
+    """staff state -> (fill, text) for the current palette."""
+    return {
+        "idle": (theme.PANEL_BG, theme.MUTED),
+        "waiting_lock": ("#f7c6c6", "#8f1213"),
+        "choosing": ("#e3d7f3", "#4b2a7a"),
+        "guiding": ("#d3e4f7", "#0d3a63"),
+        "away": ("#5d6678", "#ffffff"),
+        "waiting_counter": ("#fff1c9", "#5a4200"),
+        "done": (theme.PANEL_BG, theme.MUTED),
+    }
+
+
+def counter_label(counter_id: int) -> str:
+    """How the window names a counter (1-based)."""
+    return str(counter_id + 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    id: int
+    kind: str            # free / claimed / assigned / double
+    main: str            # customer(s), or "free"
+    sub: str             # owner, TTL left, ...
+    ttl_fraction: float | None   # 1.0 = a fresh claim, 0.0 = running out
+    customers: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Chip:
+    name: str
+    state: str
+    text: str
+    holds_lock: bool
+
+
+def cells_from(snapshot) -> list[Cell]:
+    ttl = snapshot.config.ttl
+    cells = []
+    for v in snapshot.counters:
+        if v.conflict:
+            names = v.customers
+            main = " + ".join(names) if len(names) == 2 else f"{names[0]} +{len(names) - 1}"
+            cells.append(Cell(v.id, DOUBLE, main, f"DOUBLE ×{len(names)}", None, names))
+        elif v.state == CounterState.ASSIGNED:
+            cells.append(Cell(v.id, ASSIGNED, v.customer or "", f"by {v.owner}", None, v.customers))
+        elif v.state == CounterState.CLAIMED:
+            left = v.ttl_left or 0.0
+            frac = max(0.0, min(1.0, left / ttl)) if ttl > 0 else 0.0
+            cells.append(Cell(v.id, CLAIMED, f"{v.owner} → {v.customer}", f"TTL {left:.1f} s", frac,
+                              v.customers))
+        else:
+            sub = f"{v.expired_owner}'s claim expired" if v.expired_owner else ""
+            cells.append(Cell(v.id, FREE, "free", sub, None, v.customers))
+    return cells
+
+
+def chips_from(snapshot) -> list[Chip]:
+    chips = []
+    for s in snapshot.staff:
+        label = STAFF_LABELS.get(s.state, s.state)
+        if s.state == "guiding" and s.customer:
+            where = f" → {counter_label(s.counter)}" if s.counter is not None else ""
+            label = f"guides {s.customer}{where}"
+        elif s.state == "away" and s.customer:
+            label = f"away ({s.customer})"
+        chips.append(Chip(s.name, s.state, label, s.name == snapshot.lock_holder))
+    return chips
+
+
+def grid_shape(n: int, width: float, height: float, aspect: float = 1.7) -> tuple[int, int]:
+    """(columns, rows) giving the largest cells of about ``aspect`` width:height."""
+    best, best_size = (max(1, n), 1), -1.0
+    for cols in range(1, max(1, n) + 1):
+        rows = math.ceil(n / cols)
+        size = min(width / cols / aspect, height / rows)
+        if size > best_size + 1e-9:
+            best, best_size = (cols, rows), size
+    return best
+
+
+class CountersGrid(QWidget):
+    """All counters in one ``paintEvent``. Click a counter to select it."""
+
+    counter_clicked = Signal(int)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.cells: list[Cell] = []
+        self.selected: int | None = None
+        self.paints = 0            # paintEvents so far, and their cost (ms)
+        self.paint_ms = 0.0
+        self.paint_ms_max = 0.0
+        self._shape = (1, 1)
+        self._rects: list[QRectF] = []
+        self._fonts = (QFont(), QFont(), QFont())
+        self._static: dict[tuple[int, str], tuple[QStaticText, float, float]] = {}
+        self._ttl_bar = QColor(TTL_BAR)
+        self._take_colors()
+        self.setMinimumSize(240, 120)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent, True)
+        self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+
+    def set_cells(self, cells: list[Cell]) -> None:
+        if cells == self.cells:
+            return
+        relayout = len(cells) != len(self.cells)
+        self.cells = cells
+        if relayout:
+            self._layout()
+        self.update()
+
+    def cell(self, counter_id: int) -> Cell:
+        return self.cells[counter_id]
+
+    def apply_fonts(self) -> None:
+        """Follow ``theme`` (font scale and palette)."""
+        self._take_colors()
+        self._layout()
+        self.update()
+
+    def _take_colors(self) -> None:
+        self._bg = QColor(theme.BG)
+        self._colors = {k: tuple(QColor(c) for c in v) for k, v in cell_colors().items()}
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        self._layout()
+        super().resizeEvent(event)
+
+    def _layout(self) -> None:
+        n = len(self.cells)
+        w, h = self.width(), self.height()
+        gap = 4.0
+        cols, rows = grid_shape(max(1, n), w, h)
+        self._shape = (cols, rows)
+        cw = (w - gap * (cols - 1)) / cols
+        ch = (h - gap * (rows - 1)) / rows
+        self._rects = [QRectF((i % cols) * (cw + gap), (i // cols) * (ch + gap), cw - 1, ch - 1)
+                       for i in range(n)]
+        # type follows the cell size (readable on a projector), bounded by the theme's scale
+        big = max(7.0, min(ch * 0.30, cw * 0.16, 20.0 * theme.font_scale()))
+        num, main, sub = QFont("DejaVu Sans"), QFont("DejaVu Sans"), QFont("DejaVu Sans")
+        num.setPixelSize(max(8, int(big * 0.75)))
+        num.setBold(True)
+        main.setPixelSize(max(8, int(big)))
+        main.setBold(True)
+        sub.setPixelSize(max(8, int(big * 0.7)))
+        self._fonts = (num, main, sub)
+        self._static.clear()
+
+    def _text(self, font_index: int, text: str) -> tuple[QStaticText, float, float]:
+        """A laid-out text and its size, cached (the same strings come back every frame)."""
+        key = (font_index, text)
+        hit = self._static.get(key)
+        if hit is None:
+            if len(self._static) > 4000:
+                self._static.clear()
+            st = QStaticText(text)
+            st.setTextFormat(Qt.TextFormat.PlainText)
+            st.prepare(QTransform(), self._fonts[font_index])
+            size = st.size()
+            hit = self._static[key] = (st, size.width(), size.height())
+        return hit
+
+    def paintEvent(self, event) -> None:  # noqa: N802
+        t0 = time.perf_counter()
+        p = QPainter(self)
+        p.fillRect(self.rect(), self._bg)
+        rects = self._rects
+        by_kind: dict[str, list[Cell]] = {}
+        for cell in self.cells:
+            by_kind.setdefault(cell.kind, []).append(cell)
+        fonts, text, draw = self._fonts, self._text, p.drawStaticText
+        for kind, cells in by_kind.items():
+            fill, border, ink = self._colors[kind]
+            p.setPen(border)
+            p.setBrush(fill)
+            p.drawRects([rects[c.id] for c in cells])
+            if kind == CLAIMED:
+                for c in cells:
+                    if c.ttl_fraction is not None:
+                        r = rects[c.id]
+                        bar_h = max(4.0, r.height() * 0.09)
+                        p.fillRect(QRectF(r.x() + 3, r.bottom() - bar_h - 2, (r.width() - 6) * c.ttl_fraction,
+                                          bar_h), self._ttl_bar)
+            p.setPen(ink)
+            p.setFont(fonts[0])
+            for c in cells:
+                r = rects[c.id]
+                pad = max(3.0, r.height() * 0.06)
+                draw(QPointF(r.x() + pad + 1, r.y() + pad - 2), text(0, counter_label(c.id))[0])
+            p.setFont(fonts[1])
+            for c in cells:
+                r = rects[c.id]
+                st, w, h = text(1, c.main)
+                draw(QPointF(r.x() + (r.width() - w) / 2, r.y() + r.height() * 0.46 - h / 2), st)
+            p.setFont(fonts[2])
+            for c in cells:
+                if c.sub:
+                    r = rects[c.id]
+                    st, w, h = text(2, c.sub)
+                    draw(QPointF(r.x() + (r.width() - w) / 2, r.y() + r.height() * 0.76 - h / 2), st)
+        if self.selected is not None and self.selected < len(rects):
+            p.setPen(QPen(QColor(theme.FG), 3))
+            p.setBrush(Qt.BrushStyle.NoBrush)
+            p.drawRect(rects[self.selected].adjusted(1, 1, -1, -1))
+        p.end()
+        self.paint_ms = (time.perf_counter() - t0) * 1000
+        self.paints += 1
+        self.paint_ms_max = max(self.paint_ms_max, self.paint_ms)
+
+    def mousePressEvent(self, event) -> None:  # noqa: N802
+        pos = event.position()
+        for cell, r in zip(self.cells, self._rects):
+            if r.contains(pos):
+                self.selected = None if self.selected == cell.id else cell.id
+                self.update()
+                self.counter_clicked.emit(cell.id)
+                return
+        super().mousePressEvent(event)
+
+
+class StaffStrip(QWidget):
+    """One chip per staff member: who waits for the lock, who holds it, who guides."""
+
+    staff_clicked = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.chips: list[Chip] = []
+        self.selected: str | None = None
+        self._rects: list[QRectF] = []
+        self._font = QFont()
+        self._bold = QFont()
+        self._static: dict[tuple[bool, str], tuple[QStaticText, float, float]] = {}
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent, True)
+        self.apply_fonts()
+
+    def apply_fonts(self) -> None:
+        """Follow ``theme`` (font scale and palette)."""
+        self._bg = QColor(theme.BG)
+        self._colors = {k: (QColor(f), QColor(t)) for k, (f, t) in staff_colors().items()}
+        self._lock_pen = QPen(QColor(theme.FG), 3)
+        self._sel_pen = QPen(QColor("#1f77b4"), 3)
+        self._font = QFont("DejaVu Sans")
+        self._font.setPointSizeF(theme.pt(9.5))
+        self._bold = QFont(self._font)
+        self._bold.setBold(True)
+        self._static.clear()
+        self._rows = 1
+        self._relayout()
+
+    def set_chips(self, chips: list[Chip]) -> None:
+        if chips == self.chips:
+            return
+        relayout = len(chips) != len(self.chips)
+        self.chips = chips
+        if relayout:
+            self._relayout()
+        self.update()
+
+    def _line_height(self) -> int:
+        return int(QFontMetrics(self._font).height() * 1.7)
+
+    def _relayout(self) -> None:
+        n = max(1, len(self.chips))
+        line = self._line_height()
+        per_row = max(1, int(self.width() // max(1, int(150 * theme.font_scale()))))
+        rows = math.ceil(n / per_row)
+        self.setFixedHeight(rows * line + 2)
+        cols = math.ceil(n / rows)
+        w = self.width() / cols
+        self._rects = [QRectF((i % cols) * w, (i // cols) * line, w - 4, line - 3) for i in range(len(self.chips))]
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        self._relayout()
+        super().resizeEvent(event)
+
+    def _text(self, bold: bool, text: str) -> tuple[QStaticText, float, float]:
+        key = (bold, text)
+        hit = self._static.get(key)
+        if hit is None:
+            if len(self._static) > 2000:
+                self._static.clear()
+            st = QStaticText(text)
+            st.setTextFormat(Qt.TextFormat.PlainText)
+            st.prepare(QTransform(), self._bold if bold else self._font)
+            size = st.size()
+            hit = self._static[key] = (st, size.width(), size.height())
+        return hit
+
+    def paintEvent(self, event) -> None:  # noqa: N802
+        p = QPainter(self)
+        p.fillRect(self.rect(), self._bg)
+        text, draw = self._text, p.drawStaticText
+        for chip, r in zip(self.chips, self._rects):
+            fill, ink = self._colors.get(chip.state, self._colors["idle"])
+            if chip.holds_lock:
+                p.setPen(self._lock_pen)
+            elif chip.name == self.selected:
+                p.setPen(self._sel_pen)
+            else:
+                p.setPen(fill.darker(115))
+            p.setBrush(fill)
+            p.drawRect(r)
+            p.setPen(ink)
+            y = r.y() + r.height() / 2
+            p.setFont(self._bold)
+            st, w, h = text(True, chip.name + (" · LOCK" if chip.holds_lock else ""))
+            draw(QPointF(r.x() + 7, y - h / 2), st)
+            p.setFont(self._font)
+            st, w, h = text(False, chip.text)
+            draw(QPointF(r.right() - 6 - w, y - h / 2), st)
+        p.end()
+
+    def mousePressEvent(self, event) -> None:  # noqa: N802
+        pos = event.position()
+        for chip, r in zip(self.chips, self._rects):
+            if r.contains(pos):
+                self.selected = None if self.selected == chip.name else chip.name
+                self.update()
+                self.staff_clicked.emit(chip.name)
+                return
+        super().mousePressEvent(event)

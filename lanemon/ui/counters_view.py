@@ -1,0 +1,394 @@
+"""The counters view: counter claims versus locks, live, and the three compared.
+
+Data flow (the view decides nothing about counters):
+
+- a control calls the domain: ``Simulation(form.config(), speed=...)``,
+  ``start()`` (a task on the running qasync loop), ``stop()``,
+  ``set_speed()``, ``expire_claim()``, ``abandon()``, ``compare_async()``.
+  A ``ValueError`` from the domain, or a run / compare that fails, is shown
+  in the view's message line -- never swallowed;
+- every domain event only marks the view dirty (one attribute write);
+- a 33 ms timer (≤ 30 fps) runs while the view is visible and something is
+  to be drawn: it reads one ``snapshot()`` and repaints the grid, the staff
+  strip and the tallies. It stops itself when nothing changed and no TTL
+  countdown is on screen.
+
+Config changes (strategy, staff, counters, ...) reset the run -- a
+``Simulation`` runs once -- and restart it if it was running. The speed
+applies live (0 pauses).
+
+``install_counters_view(window)`` adds the tab and a shutdown hook that stops
+a running simulation and a compare in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QGroupBox, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
+
+from lanemon.counters import CounterState, Simulation, compare_async
+from lanemon.ui import theme
+from lanemon.ui.counters_controls import (
+    COMPARE_CUSTOMERS,
+    CompareTable,
+    ConfigForm,
+    Headline,
+    MessageLine,
+    TalliesPanel,
+)
+from lanemon.ui.counters_grid import CountersGrid, StaffStrip, cells_from, chips_from, counter_label
+
+log = logging.getLogger(__name__)
+
+FRAME_MS = 33  # ≤ 30 fps
+
+
+class CountersView(QWidget):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.sim: Simulation | None = None
+        self._unsubscribe = None
+        self._task: asyncio.Task | None = None
+        self._compare_task: asyncio.Task | None = None
+        self._dirty = True
+        self._countdown = False
+        self.frames = 0             # repaints done (for tests and the bench)
+        self.frame_ms_max = 0.0     # slowest refresh so far (snapshot + repaint request)
+        self.last_snapshot = None
+
+        # --- controls ------------------------------------------------------------
+        self.form = ConfigForm()
+        self.start_btn = QPushButton("&Start")
+        self.stop_btn = QPushButton("St&op")
+        self.reset_btn = QPushButton("&Reset")
+        self.compare_btn = QPushButton("&Compare all three")
+        self.expire_btn = QPushButton("E&xpire a claim")
+        self.abandon_btn = QPushButton("&Walk away")
+        self.start_btn.setProperty("run", True)
+        self.start_btn.setStyleSheet(theme.run_button_style("sliced"))
+        self.stop_btn.setProperty("run", True)
+        self.stop_btn.setStyleSheet(theme.run_button_style("whole"))
+        self.start_btn.setToolTip("start the simulation (a stopped or finished one starts afresh)")
+        self.stop_btn.setToolTip("stop the simulation; the board stays on screen")
+        self.reset_btn.setToolTip("a new simulation with these settings, not started")
+        self.compare_btn.setToolTip("the same seeded workload under short lock, long lock and claim "
+                                    "(virtual time, in a worker thread)")
+        self.expire_btn.setToolTip("end a live claim now (the selected counter, else the freshest claim): "
+                                   "its owner's finalize will be refused")
+        self.abandon_btn.setToolTip("the selected staff member (else S1) walks away halfway through "
+                                    "the next guide")
+        self.message = MessageLine()
+
+        controls = QGroupBox("Simulation")
+        cl = QVBoxLayout(controls)
+        cl.setSpacing(5)
+        cl.addWidget(self.form)
+        row = QHBoxLayout()
+        for b in (self.start_btn, self.stop_btn, self.reset_btn):
+            row.addWidget(b)
+        cl.addLayout(row)
+        row = QHBoxLayout()
+        row.addWidget(self.expire_btn)
+        row.addWidget(self.abandon_btn)
+        cl.addLayout(row)
+        cl.addWidget(self.compare_btn)
+        cl.addWidget(self.message)
+        cl.addStretch(1)
+        self._controls = controls
+
+        # --- board -----------------------------------------------------------------
+        self.grid = CountersGrid()
+        self.staff = StaffStrip()
+        self.headline = Headline()
+        board = QVBoxLayout()
+        board.setSpacing(4)
+        board.addWidget(self.headline)
+        board.addWidget(self.staff)
+        board.addWidget(self.grid, 1)
+
+        # --- numbers ---------------------------------------------------------------
+        self.tallies = TalliesPanel()
+        self.compare = CompareTable()
+        tallies_box = QGroupBox("Tallies")
+        QVBoxLayout(tallies_box).addWidget(self.tallies)
+        compare_box = QGroupBox("Compare all three")
+        QVBoxLayout(compare_box).addWidget(self.compare)
+        right = QVBoxLayout()
+        right.setSpacing(4)
+        right.addWidget(tallies_box)
+        right.addWidget(compare_box, 1)
+        self._right = QWidget()
+        self._right.setLayout(right)
+        right.setContentsMargins(0, 0, 0, 0)
+
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(8, 8, 8, 8)
+        layout.setSpacing(8)
+        layout.addWidget(controls, 0)
+        layout.addLayout(board, 1)
+        layout.addWidget(self._right, 0)
+
+        # --- wiring ------------------------------------------------------------------
+        self._timer = QTimer(self)
+        self._timer.setInterval(FRAME_MS)
+        self._timer.timeout.connect(self._tick)
+        self.start_btn.clicked.connect(self.start)
+        self.stop_btn.clicked.connect(self.stop)
+        self.reset_btn.clicked.connect(self.reset)
+        self.compare_btn.clicked.connect(self.compare_all)
+        self.expire_btn.clicked.connect(self.expire_claim)
+        self.abandon_btn.clicked.connect(self.abandon)
+        self.form.config_changed.connect(self._config_changed)
+        self.form.speed_changed.connect(self.set_speed)
+        self.apply_fonts()
+        self.reset()
+
+    # --- presenter mode --------------------------------------------------------------------
+    def apply_fonts(self) -> None:
+        s = theme.font_scale()
+        self._controls.setFixedWidth(int(335 * s))
+        self._right.setFixedWidth(int(405 * s))
+        self.grid.apply_fonts()
+        self.staff.apply_fonts()
+        self.tallies.apply_fonts()
+        self.headline.apply_fonts()
+        self.message.apply_fonts()
+        self.compare.apply_fonts()
+        self.mark_dirty()
+
+    # --- controls -> domain ------------------------------------------------------------------
+    def show_message(self, text: str, error: bool = False) -> None:
+        self.message.error = error
+        self.message.setText(text)
+
+    @property
+    def running(self) -> bool:
+        return self.sim is not None and self.sim.state == "running"
+
+    def reset(self) -> bool:
+        """A new simulation with the form's settings (not started). False if refused."""
+        try:
+            config = self.form.config()
+            sim = Simulation(config, speed=self.form.speed.value())
+        except ValueError as exc:
+            self.show_message(f"Not started: {exc}", error=True)
+            return False
+        self._drop_sim()
+        self.sim = sim
+        self._unsubscribe = sim.subscribe(self._on_event)
+        self.grid.selected = None
+        self.staff.selected = None
+        self.show_message(f"Ready: {config.label}, {config.staff} staff, {config.counters} counters. "
+                          "Start with Alt+S.")
+        self.mark_dirty()
+        return True
+
+    def start(self) -> bool:
+        if self.running:
+            return True
+        if self.sim is None or self.sim.state != "ready":
+            if not self.reset():
+                return False
+        try:
+            task = self.sim.start()
+        except Exception as exc:  # noqa: BLE001 -- shown, not swallowed
+            self.show_message(f"Could not start: {exc}", error=True)
+            return False
+        self._task = task
+        task.add_done_callback(self._run_done)
+        self.show_message(f"Running: {self.sim.config.label}.")
+        self.mark_dirty()
+        return True
+
+    def stop(self) -> None:
+        if self.sim is not None and self.running:
+            self.sim.stop()
+            self.show_message("Stopped. Start runs afresh; Reset clears the board.")
+        self.mark_dirty()
+
+    def set_speed(self, speed: float) -> None:
+        if self.sim is None:
+            return
+        try:
+            self.sim.set_speed(speed)
+        except ValueError as exc:
+            self.show_message(str(exc), error=True)
+        self.mark_dirty()
+
+    def _config_changed(self) -> None:
+        was_running = self.running
+        if self.reset() and was_running:
+            self.start()
+
+    def expire_claim(self) -> bool:
+        if self.sim is None:
+            return False
+        snap = self.sim.snapshot()
+        target = self.grid.selected
+        if target is None or snap.counters[target].state != CounterState.CLAIMED:
+            claimed = [v for v in snap.counters if v.state == CounterState.CLAIMED]
+            target = max(claimed, key=lambda v: v.ttl_left or 0.0).id if claimed else target
+        if target is None:
+            self.show_message("No counter is claimed right now (claims exist under the claim strategy).",
+                              error=True)
+            return False
+        if self.sim.expire_claim(target):
+            self.show_message(f"Claim on counter {counter_label(target)} expired: its owner's finalize "
+                              "will be refused.")
+            return True
+        self.show_message(f"Counter {counter_label(target)} has no live claim.", error=True)
+        return False
+
+    def abandon(self) -> str | None:
+        if self.sim is None:
+            return None
+        name = self.staff.selected or "S1"
+        try:
+            self.sim.abandon(name)
+        except KeyError:
+            self.show_message(f"No staff member {name}.", error=True)
+            return None
+        self.show_message(f"{name} will walk away halfway through the next guide "
+                          f"({self.sim.config.abandon_time:g} s).")
+        self.mark_dirty()
+        return name
+
+    def compare_all(self) -> asyncio.Task | None:
+        if self._compare_task is not None and not self._compare_task.done():
+            self.show_message("A comparison is running already.", error=True)
+            return self._compare_task
+        try:
+            config = self.form.config()
+            if config.customers is None:
+                config = config.replace(customers=COMPARE_CUSTOMERS)
+        except ValueError as exc:
+            self.show_message(f"Cannot compare: {exc}", error=True)
+            return None
+        self.compare_btn.setEnabled(False)
+        self.compare_btn.setText("Comparing…")
+        self._compare_task = asyncio.get_running_loop().create_task(self._compare(config))
+        return self._compare_task
+
+    async def _compare(self, config) -> None:
+        started = time.perf_counter()
+        try:
+            results = await compare_async(config)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 -- shown, not swallowed
+            log.exception("compare failed")
+            self.show_message(f"Compare failed: {type(exc).__name__}: {exc}", error=True)
+            return
+        finally:
+            self.compare_btn.setEnabled(True)
+            self.compare_btn.setText("&Compare all three")
+        self.compare.set_results(results, config)
+        self.show_message(f"Compared in {time.perf_counter() - started:.2f} s (virtual time).")
+
+    async def shutdown(self) -> None:
+        """Stop the simulation and a compare in flight (the window's shutdown hook)."""
+        self._timer.stop()
+        task = self._task
+        self._drop_sim()
+        if task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        ct = self._compare_task
+        if ct is not None and not ct.done():
+            ct.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ct
+
+    def _drop_sim(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        if self.sim is not None:
+            self.sim.stop()
+        self.sim = None
+        self._task = None
+
+    def _run_done(self, task: asyncio.Task) -> None:
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            log.error("counter simulation failed", exc_info=exc)
+            self.show_message(f"The simulation failed: {type(exc).__name__}: {exc}", error=True)
+        elif task is self._task:
+            t = task.result()
+            self.show_message(f"Finished: {t.served:,} served in {t.elapsed:.1f} s, "
+                              f"{t.double_assignments:,} double assignments.")
+        self.mark_dirty()
+
+    # --- domain events -> one repaint per tick --------------------------------------------------
+    def _on_event(self, _event) -> None:
+        if self._dirty:
+            return
+        self._dirty = True
+        if not self._timer.isActive() and self.isVisible():
+            self._timer.start()
+
+    def mark_dirty(self) -> None:
+        self._dirty = True
+        if self.isVisible() and not self._timer.isActive():
+            self._timer.start()
+
+    def showEvent(self, event) -> None:  # noqa: N802
+        super().showEvent(event)
+        self.mark_dirty()
+
+    def hideEvent(self, event) -> None:  # noqa: N802
+        self._timer.stop()
+        super().hideEvent(event)
+
+    def _tick(self) -> None:
+        sim = self.sim
+        live = sim is not None and sim.state == "running" and sim.clock.speed > 0
+        if not self._dirty and not (self._countdown and live):
+            self._timer.stop()
+            return
+        self._dirty = False
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Read one snapshot and repaint everything (normally from the frame timer)."""
+        t0 = time.perf_counter()
+        sim = self.sim
+        if sim is None:
+            return
+        snap = sim.snapshot()
+        self.last_snapshot = snap
+        cells = cells_from(snap)
+        self._countdown = any(c.ttl_fraction is not None for c in cells)
+        self.grid.set_cells(cells)
+        self.staff.set_chips(chips_from(snap))
+        self.tallies.set_tallies(snap.tallies)
+        self.headline.set_parts(self._headline(snap))
+        self.frames += 1
+        self.frame_ms_max = max(self.frame_ms_max, (time.perf_counter() - t0) * 1000)
+
+    def _headline(self, snap) -> list[tuple[str, str, bool]]:
+        fg, muted = theme.FG, theme.MUTED
+        waiting = sum(1 for s in snap.staff if s.state == "waiting_lock")
+        speed = "paused" if snap.speed == 0 else f"{snap.speed:g}×"
+        parts = [(snap.label, fg, True),
+                 (f"  ·  {snap.state}  ·  t = {snap.time:.1f} s  ·  {speed}  ·  lock: ", muted, False),
+                 (snap.lock_holder or "free", fg, snap.lock_holder is not None)]
+        if waiting:
+            parts.append((f"  {waiting} waiting", theme.REF_LONG, True))
+        return parts
+
+
+def install_counters_view(window) -> CountersView:
+    """Add the Counters tab to ``window`` (a ``MainWindow``) and its shutdown hook."""
+    view = CountersView()
+    window.add_view("counters", "Counters", view)
+    window.add_shutdown_hook(view.shutdown)
+    window.counters_view = view
+    return view

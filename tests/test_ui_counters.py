@@ -1,0 +1,211 @@
+"""The counters view, driven through its widgets on a real qasync loop (offscreen).
+
+Behaviour only: wait on conditions with a timeout, no timed asserts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from PySide6.QtCore import Qt
+
+from lanemon.counters import CounterState, SimConfig, Simulation
+from lanemon.ui.counters_grid import CLAIMED, DOUBLE, cells_from
+from lanemon.ui.testing import run_window, wait_until
+
+
+@pytest.fixture(autouse=True)
+def _app(qapp):
+    from lanemon.ui.app import application
+
+    return application()
+
+
+def _view(win):
+    win.show_view("counters")
+    return win.views["counters"]
+
+
+def _run(scenario):
+    rc, value, errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    return value
+
+
+def test_start_stop_reset_through_the_buttons(qtbot):
+    async def scenario(win):
+        v = _view(win)
+        v.form.speed.setValue(2.0)
+        qtbot.mouseClick(v.start_btn, Qt.MouseButton.LeftButton)
+        sim = v.sim
+        await wait_until(lambda: v.last_snapshot is not None and v.last_snapshot.tallies.served >= 5, 20)
+        running = sim.state
+        qtbot.mouseClick(v.stop_btn, Qt.MouseButton.LeftButton)
+        await wait_until(lambda: sim.state == "stopped", 10)
+        served_at_stop = sim.snapshot().tallies.served
+        await wait_until(lambda: v.last_snapshot.state == "stopped", 10)
+        qtbot.mouseClick(v.reset_btn, Qt.MouseButton.LeftButton)
+        await wait_until(lambda: v.last_snapshot.state == "ready", 10)
+        fresh = v.sim
+        return running, served_at_stop, fresh is not sim, fresh.state, v.last_snapshot.tallies.served
+
+    running, served, new, state, served_after = _run(scenario)
+    assert running == "running" and served >= 5
+    assert new and state == "ready" and served_after == 0
+
+
+def test_strategy_change_resets_with_the_new_strategy_and_keeps_running(qtbot):
+    async def scenario(win):
+        v = _view(win)
+        v.form.set_strategy("short_lock")
+        assert v.start()
+        await wait_until(lambda: v.running)
+        old = v.sim
+        v.form.set_strategy("long_lock")          # through the combo's signal
+        await wait_until(lambda: v.last_snapshot is not None and v.last_snapshot.strategy == "long_lock")
+        return old.state, v.sim is not old, v.sim.config.strategy, v.running
+
+    old_state, new, strategy, running = _run(scenario)
+    assert new and strategy == "long_lock" and running
+    assert old_state in ("running", "stopped")   # cancelled: it finishes stopping on the loop
+
+
+def test_speed_applies_live_and_zero_pauses(qtbot):
+    async def scenario(win):
+        v = _view(win)
+        v.form.speed.setValue(1.0)
+        v.start()
+        await wait_until(lambda: v.sim.clock.now() > 0.1)
+        v.form.speed.setValue(0.0)
+        paused_at = v.sim.clock.now()
+        await wait_until(lambda: v.last_snapshot.speed == 0.0)
+        still = v.sim.clock.now()
+        v.form.speed.setValue(3.0)
+        await wait_until(lambda: v.sim.clock.now() > still + 0.3)
+        return paused_at, still, v.sim.clock.speed
+
+    paused_at, still, speed = _run(scenario)
+    assert still == paused_at and speed == 3.0
+
+
+def test_bad_ttl_and_staff_are_refused_with_a_reason(qtbot):
+    async def scenario(win):
+        v = _view(win)
+        before = v.sim
+        v.form.ttl.setValue(0.0)
+        msg_ttl, err_ttl = v.message.text(), v.message.error
+        same = v.sim is before
+        qtbot.mouseClick(v.start_btn, Qt.MouseButton.LeftButton)
+        started = v.running
+        v.form.ttl.setValue(1.0)
+        v.form.staff.setValue(0)
+        msg_staff = v.message.text()
+        v.form.staff.setValue(8)
+        ok = v.start()
+        return msg_ttl, err_ttl, same, started, msg_staff, ok, v.message.error
+
+    msg_ttl, err_ttl, same, started, msg_staff, ok, err_after = _run(scenario)
+    assert err_ttl and "ttl" in msg_ttl and same and not started
+    assert "staff" in msg_staff
+    assert ok and not err_after
+
+
+def test_compare_all_three_fills_the_table(qtbot):
+    async def scenario(win):
+        v = _view(win)
+        qtbot.mouseClick(v.compare_btn, Qt.MouseButton.LeftButton)
+        await wait_until(lambda: v.compare.results is not None, 60)
+        t = v.compare.table
+        rows = {t.item(r, 0).text(): [t.item(r, c).text() for c in range(t.columnCount())]
+                for r in range(t.rowCount())}
+        return v.compare.results, rows, v.compare.ratio_text(), v.compare_btn.isEnabled()
+
+    results, rows, ratio, enabled = _run(scenario)
+    assert results["short_lock"].double_assignments > 0
+    assert results["long_lock"].double_assignments == 0 and results["claim"].double_assignments == 0
+    assert set(rows) == {"short lock", "long lock", "claim"}
+    assert rows["short lock"][2] != "0" and rows["claim"][2] == "0"
+    assert "claim ÷ long lock throughput" in ratio and enabled
+
+
+def test_a_double_assignment_shows_in_the_grid_and_the_tallies(qtbot):
+    async def scenario(win):
+        v = _view(win)
+        v.form.set_strategy("short_lock")
+        v.form.speed.setValue(1.0)
+        v.start()
+        await wait_until(lambda: any(c.kind == DOUBLE for c in v.grid.cells), 30)
+        cell = next(c for c in v.grid.cells if c.kind == DOUBLE)
+        view = v.last_snapshot.counters[cell.id]
+        return cell, view, v.tallies.text_of("double_assignments"), v.tallies.color_of("double_assignments")
+
+    cell, view, doubles, color = _run(scenario)
+    assert view.conflict and len(cell.customers) >= 2 and cell.customers == view.customers
+    assert int(doubles.replace(",", "")) >= 1
+    from lanemon.ui import theme
+    assert color == theme.REF_LONG
+
+
+def test_cells_model_maps_each_counter_state():
+    from lanemon.counters import Board, ManualClock
+
+    clock = ManualClock()
+    cfg = SimConfig(counters=4, ttl=2.0)
+    sim = Simulation(cfg)
+    board = Board(4, clock=clock, default_ttl=2.0)
+    sim.board = board           # a board driven by hand, read through the simulation's snapshot
+    board.claim(1, "S1", "C1", 2.0)
+    board.assign(2, "C2", "S2")
+    board.assign(3, "C3", "S2")
+    board.assign(3, "C4", "S3")  # a double assignment
+    clock.advance(0.5)
+    cells = cells_from(sim.snapshot())
+    assert [c.kind for c in cells] == ["free", CLAIMED, "assigned", DOUBLE]
+    assert cells[1].ttl_fraction == pytest.approx(0.75) and "S1" in cells[1].main
+    assert cells[3].customers == ("C3", "C4") and "C3" in cells[3].main and "C4" in cells[3].main
+    assert sim.snapshot().counters[3].state == CounterState.ASSIGNED
+
+
+def test_expire_a_claim_and_walk_away(qtbot):
+    async def scenario(win):
+        v = _view(win)
+        v.form.set_strategy("claim")
+        v.form.speed.setValue(0.5)
+        v.start()
+        await wait_until(lambda: any(c.kind == CLAIMED for c in v.grid.cells), 20)
+        v.form.speed.setValue(0.0)           # hold the board still while we pick
+        target = next(c.id for c in v.grid.cells if c.kind == CLAIMED)
+        v.grid.selected = target
+        qtbot.mouseClick(v.expire_btn, Qt.MouseButton.LeftButton)
+        expired = v.sim.snapshot().tallies.claims_expired
+        state = v.sim.snapshot().counters[target].state
+        v.staff.selected = "S2"
+        qtbot.mouseClick(v.abandon_btn, Qt.MouseButton.LeftButton)
+        v.form.speed.setValue(2.0)
+        await wait_until(lambda: v.sim.snapshot().tallies.abandoned >= 1, 30)
+        return expired, state, v.sim.abandoned, v.message.error
+
+    expired, state, abandoned, error = _run(scenario)
+    assert expired >= 1 and state == CounterState.FREE
+    assert abandoned >= 1 and not error
+
+
+def test_refresh_is_coalesced_and_stops_when_hidden(qtbot):
+    async def scenario(win):
+        v = _view(win)
+        v.form.counters.setValue(64)
+        v.form.speed.setValue(2.0)
+        v.start()
+        await wait_until(lambda: v.frames >= 10)
+        win.show_view("runs")
+        await wait_until(lambda: not v._timer.isActive())
+        frames = v.frames
+        await asyncio.sleep(0.2)     # events keep coming; nothing is drawn for a hidden view
+        hidden_frames = v.frames - frames
+        win.show_view("counters")
+        await wait_until(lambda: v.frames > frames)
+        return hidden_frames, v._timer.interval(), len(v.grid.cells)
+
+    hidden_frames, interval, cells = _run(scenario)
+    assert hidden_frames == 0 and interval >= 33 and cells == 64
