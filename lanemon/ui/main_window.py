@@ -58,6 +58,7 @@ class MainWindow(QMainWindow):
         self.add_view("placement", "Placement", self.placement_panel)
         # views of the other domains (each install_* adds its tab and shutdown hook):
         from lanemon.ui.lanes_view import install_lanes_view; install_lanes_view(self)  # noqa: E702
+        from lanemon.ui.counters_view import install_counters_view; install_counters_view(self)  # noqa: E702
 
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(self.chart)
