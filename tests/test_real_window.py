@@ -1,0 +1,221 @@
+"""The real window on a real X server (Xvfb, Qt's xcb platform), driven as a user would.
+
+Starts its own Xvfb on a free display, starts the installed ``lanemon`` command,
+waits for the window, focuses it and types "2" (a sliced run), waits for the
+run to finish, presses Ctrl+Shift+S (a screenshot), then Ctrl+Q. The process
+must exit 0 with no traceback, and leave no process behind: every process it
+started inherits a marker in its environment, and none may carry it after the
+exit.
+
+Without Xvfb or xdotool the test is skipped, unless ``LANEMON_REQUIRE_XVFB=1``
+(``.ci/run`` sets it): then it fails.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Xvfb and /proc: Linux only"),
+              pytest.mark.timeout(180)]
+
+REQUIRE = os.environ.get("LANEMON_REQUIRE_XVFB") == "1"
+MARKER = "LANEMON_REAL_WINDOW_MARKER"
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        message = f"{name} is not installed (apt-get install xvfb xdotool)"
+        if REQUIRE:
+            pytest.fail(message + " and LANEMON_REQUIRE_XVFB=1")
+        pytest.skip(message)
+    return path
+
+
+def _lanemon() -> str:
+    beside = Path(sys.executable).with_name("lanemon")
+    path = str(beside) if beside.exists() else shutil.which("lanemon")
+    if path is None:
+        message = "the lanemon command is not installed (pip install .)"
+        if REQUIRE:
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture
+def display(tmp_path):
+    """A fresh Xvfb (1280x800x24, no TCP); its display name, e.g. ":3"."""
+    xvfb = _tool("Xvfb")
+    _tool("xdotool")
+    read_fd, write_fd = os.pipe()
+    proc = subprocess.Popen([xvfb, "-displayfd", str(write_fd), "-screen", "0", "1280x800x24",
+                             "-nolisten", "tcp", "-noreset"],
+                            pass_fds=(write_fd,), stdout=subprocess.DEVNULL,
+                            stderr=open(tmp_path / "xvfb.log", "wb"), start_new_session=True)
+    os.close(write_fd)
+    number = b""
+    deadline = time.monotonic() + 30
+    try:
+        while not number.endswith(b"\n"):
+            ready, _, _ = select.select([read_fd], [], [], max(0.0, deadline - time.monotonic()))
+            chunk = os.read(read_fd, 64) if ready else b""
+            if not chunk:
+                log = (tmp_path / "xvfb.log").read_text(errors="replace")
+                raise AssertionError(f"Xvfb did not start (exit {proc.poll()}):\n{log}")
+            number += chunk
+    finally:
+        os.close(read_fd)
+    try:
+        yield f":{int(number)}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _marked_processes(marker: str) -> list[tuple[int, str]]:
+    """Processes whose environment holds ``MARKER=marker`` (those we may read)."""
+    needle = f"{MARKER}={marker}".encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as fh:
+                if needle not in fh.read().split(b"\0"):
+                    continue
+            with open(f"/proc/{name}/cmdline", "rb") as fh:
+                cmd = fh.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{name}/stat") as fh:
+                state = fh.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":          # a zombie has exited; its parent has yet to reap it
+            found.append((int(name), cmd))
+    return found
+
+
+class _Lines:
+    """Lines of a pipe, read on a thread; ``wait_for(pattern)`` with a timeout."""
+
+    def __init__(self, pipe) -> None:
+        self.lines: list[str] = []
+        self._queue: queue.Queue = queue.Queue()
+        self._thread = threading.Thread(target=self._read, args=(pipe,), daemon=True)
+        self._thread.start()
+
+    def _read(self, pipe) -> None:
+        for line in pipe:
+            self._queue.put(line.rstrip("\n"))
+        self._queue.put(None)
+
+    def wait_for(self, pattern: str, timeout_s: float) -> re.Match:
+        rx = re.compile(pattern)
+        for line in self.lines:
+            if m := rx.search(line):
+                return m
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                line = self._queue.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no line matching {pattern!r} within {timeout_s} s; got {self.lines}")
+            if line is None:
+                raise AssertionError(f"output ended without {pattern!r}; got {self.lines}")
+            self.lines.append(line)
+            if m := rx.search(line):
+                return m
+
+    def rest(self, timeout_s: float = 10) -> list[str]:
+        self._thread.join(timeout_s)
+        while not self._queue.empty():
+            line = self._queue.get()
+            if line is not None:
+                self.lines.append(line)
+        return self.lines
+
+
+def _png_size(path: str) -> tuple[int, int]:
+    with open(path, "rb") as fh:
+        head = fh.read(24)
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    return struct.unpack(">II", head[16:24])
+
+
+def test_the_lanemon_command_in_a_real_x_window(display, tmp_path):
+    xdotool = _tool("xdotool")
+    lanemon = _lanemon()
+    marker = uuid.uuid4().hex
+    home, shots, runtime = tmp_path / "home", tmp_path / "shots", tmp_path / "runtime"
+    for d in (home, shots, runtime):
+        d.mkdir()
+    runtime.chmod(0o700)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("LANEMON_NO_SETTINGS", "QT_QPA_PLATFORM", "WAYLAND_DISPLAY")}
+    env.update({
+        "DISPLAY": display, "QT_QPA_PLATFORM": "xcb",
+        "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_RUNTIME_DIR": str(runtime),
+        "LANEMON_TRACE": "1", "LANEMON_SCREENSHOT_DIR": str(shots), MARKER: marker,
+    })
+    x_env = {**os.environ, "DISPLAY": display}
+
+    def xdo(*args, timeout_s=30):
+        done = subprocess.run([xdotool, *args], env=x_env, capture_output=True, text=True, timeout=timeout_s)
+        assert done.returncode == 0, f"xdotool {' '.join(args)}: {done.stderr}"
+        return done.stdout
+
+    proc = subprocess.Popen([lanemon], env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    out, err = _Lines(proc.stdout), _Lines(proc.stderr)
+    try:
+        # the window: mapped and shown; then the keyboard focus, as a click would give it
+        window = xdo("search", "--sync", "--onlyvisible", "--name", "^lanemon — ").split()[0]
+        out.wait_for(r"^lanemon: shown$", 30)
+        xdo("windowfocus", "--sync", window)
+
+        xdo("key", "--clearmodifiers", "2")                      # a sliced run, by its shortcut
+        out.wait_for(r"^lanemon: run #1 sliced done$", 90)
+
+        xdo("key", "--clearmodifiers", "ctrl+shift+s")           # a screenshot of the window
+        path = out.wait_for(r"^lanemon: screenshot (.+\.png)$", 30).group(1)
+
+        xdo("key", "--clearmodifiers", "ctrl+q")                 # quit
+        rc = proc.wait(60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    stdout, stderr = out.rest(), err.rest()
+
+    assert rc == 0, f"exit status {rc}; stderr:\n" + "\n".join(stderr)
+    assert not any("Traceback" in line for line in stderr), "\n".join(stderr)
+    assert Path(path).parent == shots and Path(path).exists()
+    width, height = _png_size(path)
+    assert 1000 <= width <= 1280 and 700 <= height <= 800, (width, height)
+    assert (home / ".config" / "lanemon" / "lanemon.conf").exists()   # settings saved, in the temp home
+
+    # nothing it started outlives it (multiprocessing's helpers leave when their parent has gone)
+    deadline = time.monotonic() + 20
+    left = _marked_processes(marker)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = _marked_processes(marker)
+    assert left == [], f"processes left behind: {left}\nstdout: {stdout}"
