@@ -186,8 +186,9 @@ class LaneRow(NamedTuple):
 
 
 class WorkspacesModel(_RowsModel):
-    COLUMNS = ("workspace", "lane owner", "epoch", "held", "stop", "last run", "busy outside")
+    COLUMNS = ("ws", "lane owner", "epoch", "held", "stop", "last run", "busy outside")
     TIPS = {
+        "ws": "workspace (project)",
         "lane owner": "who holds the workspace's shared lane (scheduled_lanes): queue and job",
         "epoch": "the owner's fencing token (a counter that only grows)",
         "held": "how long the current owner has held the lane",
@@ -296,15 +297,15 @@ def job_row(job) -> JobRow:
 
 
 class JobsModel(_RowsModel):
-    COLUMNS = ("#", "workspace", "state", "work", "epoch", "time", "detail")
+    COLUMNS = ("#", "ws", "state", "time", "work", "detail")
     TIPS = {
         "#": "reservation ID",
         "state": "queued → running → saving → succeeded / failed / cancelled",
-        "epoch": "the job's scheduled-lane token epoch while it holds the workspace",
+        "ws": "workspace",
         "time": "waiting: time queued · running: time running · done: run time",
         "detail": "error, placement, stop request or run ID",
     }
-    TIME_COLUMN = 5
+    TIME_COLUMN = 3
 
     def _is_live(self, row: JobRow) -> bool:
         return row.t1 is None and row.t0 is not None
@@ -323,15 +324,13 @@ class JobsModel(_RowsModel):
             if c == 2:
                 return r.label
             if c == 3:
-                return r.work
-            if c == 4:
-                return "" if r.epoch is None else str(r.epoch)
-            if c == 5:
                 if r.t0 is None:
                     return ""
                 return seconds(max(0.0, (self.now if r.t1 is None else r.t1) - r.t0))
-            if c == 6:
-                return r.detail
+            if c == 4:
+                return r.work
+            if c == 5:
+                return r.detail if r.epoch is None else f"epoch {r.epoch} · {r.detail}"
             return None
         if c == 2:
             if role == _BG:
@@ -342,12 +341,12 @@ class JobsModel(_RowsModel):
                 return self._bold
             if role == _ALIGN:
                 return _CENTER
-        if role == _FG and c == 6 and r.label in ("failed", "save held"):
+        if role == _FG and c == 5 and r.label in ("failed", "save held"):
             return brush("#c92a2a")
         if role == _ALIGN:
-            return _RIGHT if c in (0, 4, 5) else _LEFT
-        if role == _TIP and c in (3, 6):
-            return r.detail if c == 6 else r.work
+            return _RIGHT if c in (0, 3) else _LEFT
+        if role == _TIP and c in (4, 5):
+            return r.detail if c == 5 else r.work
         if role == _USER:
             return r.id
         return None

@@ -122,16 +122,16 @@ class LanesTimeline(QWidget):
     def _set_title(self) -> None:
         legend = "&nbsp;&nbsp;".join(
             f"<span style='color:{QUEUE_COLORS[q]}'>■</span>&nbsp;{q}" for q in QUEUE_COLORS)
-        legend += (f"&nbsp;&nbsp;<span style='color:{HELD_COLOR}'>▨</span>&nbsp;final save held"
+        legend += (f"&nbsp;&nbsp;<span style='color:{HELD_COLOR}'>▨</span>&nbsp;save held"
                    f"&nbsp;&nbsp;<span style='color:{WAIT_COLOR}'>▁</span>&nbsp;waiting")
         self.plot.getPlotItem().getAxis("bottom").setLabel(
-            f"seconds ago&nbsp;&nbsp;&nbsp;&nbsp;{legend}")
-        shown = (f"{len(self.rows)} of {self.total_workspaces} workspaces (most recent activity)"
+            f"s ago&nbsp;&nbsp;&nbsp;{legend}")
+        shown = (f"{len(self.rows)} of {self.total_workspaces} workspaces (latest activity)"
                  if self.total_workspaces > len(self.rows) else
                  f"{len(self.rows)} workspace{'s' * (len(self.rows) != 1)}")
         self.title.setText(
             f"<b>Timeline</b> <span style='color:{theme.MUTED}'>· last {self.window_s:.0f} s · "
-            f"{shown} · one bar per run</span>")
+            f"{shown}</span>")
 
     def max_rows(self) -> int:
         h = self.plot.getViewBox().height()

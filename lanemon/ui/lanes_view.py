@@ -181,6 +181,7 @@ class LanesView(QWidget):
         middle.addWidget(titled(self.lanes_title, self.lanes_table))
         middle.setStretchFactor(0, 1)
         middle.setStretchFactor(1, 1)
+        middle.setSizes([250, 250])
         middle.setChildrenCollapsible(False)
         right = QSplitter(Qt.Orientation.Vertical)
         for q in scheduler.queues:
@@ -193,7 +194,7 @@ class LanesView(QWidget):
         main.setStretchFactor(0, 0)
         main.setStretchFactor(1, 5)
         main.setStretchFactor(2, 5)
-        main.setSizes([330, 470, 480])
+        main.setSizes([300, 470, 510])
         main.setChildrenCollapsible(False)
         self.splitter = main
 
@@ -239,7 +240,9 @@ class LanesView(QWidget):
         title.setBold(True)
         for lab in (self.lanes_title, *self.queue_titles.values()):
             lab.setFont(title)
-        self.counters.setFont(theme.mono_font(11))
+        counters = QFont(self.font())
+        counters.setPointSizeF(theme.pt(11))
+        self.counters.setFont(counters)
         row = int(QFontMetrics(self.font()).height() * 1.45)
         for t in (self.lanes_table, *self.queue_tables.values()):
             t.verticalHeader().setDefaultSectionSize(row)
@@ -254,13 +257,12 @@ class LanesView(QWidget):
         bold = QFont(self.font())
         bold.setBold(True)
         bwid = QFontMetrics(bold).horizontalAdvance
-        pad = int(22 * theme.font_scale())
-        lanes = (wid("workspace"), bwid("reservations #0000"), wid("epoch"), wid("held 00"),
+        pad = int(24 * theme.font_scale())
+        lanes = (wid("ws-000"), bwid("reservations #0000"), wid("epoch"), wid("held 00"),
                  wid("stop from the window"), wid("#0000 succeeded"))
         for i, w in enumerate(lanes):
             self.lanes_table.setColumnWidth(i, w + pad)
-        jobs = (wid("0000"), wid("workspace"), bwid("succeeded"), wid("sim 2000 ms"),
-                wid("epoch"), wid("00.0 s"))
+        jobs = (wid("0000"), wid("ws-000"), bwid("succeeded"), wid("00.0 s"), wid("sim 2000 ms"))
         for t in self.queue_tables.values():
             for i, w in enumerate(jobs):
                 t.setColumnWidth(i, w + pad)
@@ -333,8 +335,10 @@ class LanesView(QWidget):
         self.lanes_model.set_rows(rows, list(snap.workspaces), now)
         busy = sum(1 for r in occupancy.values() if r)
         held = len(owners)
-        self.lanes_title.setText(f"Workspaces · {len(rows)} · {held} lane{'s' * (held != 1)} held"
-                                 + (f" · {busy} busy outside" if busy else ""))
+        self.lanes_title.setText(
+            f"<b>Workspaces</b> <span style='color:{theme.MUTED}'>{len(rows)} · {held} "
+            f"lane{'s' * (held != 1)} held" + (f" · {busy} busy outside" if busy else "")
+            + " · Space toggles busy</span>")
         for q, qv in snap.queues.items():
             jobs = (*qv.running, *qv.waiting, *reversed(qv.recent))
             self.queue_models[q].set_rows([job_row(j) for j in jobs], [j.id for j in jobs], now)
@@ -342,11 +346,13 @@ class LanesView(QWidget):
             more = ""
             if n["waiting"] > len(qv.waiting) or n["running"] > len(qv.running):
                 more = f" (first {len(qv.waiting)} shown)"
+            muted = theme.MUTED
+            tail = "".join(f" · {n[k]} {k}" for k in ("failed", "cancelled") if n[k])
             self.queue_titles[q].setText(
                 f"<span style='color:{QUEUE_COLORS.get(q, theme.FG)}'>■</span> "
-                f"{QUEUE_LABELS.get(q, q).capitalize()} · {n['running']} running · "
-                f"{n['waiting']} waiting{more} · {n['succeeded']} ok · {n['failed']} failed · "
-                f"{n['cancelled']} cancelled")
+                f"<b>{QUEUE_LABELS.get(q, q).capitalize()}</b> <span style='color:{muted}'>"
+                f"{n['running']} running · {n['waiting']} waiting{more} · {n['succeeded']} ok"
+                f"{tail}</span>")
         self._sync_selection()
         self._sync_busy_button()
 
@@ -363,7 +369,7 @@ class LanesView(QWidget):
                     f"<b style='color:{color}'>{value}</b>")
 
         parts = [
-            fig("max runs at once in one workspace", m, bad if m > 1 else ok),
+            fig("max runs at once per workspace", m, bad if m > 1 else ok),
             fig("invariants", "held" if not viol else f"{viol} broken", ok if not viol else bad),
             fig("stale releases", n.stale_releases, bad if n.stale_releases else theme.FG),
             fig("writes refused", n.stale_writes, bad if n.stale_writes else theme.FG),

@@ -42,6 +42,12 @@ async def scenario(win, out: str, splitter: tuple[int, int] | None) -> None:
     c = view.controls
     s = view.scheduler
     pause = asyncio.sleep
+    # an earlier wave: two short jobs in each of ws-01 … ws-06
+    c.length.setValue(1.5)
+    c.burst_jobs.setValue(12)
+    c.burst_ws.setValue(6)
+    c.burst_button.click()
+    await pause(4.5)
     # a first wave over six workspaces, both queues
     for i, (ws, q, d) in enumerate([("ws-01", "reservations", 3.0), ("ws-03", "cafe", 2.5),
                                     ("ws-04", "reservations", 1.5), ("ws-05", "cafe", 3.5),
@@ -89,7 +95,7 @@ async def scenario(win, out: str, splitter: tuple[int, int] | None) -> None:
               f"over {len(costs)} frames")
 
 
-def shoot(out: str, splitter: tuple[int, int] | None = (250, 510)) -> int:
+def shoot(out: str, splitter: tuple[int, int] | None = (215, 545)) -> int:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     os.environ.setdefault("LANEMON_NO_SETTINGS", "1")   # never the user's saved geometry
     from lanemon.ui.testing import run_window
