@@ -143,22 +143,32 @@ def _stop_process(proc, grace: float = 0.5) -> None:
     _live.discard(proc)
 
 
-def _new_process(target, args: tuple, name: str, duplex: bool):
+# Starts and ``shutdown_workers`` exclude each other; a start asked for before
+# a shutdown (an older generation) is refused, so no process (and no new
+# forkserver) appears after a shutdown from work that was already under way.
+_spawn_lock = threading.Lock()
+_generation = 0
+
+
+def _new_process(target, args: tuple, name: str, duplex: bool, generation: int | None = None):
     """A started worker process and our end of its pipe (blocking)."""
-    prestart_server()
-    ctx = context()
-    parent, child = ctx.Pipe(duplex=duplex)
-    proc = ctx.Process(target=target, args=(child, *args), daemon=True, name=name)
-    _live.add(proc)
-    proc.start()
-    child.close()
-    return proc, parent
+    with _spawn_lock:
+        if generation is not None and generation != _generation:
+            raise WorkerError("the workers were shut down")
+        prestart_server()
+        ctx = context()
+        parent, child = ctx.Pipe(duplex=duplex)
+        proc = ctx.Process(target=target, args=(child, *args), daemon=True, name=name)
+        _live.add(proc)
+        proc.start()
+        child.close()
+        return proc, parent
 
 
 async def _start_off_loop(target, args: tuple, name: str, duplex: bool):
     """``_new_process`` in a thread; a cancelled caller never leaks the process."""
     loop = asyncio.get_running_loop()
-    fut = loop.run_in_executor(_waiters, _new_process, target, args, name, duplex)
+    fut = loop.run_in_executor(_waiters, _new_process, target, args, name, duplex, _generation)
     try:
         return await asyncio.shield(fut)
     except asyncio.CancelledError:
@@ -324,7 +334,7 @@ class WarmPool:
                 self._release(worker)
             else:  # died, failed to talk, cancelled mid-job, or closed: retire it
                 self._retire(worker, close_conn=not cancelled)
-                if not self._closed:  # start the replacement now, off the loop
+                if not self._closed and not cancelled:  # died: start the replacement now
                     self._replacing = asyncio.get_running_loop().create_task(self.astart())
 
     def close(self) -> None:
@@ -451,7 +461,19 @@ def live_worker_pids() -> list[int]:
 
 
 def shutdown_workers(stop_server: bool = True) -> None:
-    """Stop the warm pool and any cold worker; optionally the forkserver too."""
+    """Stop the warm pool and any cold worker; optionally the forkserver too.
+
+    Starts already under way finish first and are then stopped; starts asked
+    for before this call but not yet begun are refused. Later calls start
+    afresh.
+    """
+    global _generation
+    with _spawn_lock:
+        _generation += 1
+        _shutdown_unlocked(stop_server)
+
+
+def _shutdown_unlocked(stop_server: bool) -> None:
     global _pool
     if _pool is not None:
         _pool.close()
