@@ -267,7 +267,7 @@ def test_about_shows_versions_start_method_and_worker_start_up(qtbot):
 
     rc, (early, late), errors = run_window(scenario)
     assert rc == 0 and errors == []
-    assert early["lanemon"] == __version__
+    assert early["version"] == f"lanemon {__version__}"
     assert early["Python"].startswith(".".join(map(str, __import__("sys").version_info[:2])))
     assert qVersion() in early["Qt"] and PySide6.__version__ in early["Qt"]
     assert early["start method"] == start_method()

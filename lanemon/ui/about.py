@@ -44,7 +44,7 @@ def facts(controller=None) -> list[tuple[str, str]]:
             cold = cold if m.cold_startup_ms is not None else "not measured"
             warm = warm if m.warm_roundtrip_ms is not None else "not measured"
     return [
-        ("lanemon", __version__),
+        ("version", f"lanemon {__version__}"),
         ("Python", f"{platform.python_version()} ({platform.python_implementation()}, "
                    f"{platform.system()} {platform.machine()})"),
         ("Qt", f"{qVersion()} (PySide6 {PySide6.__version__})"),
@@ -60,25 +60,18 @@ class AboutDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("About lanemon")
         self.controller = controller
-        title = QLabel("lanemon")
-        font = title.font()
-        font.setPointSizeF(theme.pt(20))
-        font.setBold(True)
-        title.setFont(font)
+        self.title = title = QLabel("lanemon")
         blurb = QLabel("Event-loop responsiveness and scheduling contention, made visible.")
         blurb.setProperty("muted", True)
         blurb.setWordWrap(True)
 
         self.values: dict[str, QLabel] = {}
-        grid = QGridLayout()
-        grid.setHorizontalSpacing(int(16 * theme.font_scale()))
-        grid.setVerticalSpacing(int(4 * theme.font_scale()))
+        self._grid = grid = QGridLayout()
         for row, (name, value) in enumerate(facts(controller)):
             key = QLabel(name)
             key.setProperty("muted", True)
             val = QLabel(value)
             val.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            val.setFont(theme.mono_font())
             grid.addWidget(key, row, 0, Qt.AlignmentFlag.AlignRight)
             grid.addWidget(val, row, 1)
             self.values[name] = val
@@ -89,14 +82,28 @@ class AboutDialog(QDialog):
         buttons.rejected.connect(self.reject)
         buttons.accepted.connect(self.accept)
 
-        layout = QVBoxLayout(self)
-        layout.setSpacing(int(10 * theme.font_scale()))
+        self._layout = layout = QVBoxLayout(self)
         layout.addWidget(title)
         layout.addWidget(blurb)
         layout.addLayout(grid)
         layout.addWidget(buttons)
+        self.apply_fonts()
         if controller is not None:
             controller.changed.connect(self.refresh)
+
+    def apply_fonts(self) -> None:
+        """Follow the theme's font scale (presenter mode may have changed it since)."""
+        s = theme.font_scale()
+        font = QGuiApplication.font()
+        font.setPointSizeF(theme.pt(20))
+        font.setBold(True)
+        self.title.setFont(font)
+        for label in self.values.values():
+            label.setFont(theme.mono_font())
+        self._grid.setHorizontalSpacing(int(16 * s))
+        self._grid.setVerticalSpacing(int(4 * s))
+        self._layout.setSpacing(int(10 * s))
+        self.adjustSize()
 
     def refresh(self) -> None:
         for name, value in facts(self.controller):

@@ -319,14 +319,19 @@ class HeartbeatChart(QWidget):
         w = self._window_s
         px = max(1.0, self.plot.getViewBox().width())
         per_px = w / px
-        rows_right = [-1e9] * LABEL_ROWS
+        # a row is as tall as the tallest label (large type: taller than 15% of the chart)
+        px_y = self._top / max(1.0, self.plot.getViewBox().height())
+        tallest = max((label.textItem.boundingRect().height() for _, label in placed), default=0.0)
+        row_h = max(0.15 * self._top, (tallest + 2) * px_y)
+        rows = max(1, min(LABEL_ROWS, int(0.75 * self._top / row_h)))
+        rows_right = [-1e9] * rows
         for x0, label in sorted(placed, key=lambda p: p[0]):
             width = (label.textItem.boundingRect().width() + 6) * per_px
             x = min(max(x0, -w), -width)   # keep the whole label inside the chart
-            for row in range(LABEL_ROWS):
+            for row in range(rows):
                 if rows_right[row] <= x:
                     rows_right[row] = x + width
-                    label.setPos(x, self._top * (0.99 - 0.15 * row))
+                    label.setPos(x, self._top * 0.99 - row_h * row)
                     label.setVisible(True)
                     break
             else:

@@ -52,7 +52,7 @@ from PySide6.QtWidgets import (
 from lanemon.ui import exports, theme
 
 PRESENTER_SCALE = 1.5
-PRESENTER_CHART_SHARE = 0.46     # of the window's height, chart versus the views below
+PRESENTER_CHART_SHARE = 0.44     # of the window's height, chart versus the views below
 SCREENSHOT_DIR_ENV = "LANEMON_SCREENSHOT_DIR"
 TRACE_ENV = "LANEMON_TRACE"
 
@@ -232,6 +232,7 @@ class TalkMode(QObject):
         window.chart.setFocus(Qt.FocusReason.OtherFocusReason)
         window.installEventFilter(self)
         window.controller.changed.connect(self._trace_runs)
+        window.controller.changed.connect(self._clear_stale_banner)
 
     # --- state --------------------------------------------------------------------------
     def shortcut_rows(self) -> list[tuple[str, str]]:
@@ -263,7 +264,7 @@ class TalkMode(QObject):
                 self._split_sizes = None
         self.overlay.apply_fonts()
         if self._about is not None:
-            self._about.adjustSize()
+            self._about.apply_fonts()
 
     def set_presenter(self, on: bool) -> None:
         """Presenter mode: 1.5x type, larger chart text, the high-contrast dark palette."""
@@ -375,6 +376,7 @@ class TalkMode(QObject):
         if self._about is None:
             self._about = AboutDialog(self.window.controller, self.window)
         self._about.refresh()
+        self._about.apply_fonts()
         self._about.show()
         self._about.raise_()
         self._about.activateWindow()
@@ -392,6 +394,12 @@ class TalkMode(QObject):
             elif kind == QEvent.Type.WindowStateChange:
                 self.actions["fullscreen"].setChecked(self.window.isFullScreen())
         return False
+
+    def _clear_stale_banner(self) -> None:
+        """"Blocking the loop…" leaves the status bar when the whole run has ended (not 8 s later)."""
+        bar = self.window.statusBar()
+        if not self.window.controller.banner and bar.currentMessage().startswith("Blocking the loop"):
+            bar.clearMessage()
 
     def _trace_runs(self) -> None:
         if not os.environ.get(TRACE_ENV):
