@@ -252,6 +252,12 @@ class TalkMode(QObject):
     def _apply_look(self) -> None:
         theme.set_palette("dark" if self.presenter else self.theme)
         self.window.set_font_scale(PRESENTER_SCALE if self.presenter else 1.0)
+        self._fit_split()
+        self.overlay.apply_fonts()
+        if self._about is not None:
+            self._about.apply_fonts()
+
+    def _fit_split(self) -> None:
         split = self.window.centralWidget()
         if isinstance(split, QSplitter) and split.count() == 2:
             # large type needs a little more room below the chart; the old split comes back after
@@ -262,9 +268,6 @@ class TalkMode(QObject):
             elif not self.presenter and self._split_sizes is not None:
                 split.setSizes(self._split_sizes)
                 self._split_sizes = None
-        self.overlay.apply_fonts()
-        if self._about is not None:
-            self._about.apply_fonts()
 
     def set_presenter(self, on: bool) -> None:
         """Presenter mode: 1.5x type, larger chart text, the high-contrast dark palette."""
@@ -390,6 +393,7 @@ class TalkMode(QObject):
                 self.overlay.setGeometry(self.window.rect())
             elif kind == QEvent.Type.Show and not self._shown:
                 self._shown = True
+                self._fit_split()        # presenter mode restored before the window had a size
                 trace("shown")
             elif kind == QEvent.Type.WindowStateChange:
                 self.actions["fullscreen"].setChecked(self.window.isFullScreen())
