@@ -89,3 +89,69 @@ async def test_cpu_work_sliced_honours_stop_between_slices():
     await s.join()
     assert chk.check() == []
     assert s.store.get(jid).state is State.CANCELLED
+
+
+async def test_simulated_work_honours_a_stop_at_once_without_polling():
+    """A long SimulatedWork waits on its lane, not on a step timer: a stop request,
+    a cancel or a revoke ends its wait at the next loop turns (no time passes)."""
+
+    async def settle(n: int = 30) -> None:
+        for _ in range(n):
+            await asyncio.sleep(0)
+
+    s = Scheduler()
+    started: list[int] = []
+    s.subscribe(lambda ev: started.append(ev.job_id) if ev.kind == "started" else None)
+    a = await s.submit("cafe", "A", SimulatedWork(3600.0))
+    b = await s.submit("reservations", "B", SimulatedWork(3600.0))
+    c = await s.submit("reservations", "C", SimulatedWork(3600.0))
+    await settle()
+    assert sorted(started) == [a, b, c]
+    assert s.request_stop("A")
+    assert await s.cancel(b) == "stop_requested"
+    s.scheduled_lanes.revoke("C")    # a lost lane: the owner must stop too
+    await settle()
+    for jid in (a, b):
+        assert s.job(jid).phase == "done" and s.job(jid).state == "cancelled", s.job(jid)
+    assert s.job(c).phase == "done"      # stopped; its final write is refused (fenced)
+    await s.join()
+    assert s.store.get(a).state is State.CANCELLED and s.store.get(b).state is State.CANCELLED
+    assert s.job(c).error, s.job(c)
+
+
+async def test_simulated_work_runs_its_duration_then_succeeds():
+    s = Scheduler()
+    chk = InvariantChecker(s)
+    a = await s.submit("cafe", "A", SimulatedWork(0.02))
+    await s.join()
+    assert chk.check() == []
+    assert s.store.get(a).state is State.SUCCEEDED
+
+
+async def test_lane_stop_waiters_resolve_on_stop_revoke_release_only_once():
+    from lanemon.lanes import ProjectLanes
+
+    loop = asyncio.get_running_loop()
+    lanes = ProjectLanes("t", clock=lambda: 1.0)
+    a = lanes.claim("A", "run1")
+    f1, f2, gone = loop.create_future(), loop.create_future(), loop.create_future()
+    for f in (f1, f2, gone):
+        lanes.add_stop_waiter(a, f)
+    lanes.remove_stop_waiter(a, gone)
+    assert not f1.done()
+    assert lanes.request_stop("A", "why")
+    assert f1.result() is True and f2.result() is True and not gone.done()
+    late = loop.create_future()
+    lanes.add_stop_waiter(a, late)                  # already stopped: resolved at once
+    assert late.result() is True
+    assert lanes.release(a)
+    b = lanes.claim("A", "run2")                    # the next owner starts without a stop
+    fb, stale = loop.create_future(), loop.create_future()
+    lanes.add_stop_waiter(b, fb)
+    lanes.add_stop_waiter(a, stale)                 # an old token: it lost the lane
+    assert stale.result() is True and not fb.done()
+    assert lanes.revoke("A") is b and fb.result() is True
+    c = lanes.claim("A", "run3")
+    fc = loop.create_future()
+    lanes.add_stop_waiter(c, fc)
+    assert lanes.release(c) and fc.result() is True

@@ -25,6 +25,12 @@ Guarantees
   ownership: it is cleared when the lane is released and never leaks into the
   next owner's claim.  ``stop_requested`` is also ``True`` for a token that is
   no longer current (an owner that lost its lane must stop).
+* An owner need not poll for a stop: ``add_stop_waiter(token, fut)`` resolves
+  the future ``fut`` (``set_result(True)``, unless it is already done) as soon
+  as ``stop_requested(token)`` becomes true - a stop request, a revoke or a
+  release of that lane - or at once when it already is.
+  ``remove_stop_waiter`` forgets it; waiters leave no residue when the lane
+  is released.
 * Idle workspaces leave no entry behind: ``len(lanes)`` is the number of held
   lanes.
 
@@ -81,12 +87,20 @@ class LaneView:
 
 
 class _Lane:
-    __slots__ = ("token", "stop", "stop_reason")
+    __slots__ = ("token", "stop", "stop_reason", "waiters")
 
     def __init__(self, token: LaneToken) -> None:
         self.token = token
         self.stop = False
         self.stop_reason: str | None = None
+        self.waiters: list | None = None     # futures woken by a stop (add_stop_waiter)
+
+    def wake(self) -> None:
+        waiters, self.waiters = self.waiters, None
+        if waiters:
+            for fut in waiters:
+                if not fut.done():
+                    fut.set_result(True)
 
 
 class ProjectLanes:
@@ -131,6 +145,8 @@ class ProjectLanes:
                 lane = self._held.get(token.workspace)
                 if lane is not None and lane.token.epoch == token.epoch:
                     del self._held[token.workspace]
+                    if lane.waiters:
+                        lane.wake()
                     return True
             self.stale_releases += 1
             if self._emit is not None:
@@ -167,6 +183,8 @@ class ProjectLanes:
             return False
         lane.stop = True
         lane.stop_reason = reason
+        if lane.waiters:
+            lane.wake()
         if self._emit is not None:
             self._emit("stop_requested", workspace, detail=reason, queue=self.name)
         return True
@@ -178,12 +196,39 @@ class ProjectLanes:
             return True
         return lane.stop
 
+    def add_stop_waiter(self, token: LaneToken, fut: Any) -> None:
+        """Resolve ``fut`` (an asyncio future) once ``stop_requested(token)`` is true.
+
+        At once when it already is; otherwise on the lane's stop request,
+        revoke or release.  No polling, no timer.
+        """
+        lane = self._held.get(token.workspace)
+        if lane is None or lane.token.epoch != token.epoch or token.lanes is not self or lane.stop:
+            if not fut.done():
+                fut.set_result(True)
+            return
+        if lane.waiters is None:
+            lane.waiters = [fut]
+        else:
+            lane.waiters.append(fut)
+
+    def remove_stop_waiter(self, token: LaneToken, fut: Any) -> None:
+        """Forget a waiter added by ``add_stop_waiter`` (no-op when gone)."""
+        lane = self._held.get(token.workspace)
+        if lane is not None and lane.waiters and lane.token.epoch == token.epoch:
+            try:
+                lane.waiters.remove(fut)
+            except ValueError:
+                pass
+
     # -- deliberate unsafety -----------------------------------------------
     def revoke(self, workspace: str) -> LaneToken | None:
         """Forcibly clear ``workspace``'s lane; returns the revoked token."""
         lane = self._held.pop(workspace, None)
         if lane is None:
             return None
+        if lane.waiters:
+            lane.wake()
         self.revoked += 1
         if self._emit is not None:
             self._emit("revoked", workspace, detail=lane.token.epoch, queue=self.name)

@@ -14,6 +14,10 @@ Contract with the scheduler
 * A stop request is honoured only at a checkpoint: work that never calls
   ``ctx.checkpoint()`` runs to its end.  The works here checkpoint before
   they start, between steps/slices, and after they finish.
+* Work that only waits should wait with ``await ctx.wait_stop(seconds)``
+  (then ``ctx.checkpoint()``) rather than poll: the wait ends at once when a
+  stop is requested (or the lane is lost), with one timer for the whole wait
+  instead of a wake-up per step.
 
 Works provided
 --------------
@@ -73,10 +77,40 @@ class RunContext:
             if t.lanes.stop_requested(t):
                 raise StopRequested(f"stop requested for {self.workspace!r}")
 
+    async def wait_stop(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds, ending early - at once - when a stop is
+        requested on a lane this run holds (or a lane is lost).
+
+        True when a stop was requested.  No polling: the lanes wake the wait
+        (``ProjectLanes.add_stop_waiter``); a single timer covers the timeout.
+        """
+        if self.stop_requested():
+            return True
+        if timeout <= 0:
+            return False
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        tokens = self._tokens
+        for t in tokens:
+            t.lanes.add_stop_waiter(t, fut)
+        timer = loop.call_later(timeout, _resolve, fut)
+        try:
+            await fut
+        finally:
+            timer.cancel()
+            for t in tokens:
+                t.lanes.remove_stop_waiter(t, fut)
+        return self.stop_requested()
+
     def note(self, key: str, value: Any) -> None:
         """Attach an observation (e.g. ``placement``) to the job."""
         if self._note is not None:
             self._note(key, value)
+
+
+def _resolve(fut: asyncio.Future) -> None:
+    if not fut.done():
+        fut.set_result(False)
 
 
 @runtime_checkable
@@ -85,17 +119,22 @@ class Work(Protocol):
 
 
 class SimulatedWork:
-    """Simulated work of ``duration`` seconds, checkpointing every ``step``.
+    """Simulated work of ``duration`` seconds.
 
-    ``duration == 0`` runs without suspending (one checkpoint).  ``fail``
-    makes it raise :class:`WorkFailed` with that text at the end.  ``sleep``
-    is injectable (default ``asyncio.sleep``).
+    A stop request is honoured at once: by default the work waits with
+    ``ctx.wait_stop(duration)``, which the lane wakes on a stop request (one
+    timer per run, no polling), then checkpoints.  ``duration == 0`` runs
+    without suspending (one checkpoint).  ``fail`` makes it raise
+    :class:`WorkFailed` with that text at the end.
+
+    With an injected ``sleep`` (tests, demos) it instead sleeps in steps of
+    ``step`` seconds, checkpointing after each one.
     """
 
     __slots__ = ("duration", "fail", "step", "_sleep")
 
     def __init__(self, duration: float = 0.0, *, fail: str | None = None, step: float = 0.05,
-                 sleep: Callable[[float], Any] = asyncio.sleep) -> None:
+                 sleep: Callable[[float], Any] | None = None) -> None:
         if duration < 0 or step <= 0:
             raise ValueError("duration must be >= 0 and step > 0")
         self.duration = float(duration)
@@ -110,9 +149,16 @@ class SimulatedWork:
     async def run(self, ctx: RunContext) -> None:
         ctx.checkpoint()
         remaining = self.duration
+        if self._sleep is None and remaining > 0:
+            wait_stop = getattr(ctx, "wait_stop", None)
+            if wait_stop is not None:
+                await wait_stop(remaining)
+                ctx.checkpoint()
+                remaining = 0.0
+        sleep = self._sleep or asyncio.sleep
         while remaining > 0:
             d = self.step if remaining > self.step else remaining
-            await self._sleep(d)
+            await sleep(d)
             remaining -= d
             ctx.checkpoint()
         if self.fail is not None:
