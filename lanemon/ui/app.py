@@ -22,7 +22,7 @@ import sys
 import qasync
 from PySide6.QtWidgets import QApplication
 
-from lanemon.ui import settings, theme
+from lanemon.ui import first_paint, settings, theme
 from lanemon.ui.main_window import MainWindow
 from lanemon.work import shutdown_workers
 
@@ -33,6 +33,7 @@ def application(argv: list[str] | None = None) -> QApplication:
     if app is None:
         app = QApplication(sys.argv if argv is None else argv)
         app.setApplicationName("lanemon")
+        app.setDesktopFileName("lanemon")   # matches the launcher entry (install-desktop)
         theme.apply(app)
     app.setQuitOnLastWindowClosed(False)
     return app
@@ -45,6 +46,7 @@ async def main(window: MainWindow | None = None) -> int:
     win.close_requested.connect(closed.set)
     store = settings.open_store()
     settings.restore(win, store)
+    first_paint.install(win)
     win.show()
     win.start()
     try:
