@@ -31,6 +31,14 @@ async def idle_lag(duration_s: float, period_ms: float = 1.0) -> LagStats:
     return rec.stats()
 
 
+def job_of_ms(ms: float) -> tuple[int, float]:
+    """Iterations of the job that take about ``ms`` here, and the measured rate (it/ms)."""
+    from lanemon.work import calibrate
+
+    rate = calibrate()
+    return int(rate * ms), rate
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values)
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 
-from lanemon.bench._common import goal, median, timed_with_lag
-from lanemon.work import calibrate, hash_range, run_sliced_budget
+from lanemon.bench._common import goal, job_of_ms, median, timed_with_lag
+from lanemon.work import hash_range, run_sliced_budget
 
 BUDGETS_MS = (2.0, 4.0, 8.0, 16.0)
 REPEAT = 3
@@ -20,8 +20,7 @@ JOB_MS = 600.0
 
 
 def run(out) -> dict:
-    rate = calibrate()
-    total = int(rate * JOB_MS)
+    total, rate = job_of_ms(JOB_MS)
     out(f"job: hash_range over {total:,} iterations (~{JOB_MS:.0f} ms on this machine, "
         f"{rate:,.0f} it/ms); whole vs sliced alternating, median of {REPEAT}; lag by a 1 ms asyncio timer")
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from lanemon.bench._common import goal, idle_lag, median, timed_with_lag
-from lanemon.work import KINDS, calibrate, hash_range, run_in_worker, shutdown_workers, warm_pool
+from lanemon.bench._common import goal, idle_lag, job_of_ms, median, timed_with_lag
+from lanemon.work import KINDS, hash_range, run_in_worker, shutdown_workers, warm_pool
 
 JOB_MS = 400.0
 
@@ -29,8 +29,7 @@ async def _dispatch_ms(kind: str, repeat: int) -> float:
 
 
 def run(out) -> dict:
-    rate = calibrate()
-    total = int(rate * JOB_MS)
+    total, rate = job_of_ms(JOB_MS)
     out(f"dispatch: empty job round trip, median of 20 (cold: 5); lag: a ~{JOB_MS:.0f} ms job "
         f"({total:,} iterations) per kind under a 1 ms asyncio timer, minus idle")
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 
 # Nothing heavy at import time: a worker process started from here imports
@@ -45,13 +44,9 @@ async def scenario(win, out: str, job_ms: float, pause_s: float, presenter: bool
 
 
 def shoot(out: str, job_ms: float = 450.0, pause_s: float = 1.6, presenter: bool = False) -> int:
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from lanemon.ui.testing import run_window
+    from lanemon.ui.testing import shoot_window
 
-    rc, _, errors = run_window(lambda win: scenario(win, out, job_ms, pause_s, presenter), size=(1280, 800))
-    for ctx in errors:
-        print(f"loop error: {ctx.get('message')}: {ctx.get('exception')!r}", file=sys.stderr)
-    return rc or (1 if errors else 0)
+    return shoot_window(lambda win: scenario(win, out, job_ms, pause_s, presenter), size=(1280, 800))
 
 
 def cli(argv: list[str] | None = None) -> int:

@@ -9,7 +9,6 @@ run at the default settings until a double assignment is on the board
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 
@@ -42,14 +41,9 @@ async def scenario(win, out: str, settle_s: float, compare: bool) -> None:
 
 
 def shoot(out: str, settle_s: float = 3.0, compare: bool = True) -> int:
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    os.environ.setdefault("LANEMON_NO_SETTINGS", "1")   # never the user's saved geometry
-    from lanemon.ui.testing import run_window
+    from lanemon.ui.testing import shoot_window
 
-    rc, _, errors = run_window(lambda win: scenario(win, out, settle_s, compare), size=(1280, 800))
-    for ctx in errors:
-        print(f"loop error: {ctx.get('message')}: {ctx.get('exception')!r}", file=sys.stderr)
-    return rc or (1 if errors else 0)
+    return shoot_window(lambda win: scenario(win, out, settle_s, compare), size=(1280, 800))
 
 
 def cli(argv: list[str] | None = None) -> int:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 
 
@@ -96,14 +95,9 @@ async def scenario(win, out: str, splitter: tuple[int, int] | None) -> None:
 
 
 def shoot(out: str, splitter: tuple[int, int] | None = (215, 545)) -> int:
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    os.environ.setdefault("LANEMON_NO_SETTINGS", "1")   # never the user's saved geometry
-    from lanemon.ui.testing import run_window
+    from lanemon.ui.testing import shoot_window
 
-    rc, _, errors = run_window(lambda win: scenario(win, out, splitter), size=(1280, 800))
-    for ctx in errors:
-        print(f"loop error: {ctx.get('message')}: {ctx.get('exception')!r}", file=sys.stderr)
-    return rc or (1 if errors else 0)
+    return shoot_window(lambda win: scenario(win, out, splitter), size=(1280, 800))
 
 
 def cli(argv: list[str] | None = None) -> int:

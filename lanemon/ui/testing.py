@@ -48,3 +48,20 @@ def run_window(scenario: Callable[[object], Awaitable[object]], window=None, *, 
     with asyncio.Runner(loop_factory=lambda: qasync.QEventLoop(app)) as r:
         rc, value = r.run(go())
     return rc, value, errors
+
+
+def shoot_window(scenario: Callable[[object], Awaitable[object]], size=(1280, 800)) -> int:
+    """Run ``scenario`` in the window for a screenshot script; the exit status.
+
+    Offscreen unless the caller chose a platform, and never the user's saved
+    settings (geometry, theme); loop errors are printed and make it fail.
+    """
+    import os
+    import sys
+
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    os.environ.setdefault("LANEMON_NO_SETTINGS", "1")
+    rc, _, errors = run_window(scenario, size=size)
+    for ctx in errors:
+        print(f"loop error: {ctx.get('message')}: {ctx.get('exception')!r}", file=sys.stderr)
+    return rc or (1 if errors else 0)
