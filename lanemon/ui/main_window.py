@@ -26,6 +26,8 @@ from PySide6.QtWidgets import QFrame, QScrollArea
 from lanemon.ui import exports, theme
 from lanemon.ui.heartbeat import DEFAULT_PERIOD_MS, Heartbeat
 from lanemon.ui.heartbeat_chart import HeartbeatChart
+from lanemon.ui.counters_view import install_counters_view
+from lanemon.ui.lanes_view import install_lanes_view
 from lanemon.ui.placement_panel import PlacementPanel
 from lanemon.ui.run_controller import RunController
 from lanemon.ui.runs_panel import RunsPanel
@@ -57,8 +59,8 @@ class MainWindow(QMainWindow):
         self.add_view("runs", "Runs", self.runs_panel)
         self.add_view("placement", "Placement", self.placement_panel)
         # views of the other domains (each install_* adds its tab and shutdown hook):
-        from lanemon.ui.lanes_view import install_lanes_view; install_lanes_view(self)  # noqa: E702
-        from lanemon.ui.counters_view import install_counters_view; install_counters_view(self)  # noqa: E702
+        install_lanes_view(self)
+        install_counters_view(self)
 
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(self.chart)
