@@ -249,6 +249,11 @@ class RunController(QObject):
 
     async def _measure_machine(self) -> None:
         m = self.machine
+        # the window's first layout and paint stall the loop once: shade it, say what it is
+        start = Phase("window start-up", time.perf_counter())
+        self.phases.append(start)
+        await self.heartbeat.wait_tick_after(start.t_start, timeout_s=10.0)
+        start.t_end = time.perf_counter()
         m.rate_per_ms = await calibrate_async()
         self.changed.emit()
         await asyncio.sleep(FLOOR_SETTLE_S)
