@@ -18,7 +18,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QColor, QFont, QPolygonF
 from PySide6.QtCore import QRectF
-from PySide6.QtWidgets import QGraphicsPolygonItem, QGraphicsRectItem, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGraphicsItem, QGraphicsPolygonItem, QGraphicsRectItem, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from lanemon.ui import theme
 from lanemon.ui.heartbeat import MAX_PERIOD_MS, MIN_PERIOD_MS, Heartbeat, lag_stats
@@ -37,6 +37,13 @@ TOP_STEPS = (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)
 SHRINK_BELOW = 0.5
 
 pg.setConfigOptions(antialias=False, foreground=theme.FG, background=theme.BG)
+
+
+def cached(item: QGraphicsItem) -> QGraphicsItem:
+    """Paint ``item`` from a pixmap kept in device coordinates (re-rendered only when it changes or
+    is scaled; moving it keeps the pixmap): text is shaped once, not on every frame."""
+    item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+    return item
 
 
 def nice_top(peak: float) -> float:
@@ -136,6 +143,10 @@ class HeartbeatChart(QWidget):
         item.addItem(self._grid)
         item.setLabel("left", "lag (ms)")
         item.setLabel("bottom", "seconds ago")
+        for name in ("left", "bottom"):   # the axes re-render only when their range or style changes
+            ax = item.getAxis(name)
+            cached(ax)
+            cached(ax.label)
         item.getViewBox().setDefaultPadding(0)
         # the line from one tick to a late one is the lateness growing while the loop was blocked
         # a bare PlotCurveItem (a PlotDataItem adds ~0.5 ms of Python per setData)
@@ -269,6 +280,7 @@ class HeartbeatChart(QWidget):
                                    labelOpts={"position": where, "color": color, "anchors": [anchor, anchor],
                                               "fill": pg.mkBrush(self._label_fill(200))})
             line.setZValue(5)
+            cached(line.label.textItem)
             self.plot.addItem(line)
             self._ref_lines.append(line)
         self.paused_label.setStyleSheet(f"color: {theme.REF_FRAME if dark else theme.WARN};")
@@ -407,6 +419,7 @@ class HeartbeatChart(QWidget):
         font = QFont(self.font())
         font.setPointSizeF(theme.pt(9))
         label.setFont(font)
+        cached(label.textItem)
         label.setZValue(19)
         self.plot.addItem(region, ignoreBounds=True)
         self.plot.addItem(label)
@@ -423,6 +436,7 @@ class HeartbeatChart(QWidget):
         font.setPointSizeF(theme.pt(10))
         font.setBold(True)
         label.setFont(font)
+        cached(label.textItem)
         label.setZValue(20)
         self.plot.addItem(region, ignoreBounds=True)
         self.plot.addItem(label)
