@@ -7,8 +7,8 @@ shows it). ``TalliesPanel`` and ``CompareTable`` only format ``Tallies``.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPointF, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter
+from PySide6.QtCore import QPointF, QRect, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QStaticText, QTransform
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QAbstractSpinBox,
@@ -168,6 +168,28 @@ TALLY_FIELDS = (
 )
 
 
+class _StaticTexts:
+    """Laid-out plain texts by (font index, text) and their widths, so a repaint does not
+    shape the same strings again (drawText lays its text out on every call)."""
+
+    def __init__(self, fonts: tuple[QFont, ...], limit: int = 1000) -> None:
+        self.fonts = fonts
+        self._limit = limit
+        self._cache: dict[tuple[int, str], tuple[QStaticText, float]] = {}
+
+    def get(self, font_index: int, text: str) -> tuple[QStaticText, float]:
+        key = (font_index, text)
+        hit = self._cache.get(key)
+        if hit is None:
+            if len(self._cache) > self._limit:
+                self._cache.clear()
+            st = QStaticText(text)
+            st.setTextFormat(Qt.TextFormat.PlainText)
+            st.prepare(QTransform(), self.fonts[font_index])
+            hit = self._cache[key] = (st, st.size().width())
+        return hit
+
+
 class TalliesPanel(QWidget):
     """Live tallies in two columns, painted in one go (no label per number);
     double assignments in red when > 0. ``text_of(key)`` reads a value back."""
@@ -187,15 +209,23 @@ class TalliesPanel(QWidget):
         self._bold = QFont(self._font)
         self._bold.setBold(True)
         self._line = QFontMetrics(self._font).height() + 2
+        self._texts = _StaticTexts((self._font, self._bold))
         self.setFixedHeight(self._rows * self._line + 2)
         self.update()
 
     def set_tallies(self, tallies) -> None:
+        """Take new values; repaint only the rows whose text (or alarm colour) changed."""
         texts = {key: fmt.format(getattr(tallies, key)) for key, _, fmt in TALLY_FIELDS}
-        if texts != self.texts or tallies.double_assignments != self.doubles:
-            self.texts = texts
-            self.doubles = tallies.double_assignments
-            self.update()
+        doubles = tallies.double_assignments
+        if texts == self.texts and doubles == self.doubles:
+            return
+        alarm_changed = (doubles > 0) != (self.doubles > 0)
+        old, self.texts, self.doubles = self.texts, texts, doubles
+        half_w = self.width() / 2
+        for i, (key, _, _) in enumerate(TALLY_FIELDS):
+            if texts[key] != old[key] or (alarm_changed and key == "double_assignments"):
+                col, row = divmod(i, self._rows)
+                self.update(int(col * half_w), row * self._line, int(half_w) + 2, self._line + 2)
 
     def text_of(self, key: str) -> str:
         return self.texts[key]
@@ -206,22 +236,24 @@ class TalliesPanel(QWidget):
 
     def paintEvent(self, event) -> None:  # noqa: N802
         p = QPainter(self)
-        p.fillRect(self.rect(), QColor(theme.PANEL_BG))
+        p.fillRect(event.rect(), QColor(theme.PANEL_BG))
         half_w = self.width() / 2
-        ascent = QFontMetrics(self._font).ascent()
         muted, fg, red = QColor(theme.MUTED), QColor(theme.FG), QColor(theme.REF_LONG)
-        bold_metrics = QFontMetrics(self._bold)
+        get, draw = self._texts.get, p.drawStaticText
+        region = event.region()
         for i, (key, label, _) in enumerate(TALLY_FIELDS):
             col, row = divmod(i, self._rows)
-            x0, y = col * half_w + 2, row * self._line + 1 + ascent
+            x0, top = col * half_w + 2, row * self._line + 1
+            if not region.intersects(QRect(int(col * half_w), row * self._line, int(half_w) + 2, self._line + 2)):
+                continue
             alarm = key == "double_assignments" and self.doubles > 0
             p.setFont(self._font)
             p.setPen(red if alarm else muted)
-            p.drawText(QPointF(x0, y), label)
-            value = self.texts[key]
+            draw(QPointF(x0, top), get(0, label)[0])
+            st, w = get(1, self.texts[key])
             p.setFont(self._bold)
             p.setPen(red if alarm else fg)
-            p.drawText(QPointF(x0 + half_w - 14 - bold_metrics.horizontalAdvance(value), y), value)
+            draw(QPointF(x0 + half_w - 14 - w, top), st)
         p.end()
 
 
@@ -274,6 +306,7 @@ class Headline(QWidget):
         self._font.setPointSizeF(theme.pt(theme.BASE_POINT_SIZE + 1))
         self._bold = QFont(self._font)
         self._bold.setBold(True)
+        self._texts = _StaticTexts((self._font, self._bold), limit=200)
         self.setFixedHeight(QFontMetrics(self._bold).height() + 4)
         self.update()
 
@@ -291,9 +324,11 @@ class Headline(QWidget):
         y = 2 + QFontMetrics(self._bold).ascent()
         for text, color, bold in self.parts:
             font = self._bold if bold else self._font
+            st, _ = self._texts.get(int(bold), text)
             p.setFont(font)
             p.setPen(QColor(color))
-            p.drawText(QPointF(x, y), text)
+            # a static text is placed by its top; the baseline stays where drawText put it
+            p.drawStaticText(QPointF(x, y - QFontMetrics(font).ascent()), st)
             x += QFontMetrics(font).horizontalAdvance(text)
         p.end()
 

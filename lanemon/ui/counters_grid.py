@@ -17,7 +17,7 @@ import math
 import time
 from dataclasses import dataclass
 
-from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QPointF, QRect, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen, QStaticText, QTransform
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
@@ -146,6 +146,7 @@ class CountersGrid(QWidget):
         self.paint_ms_max = 0.0
         self._shape = (1, 1)
         self._rects: list[QRectF] = []
+        self._dirty_rects: list[QRect] = []
         self._fonts = (QFont(), QFont(), QFont())
         self._static: dict[tuple[int, str], tuple[QStaticText, float, float]] = {}
         self._ttl_bar = QColor(TTL_BAR)
@@ -156,13 +157,18 @@ class CountersGrid(QWidget):
         self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
 
     def set_cells(self, cells: list[Cell]) -> None:
-        if cells == self.cells:
+        """Take a new model; repaint only the cells that changed (all of them on a relayout)."""
+        old = self.cells
+        if cells == old:
             return
-        relayout = len(cells) != len(self.cells)
         self.cells = cells
-        if relayout:
+        if len(cells) != len(old):
             self._layout()
-        self.update()
+            self.update()
+            return
+        for i, (a, b) in enumerate(zip(old, cells)):
+            if a != b and i < len(self._dirty_rects):
+                self.update(self._dirty_rects[i])
 
     def cell(self, counter_id: int) -> Cell:
         return self.cells[counter_id]
@@ -191,6 +197,8 @@ class CountersGrid(QWidget):
         ch = (h - gap * (rows - 1)) / rows
         self._rects = [QRectF((i % cols) * (cw + gap), (i // cols) * (ch + gap), cw - 1, ch - 1)
                        for i in range(n)]
+        # what to repaint when one cell changes (its rect, the selection ring, rounding)
+        self._dirty_rects = [r.toAlignedRect().adjusted(-2, -2, 2, 2) for r in self._rects]
         # type follows the cell size (readable on a projector), bounded by the theme's scale
         big = max(7.0, min(ch * 0.30, cw * 0.16, 20.0 * theme.font_scale()))
         num, main, sub = QFont("DejaVu Sans"), QFont("DejaVu Sans"), QFont("DejaVu Sans")
@@ -219,11 +227,15 @@ class CountersGrid(QWidget):
     def paintEvent(self, event) -> None:  # noqa: N802
         t0 = time.perf_counter()
         p = QPainter(self)
-        p.fillRect(self.rect(), self._bg)
+        p.fillRect(event.rect(), self._bg)
         rects = self._rects
         by_kind: dict[str, list[Cell]] = {}
-        for cell in self.cells:
-            by_kind.setdefault(cell.kind, []).append(cell)
+        region = event.region()
+        everything = region.contains(self.rect())
+        dirty = self._dirty_rects
+        for cell in self.cells:   # only the cells in the exposed region
+            if everything or region.intersects(dirty[cell.id]):
+                by_kind.setdefault(cell.kind, []).append(cell)
         fonts, text, draw = self._fonts, self._text, p.drawStaticText
         for kind, cells in by_kind.items():
             fill, border, ink = self._colors[kind]
@@ -306,13 +318,18 @@ class StaffStrip(QWidget):
         self._relayout()
 
     def set_chips(self, chips: list[Chip]) -> None:
-        if chips == self.chips:
+        """Take a new model; repaint only the chips that changed (all of them on a relayout)."""
+        old = self.chips
+        if chips == old:
             return
-        relayout = len(chips) != len(self.chips)
         self.chips = chips
-        if relayout:
+        if len(chips) != len(old):
             self._relayout()
-        self.update()
+            self.update()
+            return
+        for i, (a, b) in enumerate(zip(old, chips)):
+            if a != b and i < len(self._rects):
+                self.update(self._rects[i].toAlignedRect().adjusted(-2, -2, 2, 2))
 
     def _line_height(self) -> int:
         return int(QFontMetrics(self._font).height() * 1.7)
@@ -346,9 +363,13 @@ class StaffStrip(QWidget):
 
     def paintEvent(self, event) -> None:  # noqa: N802
         p = QPainter(self)
-        p.fillRect(self.rect(), self._bg)
+        p.fillRect(event.rect(), self._bg)
         text, draw = self._text, p.drawStaticText
+        region = event.region()
+        everything = region.contains(self.rect())
         for chip, r in zip(self.chips, self._rects):
+            if not everything and not region.intersects(r.toAlignedRect().adjusted(-2, -2, 2, 2)):
+                continue
             fill, ink = self._colors.get(chip.state, self._colors["idle"])
             if chip.holds_lock:
                 p.setPen(self._lock_pen)
