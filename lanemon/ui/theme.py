@@ -113,10 +113,11 @@ def stylesheet() -> str:
     2-3x longer to repaint); the tables' background is the palette's ``Base``
     instead (``BG``, set by ``_apply_qpalette``). Only palette-like properties
     (colours of grid, alternate rows, selection) stay on ``QTableView``.
+    Likewise the text colour ``FG`` is the palette's (``_apply_qpalette``),
+    not a ``QWidget { color }`` rule, which every widget would match.
     """
     s = _scale
     return f"""
-    QWidget {{ color: {FG}; }}
     QMainWindow, QTabWidget::pane {{ background: {BG}; }}
     QTabWidget::pane {{ border: 1px solid {GRID}; border-radius: 4px; top: -1px; }}
     QTabBar::tab {{ padding: {5*s:.0f}px {16*s:.0f}px; background: {PANEL_BG}; border: 1px solid {GRID};
@@ -162,6 +163,7 @@ def apply(app: QApplication, scale: float | None = None) -> None:
         app.setStyleSheet(sheet)
 
 
+_GROUPS = (QPalette.ColorGroup.Active, QPalette.ColorGroup.Inactive, QPalette.ColorGroup.Disabled)
 _light_qpalette: QPalette | None = None   # the app's own palette, kept when dark is first applied
 
 
@@ -171,9 +173,14 @@ def _apply_qpalette(app: QApplication) -> None:
     if not is_dark():
         if _light_qpalette is not None:
             app.setPalette(_light_qpalette)
-        if app.palette().color(QPalette.ColorRole.Base) != QColor(BG):
-            pal = QPalette(app.palette())     # tables (and inputs) on BG, as the style sheet had them
-            pal.setColor(QPalette.ColorRole.Base, QColor(BG))
+        pal = QPalette(app.palette())
+        role = QPalette.ColorRole
+        # tables (and inputs) on BG, text in FG: what the style sheet's rules did, cheaper
+        wanted = ((role.Base, BG), (role.WindowText, FG), (role.Text, FG), (role.ButtonText, FG),
+                  (role.ToolTipText, FG))
+        if any(pal.color(g, r) != QColor(v) for r, v in wanted for g in _GROUPS):
+            for r, v in wanted:
+                pal.setColor(r, QColor(v))    # every state, disabled too, as the rule did
             app.setPalette(pal)
         return
     if _light_qpalette is None:
@@ -188,8 +195,10 @@ def _apply_qpalette(app: QApplication) -> None:
                      (role.Light, BORDER), (role.Midlight, GRID), (role.Mid, BORDER),
                      (role.Dark, "#000000"), (role.Shadow, "#000000")):
         pal.setColor(r, QColor(value))
+    # Disabled text stays FG: the look the old ``QWidget { color }`` rule gave (it
+    # overrode every state); greying it out would be a visible change.
     for r in (role.WindowText, role.Text, role.ButtonText):
-        pal.setColor(group.Disabled, r, QColor(DISABLED))
+        pal.setColor(group.Disabled, r, QColor(FG))
     app.setPalette(pal)
 
 
