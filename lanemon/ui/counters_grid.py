@@ -231,7 +231,7 @@ class CountersGrid(QWidget):
         rects = self._rects
         by_kind: dict[str, list[Cell]] = {}
         region = event.region()
-        everything = region.contains(self.rect())
+        everything = event.rect().contains(self.rect())   # QRegion.contains(QRect) means overlaps
         dirty = self._dirty_rects
         for cell in self.cells:   # only the cells in the exposed region
             if everything or region.intersects(dirty[cell.id]):
@@ -366,7 +366,7 @@ class StaffStrip(QWidget):
         p.fillRect(event.rect(), self._bg)
         text, draw = self._text, p.drawStaticText
         region = event.region()
-        everything = region.contains(self.rect())
+        everything = event.rect().contains(self.rect())   # QRegion.contains(QRect) means overlaps
         for chip, r in zip(self.chips, self._rects):
             if not everything and not region.intersects(r.toAlignedRect().adjusted(-2, -2, 2, 2)):
                 continue
