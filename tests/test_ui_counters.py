@@ -209,3 +209,45 @@ def test_refresh_is_coalesced_and_stops_when_hidden(qtbot):
 
     hidden_frames, interval, cells = _run(scenario)
     assert hidden_frames == 0 and interval >= 33 and cells == 64
+
+
+def _snapshots_of_a_busy_claim_run(frames: int) -> list:
+    from lanemon.counters.clock import VirtualTimeLoop
+
+    async def go():
+        sim = Simulation(SimConfig(strategy="claim", staff=16, counters=64, customers=400, ttl=0.5,
+                                   abandon_rate=0.2, time_limit=60))
+        task = asyncio.get_running_loop().create_task(sim.run())
+        out = []
+        for _ in range(frames):
+            await sim.clock.sleep(0.05)
+            out.append(sim.snapshot())
+        sim.stop()
+        await asyncio.gather(task, return_exceptions=True)
+        return out
+
+    with asyncio.Runner(loop_factory=VirtualTimeLoop) as runner:
+        return runner.run(go())
+
+
+def test_grid_and_staff_partial_repaints_match_a_full_paint(qapp):
+    """Only changed cells/chips are repainted; what is on screen equals a full paint (texts
+    wider than a cell, drawn over the neighbours, included)."""
+    from lanemon.ui.counters_grid import CountersGrid, StaffStrip, chips_from
+
+    grid, staff = CountersGrid(), StaffStrip()
+    grid.resize(333, 211)   # small cells: "S3's claim expired" is wider than its cell
+    staff.resize(400, 60)
+    grid.show()
+    staff.show()
+    snaps = _snapshots_of_a_busy_claim_run(40)
+    assert any(len(c.sub) > 12 for s in snaps for c in cells_from(s))
+    for snap in snaps:
+        grid.set_cells(cells_from(snap))
+        staff.set_chips(chips_from(snap))
+        qapp.processEvents()
+        for w in (grid, staff):
+            on_screen = w.screen().grabWindow(w.winId()).toImage()
+            assert on_screen == w.grab().toImage()
+    grid.close()
+    staff.close()

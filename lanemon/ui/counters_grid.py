@@ -168,7 +168,17 @@ class CountersGrid(QWidget):
             return
         for i, (a, b) in enumerate(zip(old, cells)):
             if a != b and i < len(self._dirty_rects):
-                self.update(self._dirty_rects[i])
+                self.update(self._extent(a))
+                self.update(self._extent(b))
+
+    def _extent(self, c: Cell) -> QRect:
+        """Where a cell paints: its rect, or its whole row when a text is wider than the cell
+        (that text is drawn over the neighbours, so they are repainted with it)."""
+        box = self._dirty_rects[c.id]
+        limit = self._rects[c.id].width()
+        if self._text(1, c.main)[1] > limit or (c.sub and self._text(2, c.sub)[1] > limit):
+            return QRect(0, box.y(), self.width(), box.height())
+        return box
 
     def cell(self, counter_id: int) -> Cell:
         return self.cells[counter_id]
@@ -234,7 +244,7 @@ class CountersGrid(QWidget):
         everything = event.rect().contains(self.rect())   # QRegion.contains(QRect) means overlaps
         dirty = self._dirty_rects
         for cell in self.cells:   # only the cells in the exposed region
-            if everything or region.intersects(dirty[cell.id]):
+            if everything or region.intersects(self._extent(cell)):
                 by_kind.setdefault(cell.kind, []).append(cell)
         fonts, text, draw = self._fonts, self._text, p.drawStaticText
         for kind, cells in by_kind.items():
