@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 import numpy as np
@@ -46,3 +47,17 @@ def test_period_is_checked(qapp, bad):
     hb = Heartbeat()
     with pytest.raises((ValueError, TypeError)):
         hb.set_period_ms(bad)
+
+
+def test_chart_top_is_on_a_coarse_ladder_above_the_peak():
+    from lanemon.ui.heartbeat_chart import MIN_TOP_MS, nice_top
+
+    assert nice_top(0.0) == MIN_TOP_MS
+    tops = set()
+    for peak in [0.5 * 1.07 ** i for i in range(200)]:
+        top = nice_top(peak)
+        assert top >= peak * 1.18 and top >= MIN_TOP_MS   # the peak is never cut off
+        mantissa = top / 10 ** math.floor(math.log10(top))
+        assert round(mantissa, 6) in (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)
+        tops.add(top)
+    assert len(tops) < 40   # few distinct tops: the axis re-renders rarely
