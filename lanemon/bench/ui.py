@@ -9,8 +9,9 @@ The full window runs offscreen on qasync (1280×800). Figures:
    counters and 16 staff running at speed 1: first with the Runs tab shown
    (the domains' own load), then with the Lanes & queues tab and with the
    Counters tab shown (their normal 30 fps refresh runs meanwhile);
-3. the refresh cost per frame: chart redraw + the shown view's refresh +
-   a synchronous repaint of the whole window, ``FRAMES`` times each.
+3. the refresh cost per frame, ``FRAMES`` times each: chart redraw + the
+   shown view's refresh (a fresh snapshot) + Qt painting what that dirtied;
+   and, as the worst case, the same with the whole window repainted.
 
 Goals: loaded heartbeat p99 within 1 ms of idle; ≤ 4 ms per frame.
 """
@@ -39,15 +40,33 @@ async def _record(window, seconds: float):
     return lag_stats(window.heartbeat.in_range(t0, time.perf_counter(), one_after=False))
 
 
-async def _frame_costs(window, view) -> list[float]:
+async def _frame_costs(window, view, whole_window: bool) -> list[float]:
+    """Cost of one frame: chart redraw + view refresh (a fresh snapshot) + paint.
+
+    ``whole_window=False`` paints what a frame dirtied (Qt's normal repaint
+    of changed regions); ``True`` repaints the whole window (the worst case).
+    """
+    from PySide6.QtCore import QEvent
+    from PySide6.QtWidgets import QApplication
+
+    def paint_pending() -> None:
+        # layout, then the posted paint requests, synchronously; no timers or
+        # sockets run here (processEvents would re-enter qasync's loop)
+        QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+        QApplication.sendPostedEvents(None, QEvent.Type.UpdateRequest)
+
     costs = []
     for _ in range(FRAMES):
+        await asyncio.sleep(1 / 30)
+        paint_pending()                        # start from a clean slate
         t0 = time.perf_counter()
         window.chart.redraw()
         view.refresh(force=True) if "force" in view.refresh.__code__.co_varnames else view.refresh()
-        window.repaint()
+        if whole_window:
+            window.repaint()
+        else:
+            paint_pending()                    # paints the dirtied regions
         costs.append((time.perf_counter() - t0) * 1000.0)
-        await asyncio.sleep(1 / 30)
     return sorted(costs)
 
 
@@ -85,8 +104,9 @@ def run(out) -> dict:
             window.show_view(key)
             await asyncio.sleep(0.5)
             lag = await _record(window, RECORD_S)
-            costs = await _frame_costs(window, window.views[key])
-            results[key] = (lag, costs)
+            costs = await _frame_costs(window, window.views[key], whole_window=False)
+            worst = await _frame_costs(window, window.views[key], whole_window=True)
+            results[key] = (lag, costs, worst)
         snap = sched.snapshot(limit=0)
         live = snap.counts
         return idle, hidden, results, live
@@ -99,14 +119,16 @@ def run(out) -> dict:
         f"   (the domains' own work on the loop)")
     figures = {"idle": idle.as_dict(3), "loadedViewsHidden": hidden.as_dict(3), "loaded": {}, "frameMs": {}}
     ok_lag = ok_frame = True
-    for key, (lag, costs) in results.items():
+    for key, (lag, costs, worst) in results.items():
         med, p95 = statistics.median(costs), _p(costs, 0.95)
         out(f"loaded, {key + ' tab shown:':<19} p50 {lag.p50:6.2f} ms  p99 {lag.p99:6.2f} ms  max {lag.max:6.2f} ms"
             f"   (p99 {lag.p99 - idle.p99:+.2f} ms over idle)")
         out(f"  refresh per frame ({key}): median {med:5.2f} ms, p95 {p95:5.2f} ms, max {costs[-1]:5.2f} ms "
-            f"(chart redraw + view refresh + whole-window repaint)")
+            f"(chart redraw + view refresh with a fresh snapshot + paint of what changed)")
+        out(f"  whole-window repaint per frame ({key}, worst case): median {statistics.median(worst):5.2f} ms")
         figures["loaded"][key] = dict(lag.as_dict(3), p99OverIdleMs=round(lag.p99 - idle.p99, 3))
-        figures["frameMs"][key] = {"median": round(med, 3), "p95": round(p95, 3), "max": round(costs[-1], 3)}
+        figures["frameMs"][key] = {"median": round(med, 3), "p95": round(p95, 3), "max": round(costs[-1], 3),
+                                   "wholeWindowMedian": round(statistics.median(worst), 3)}
         ok_lag &= lag.p99 - idle.p99 <= 1.0
         ok_frame &= med <= 4.0
     out(f"jobs submitted {counts.jobs_submitted}, finished so far {counts.jobs_finished}")
