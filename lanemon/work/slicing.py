@@ -9,7 +9,8 @@ Guarantees:
 - ``run_sliced_budget(total, slice_ms)`` slices by a time budget: the user
   picks the latency, the slice size follows from a measured iteration rate
   and adapts after every slice (so a slower machine or a busy core gets
-  smaller slices). Same answer.
+  smaller slices; the size follows the slower of the recent trend and the
+  last slice, so slices rarely overshoot the budget). Same answer.
 - Both accept ``should_stop`` (checked before each slice; a stop raises
   ``SliceStopped``) and ``on_slice(done, total)``
   for progress.
@@ -117,7 +118,9 @@ async def run_sliced_budget(
         observed = (stop - done) / took_ms if took_ms > 0 else None
         if observed:
             rate = observed if rate is None else 0.7 * rate + 0.3 * observed
-            size = max(MIN_SLICE, int(rate * budget))
+            # size from the slower of the trend and the last slice: a slice
+            # rarely overshoots its budget when the machine slows down
+            size = max(MIN_SLICE, int(min(rate, observed) * budget))
         done = stop
         if on_slice is not None:
             on_slice(done, total)
