@@ -215,7 +215,17 @@ def cmd_install_desktop(args) -> int:
     return 0
 
 
+def _check_display() -> None:
+    """On Linux without a display Qt aborts the process: say so in one line instead."""
+    if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM"):
+        return
+    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        raise BadInput("no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset); "
+                       "run it in a desktop session, or headless with QT_QPA_PLATFORM=offscreen")
+
+
 def cmd_window(args) -> int:
+    _check_display()
     from lanemon.ui.app import run_app
 
     return run_app()

@@ -74,3 +74,12 @@ def test_measure_writes_report_and_summary(tmp_path):
     assert report["runs"]["sliced"]["slices"] == 10
     assert "all three equal" in proc.stdout
     assert "whole:" in proc.stderr  # progress went to stderr
+
+
+def test_window_without_a_display_is_one_line_not_an_abort():
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    out = subprocess.run([sys.executable, "-m", "lanemon"], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 2
+    assert out.stderr.startswith("lanemon: error: no display") and out.stderr.count("\n") == 1
