@@ -99,95 +99,50 @@ class _RowsModel(QAbstractTableModel):
         super().__init__(parent)
         self._rows: list[tuple] = []
         self._keys: list = []
-        self._cell_cache: list[tuple] = []
         self.now = 0.0
         self._bold = QFont()
         self._bold.setBold(True)
 
     # --- updating in place -------------------------------------------------------------
     def set_rows(self, rows: list[tuple], keys: list, now: float) -> None:
-        """Replace the rows; only the cells whose rendering changed are announced.
-
-        A cell's rendering is ``_cells(row)[column]`` (its text and whatever
-        colours it); one ``dataChanged`` per column spans the rows whose cell
-        in that column changed, so the view repaints those strips, not the
-        whole table.
-        """
+        """Replace the rows; only changed rows are announced."""
         self.now = now
-        old, old_cells = self._rows, self._cell_cache
+        old = self._rows
         n_old, n_new = len(old), len(rows)
-        cells = [self._cells_of(old[i] if i < n_old else None, rows[i],
-                                old_cells[i] if i < n_old else None)
-                 for i in range(n_new)]
         if n_new < n_old:
             self.beginRemoveRows(QModelIndex(), n_new, n_old - 1)
             self._rows = old[:n_new]
             self._keys = self._keys[:n_new]
-            self._cell_cache = old_cells[:n_new]
             self.endRemoveRows()
         elif n_new > n_old:
             self.beginInsertRows(QModelIndex(), n_old, n_new - 1)
             self._rows = old + list(rows[n_old:])
             self._keys = self._keys + list(keys[n_old:])
-            self._cell_cache = old_cells + cells[n_old:]
             self.endInsertRows()
-        spans: dict[int, list[int]] = {}
+        first = last = -1
+        old = self._rows
         for i in range(min(n_old, n_new)):
-            a, b = old_cells[i], cells[i]
-            if a is b or a == b:
-                continue
-            for c, (x, y) in enumerate(zip(a, b)):
-                if x != y:
-                    span = spans.get(c)
-                    if span is None:
-                        spans[c] = [i, i]
-                    else:
-                        span[1] = i
+            if old[i] != rows[i]:
+                if first < 0:
+                    first = i
+                last = i
         self._rows = list(rows)
         self._keys = list(keys)
-        self._cell_cache = cells
-        for c, (first, last) in sorted(spans.items()):
-            self.dataChanged.emit(self.index(first, c), self.index(last, c))
-
-    def _cells_of(self, old_row, row, old_cells) -> tuple:
-        """``_cells(row)``, reusing the cache when only the clock could have moved."""
-        if old_cells is not None and (old_row is row or old_row == row):
-            tc = self.TIME_COLUMN
-            if tc < 0 or not self._is_live(row):
-                return old_cells
-            t = self._time_text(row)
-            return old_cells if old_cells[tc] == t else old_cells[:tc] + (t,) + old_cells[tc + 1:]
-        return self._cells(row)
+        if first >= 0:
+            self.dataChanged.emit(self.index(first, 0), self.index(last, len(self.COLUMNS) - 1))
+        self.tick(now, announce=first < 0)
 
     def tick(self, now: float, announce: bool = True) -> None:
         """The clock moved: only the time column of live rows changes."""
         self.now = now
-        tc = self.TIME_COLUMN
-        if tc < 0 or not self._rows:
-            return
-        first = last = -1
-        cache = self._cell_cache
-        for i, r in enumerate(self._rows):
-            if self._is_live(r):
-                t = self._time_text(r)
-                c = cache[i]
-                if c[tc] != t:
-                    cache[i] = c[:tc] + (t,) + c[tc + 1:]
-                    if first < 0:
-                        first = i
-                    last = i
-        if announce and first >= 0:
-            self.dataChanged.emit(self.index(first, tc), self.index(last, tc), [_DISPLAY])
+        if announce and self.TIME_COLUMN >= 0 and self._rows:
+            live = [i for i, r in enumerate(self._rows) if self._is_live(r)]
+            if live:
+                c = self.TIME_COLUMN
+                self.dataChanged.emit(self.index(live[0], c), self.index(live[-1], c), [_DISPLAY])
 
     def _is_live(self, row: tuple) -> bool:
         return False
-
-    def _time_text(self, row: tuple) -> str:
-        return ""
-
-    def _cells(self, row: tuple) -> tuple:
-        """What each column of ``row`` looks like (its text and colours), for change detection."""
-        return tuple(row)
 
     def key(self, row: int):
         return self._keys[row] if 0 <= row < len(self._keys) else None
@@ -252,13 +207,6 @@ class WorkspacesModel(_RowsModel):
     def _is_live(self, row: LaneRow) -> bool:
         return row.claimed_at is not None
 
-    def _time_text(self, r: LaneRow) -> str:
-        return seconds(None if r.claimed_at is None else max(0.0, self.now - r.claimed_at))
-
-    def _cells(self, r: LaneRow) -> tuple:
-        return (r.workspace, (r.queue, r.job_id), r.epoch, self._time_text(r),
-                (r.stop, r.stop_reason), (r.last, r.last_state), r.busy)
-
     def workspace(self, row: int) -> str | None:
         return self.key(row)
 
@@ -286,7 +234,7 @@ class WorkspacesModel(_RowsModel):
             if c == 2:
                 return "" if r.epoch is None else str(r.epoch)
             if c == 3:
-                return self._time_text(r)
+                return seconds(None if r.claimed_at is None else max(0.0, self.now - r.claimed_at))
             if c == 4:
                 return (r.stop_reason or "requested") if r.stop else ""
             if c == 5:
@@ -362,14 +310,6 @@ class JobsModel(_RowsModel):
     def _is_live(self, row: JobRow) -> bool:
         return row.t1 is None and row.t0 is not None
 
-    def _time_text(self, r: JobRow) -> str:
-        if r.t0 is None:
-            return ""
-        return seconds(max(0.0, (self.now if r.t1 is None else r.t1) - r.t0))
-
-    def _cells(self, r: JobRow) -> tuple:
-        return (r.id, r.workspace, r.label, self._time_text(r), r.work, (r.epoch, r.detail, r.label))
-
     def job_id(self, row: int) -> int | None:
         return self.key(row)
 
@@ -384,7 +324,9 @@ class JobsModel(_RowsModel):
             if c == 2:
                 return r.label
             if c == 3:
-                return self._time_text(r)
+                if r.t0 is None:
+                    return ""
+                return seconds(max(0.0, (self.now if r.t1 is None else r.t1) - r.t0))
             if c == 4:
                 return r.work
             if c == 5:

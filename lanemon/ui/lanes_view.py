@@ -99,12 +99,6 @@ class _WorkspacesTable(QTableView):
         super().keyPressEvent(event)
 
 
-def _set_text(label: QLabel, text: str) -> None:
-    """``setText`` only when the text changed (a set repaints and relayouts the label)."""
-    if label.text() != text:
-        label.setText(text)
-
-
 def _table(model, cls=QTableView) -> QTableView:
     t = cls()
     t.setModel(model)
@@ -341,7 +335,7 @@ class LanesView(QWidget):
         self.lanes_model.set_rows(rows, list(snap.workspaces), now)
         busy = sum(1 for r in occupancy.values() if r)
         held = len(owners)
-        _set_text(self.lanes_title,
+        self.lanes_title.setText(
             f"<b>Workspaces</b> <span style='color:{theme.MUTED}'>{len(rows)} · {held} "
             f"lane{'s' * (held != 1)} held" + (f" · {busy} busy outside" if busy else "")
             + " · Space toggles busy</span>")
@@ -354,7 +348,7 @@ class LanesView(QWidget):
                 more = f" (first {len(qv.waiting)} shown)"
             muted = theme.MUTED
             tail = "".join(f" · {n[k]} {k}" for k in ("failed", "cancelled") if n[k])
-            _set_text(self.queue_titles[q],
+            self.queue_titles[q].setText(
                 f"<span style='color:{QUEUE_COLORS.get(q, theme.FG)}'>■</span> "
                 f"<b>{QUEUE_LABELS.get(q, q).capitalize()}</b> <span style='color:{muted}'>"
                 f"{n['running']} running · {n['waiting']} waiting{more} · {n['succeeded']} ok"
