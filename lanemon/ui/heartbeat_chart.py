@@ -232,12 +232,7 @@ class HeartbeatChart(QWidget):
         big.setBold(True)
         self.title.setFont(big)
         self.live.setFont(theme.mono_font(12.5))
-        axis_font = QFont(self.font())
-        axis_font.setPointSizeF(theme.pt(10))
-        for name in ("left", "bottom"):
-            ax = self.plot.getPlotItem().getAxis(name)
-            ax.setStyle(tickFont=axis_font)
-            ax.label.setFont(axis_font)
+        axis_font = theme.style_axes(self.plot, self.font())
         self.paused_label.setFont(big)
         for line in self._ref_lines:
             line.label.setFont(axis_font)

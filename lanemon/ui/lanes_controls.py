@@ -194,6 +194,14 @@ class LanesControls(QWidget):
                              " without spaces.")
         return ws
 
+    def fill_simulated(self, ws: str, queue: str, seconds: float, fails: bool = False) -> None:
+        """Fill the form for a simulated job (as a user would; scripts and tests use it)."""
+        self.kind_box.setCurrentText("simulated")
+        self.set_workspace(ws)
+        self.queue_box.setCurrentText(queue)
+        self.length.setValue(seconds)
+        self.fails.setChecked(fails)
+
     def set_workspace(self, ws: str) -> None:
         self.workspace_box.setCurrentText(ws)
 

@@ -107,12 +107,7 @@ class LanesTimeline(QWidget):
 
     # --- fonts -----------------------------------------------------------------------------
     def apply_fonts(self) -> None:
-        f = QFont(self.font())
-        f.setPointSizeF(theme.pt(10))
-        for name in ("left", "bottom"):
-            ax = self.plot.getPlotItem().getAxis(name)
-            ax.setStyle(tickFont=f)
-            ax.label.setFont(f)
+        f = theme.style_axes(self.plot, self.font())
         self.empty.setFont(f)
         title = QFont(self.font())
         title.setPointSizeF(theme.pt(12))

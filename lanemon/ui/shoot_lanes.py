@@ -19,11 +19,7 @@ async def _job(view, ws: str, queue: str, seconds: float, fails: bool = False) -
     from lanemon.ui.testing import wait_until
 
     c = view.controls
-    c.kind_box.setCurrentText("simulated")
-    c.set_workspace(ws)
-    c.queue_box.setCurrentText(queue)
-    c.length.setValue(seconds)
-    c.fails.setChecked(fails)
+    c.fill_simulated(ws, queue, seconds, fails)
     before = view.scheduler.jobs_submitted
     c.add_button.click()
     await wait_until(lambda: view.scheduler.jobs_submitted > before, 10)

@@ -202,6 +202,18 @@ def _apply_qpalette(app: QApplication) -> None:
     app.setPalette(pal)
 
 
+def style_axes(plot, base: QFont, size: float = 10.0) -> QFont:
+    """Scaled font for a pyqtgraph plot's left and bottom axes (ticks and
+    titles); returns the font so callers can reuse it."""
+    font = QFont(base)
+    font.setPointSizeF(pt(size))
+    for name in ("left", "bottom"):
+        ax = plot.getPlotItem().getAxis(name)
+        ax.setStyle(tickFont=font)
+        ax.label.setFont(font)
+    return font
+
+
 def mono_font(size: float | None = None) -> QFont:
     font = QFont("DejaVu Sans Mono")
     font.setStyleHint(QFont.StyleHint.Monospace)
