@@ -333,7 +333,7 @@ class Headline(QWidget):
         p.end()
 
 
-COMPARE_COLUMNS = ("strategy", "served", "doubles", "per s", "p99 s", "lock s")
+COMPARE_COLUMNS = ("strategy", "served", "double", "per s", "p99 s", "lock s")
 COMPARE_HINT = "The same seeded workload under each strategy."
 
 
