@@ -379,3 +379,40 @@ async def test_ui_controls_hold_a_jobs_final_save_and_release_it_by_id():
     assert s.release_holds(a) == 1
     await finish(s, chk)
     assert state(s, a) is State.SUCCEEDED and s.snapshot().holds == ()
+
+
+async def test_snapshot_reuses_the_views_of_what_did_not_change():
+    """Unchanged jobs, lanes, occupancy and history are the same objects in
+    successive snapshots; whatever changed gets a new view with the new values."""
+    s, chk, _ = make()
+    s.mark_busy("Z", "notebook")
+    w = GatedWork()
+    a = await s.submit("reservations", "A", w)
+    b = await s.submit("cafe", "B")
+    await s.submit("cafe", "Z")
+    await w.started.wait()
+    await settle()
+    one = s.snapshot()
+    two = s.snapshot()
+    ra1, ra2 = one.queues["reservations"].running[0], two.queues["reservations"].running[0]
+    assert ra1.id == a and ra1 is ra2 and ra1.phase == "running"
+    assert one.scheduled == two.scheduled and all(x is y for x, y in zip(one.scheduled, two.scheduled))
+    assert one.occupancy["Z"] is two.occupancy["Z"]
+    assert one.history["B"] is two.history["B"] and one.workspaces is two.workspaces
+    # a stop request: a new job view and a new lane view, the others kept
+    assert await s.cancel(a) == "stop_requested"
+    three = s.snapshot()
+    ra3 = three.queues["reservations"].running[0]
+    assert ra3 is not ra1 and ra3.stop_requested and not ra1.stop_requested
+    lane_a = next(l for l in three.scheduled if l.workspace == "A")
+    assert lane_a.stop_requested and lane_a is not next(l for l in one.scheduled if l.workspace == "A")
+    assert three.queues["cafe"].recent[0] is one.queues["cafe"].recent[0]  # job b, done
+    w.open()
+    s.clear_busy("Z")
+    await finish(s, chk)
+    four = s.snapshot()
+    assert four.occupancy == {} and one.occupancy == {"Z": ("notebook",)}
+    assert [j.state for j in four.queues["reservations"].recent] == ["cancelled"]
+    assert ra3.phase == "running"  # an earlier snapshot never changes
+    assert [sp.job_id for sp in four.history["A"]] == [a] and "A" not in one.history
+    assert one.history["B"] is four.history["B"] and b == one.history["B"][0].job_id

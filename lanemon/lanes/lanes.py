@@ -87,13 +87,14 @@ class LaneView:
 
 
 class _Lane:
-    __slots__ = ("token", "stop", "stop_reason", "waiters")
+    __slots__ = ("token", "stop", "stop_reason", "waiters", "view")
 
     def __init__(self, token: LaneToken) -> None:
         self.token = token
         self.stop = False
         self.stop_reason: str | None = None
         self.waiters: list | None = None     # futures woken by a stop (add_stop_waiter)
+        self.view: LaneView | None = None    # cached immutable view (None: to build)
 
     def wake(self) -> None:
         waiters, self.waiters = self.waiters, None
@@ -118,6 +119,7 @@ class ProjectLanes:
         self._emit = emit
         self._held: dict[str, _Lane] = {}
         self._epoch = 0
+        self._views: tuple[LaneView, ...] | None = None  # cached views() (None: changed)
         #: releases refused because the token was not the current owner
         self.stale_releases = 0
         #: lanes cleared by ``revoke`` (deliberate fencing demonstrations)
@@ -134,6 +136,7 @@ class ProjectLanes:
         self.claims += 1
         token = _new(LaneToken, (workspace, owner, self._epoch, self._clock(), self))
         held[workspace] = _Lane(token)
+        self._views = None
         return token
 
     def release(self, token: Any) -> bool:
@@ -145,6 +148,7 @@ class ProjectLanes:
                 lane = self._held.get(token.workspace)
                 if lane is not None and lane.token.epoch == token.epoch:
                     del self._held[token.workspace]
+                    self._views = None
                     if lane.waiters:
                         lane.wake()
                     return True
@@ -183,6 +187,8 @@ class ProjectLanes:
             return False
         lane.stop = True
         lane.stop_reason = reason
+        lane.view = None
+        self._views = None
         if lane.waiters:
             lane.wake()
         if self._emit is not None:
@@ -227,6 +233,7 @@ class ProjectLanes:
         lane = self._held.pop(workspace, None)
         if lane is None:
             return None
+        self._views = None
         if lane.waiters:
             lane.wake()
         self.revoked += 1
@@ -250,9 +257,22 @@ class ProjectLanes:
         return self._epoch
 
     def views(self) -> tuple[LaneView, ...]:
-        """Held lanes, sorted by workspace, as immutable views."""
-        return tuple(
-            LaneView(self.name, ws, lane.token.owner, lane.token.epoch,
-                     lane.token.claimed_at, lane.stop, lane.stop_reason)
-            for ws, lane in sorted(self._held.items())
-        )
+        """Held lanes, sorted by workspace, as immutable views.
+
+        A lane's view is built once and reused until the lane changes (a stop
+        request); the tuple is reused until a lane is claimed, released,
+        stopped or revoked.  So an unchanged lane is the *same* object in
+        successive calls (a UI can compare views by identity)."""
+        views = self._views
+        if views is None:
+            out = []
+            for ws in sorted(self._held):
+                lane = self._held[ws]
+                v = lane.view
+                if v is None:
+                    t = lane.token
+                    v = lane.view = LaneView(self.name, ws, t.owner, t.epoch, t.claimed_at,
+                                             lane.stop, lane.stop_reason)
+                out.append(v)
+            views = self._views = tuple(out)
+        return views

@@ -26,12 +26,14 @@ class Occupancy:
     def __init__(self, on_change: Callable[[str, bool], None] | None = None) -> None:
         self._reasons: dict[str, dict[str, None]] = {}
         self.on_change = on_change
+        self._views: dict[str, tuple[str, ...]] | None = None  # cached views() (None: changed)
 
     def mark_busy(self, workspace: str, reason: str = "outside") -> None:
         reasons = self._reasons.setdefault(workspace, {})
         if reason in reasons:
             return
         reasons[reason] = None
+        self._views = None
         if self.on_change is not None:
             self.on_change(workspace, True)
 
@@ -39,6 +41,7 @@ class Occupancy:
         reasons = self._reasons.get(workspace)
         if reasons is None:
             return
+        self._views = None
         if reason is None:
             reasons.clear()
         else:
@@ -55,7 +58,12 @@ class Occupancy:
         return tuple(self._reasons.get(workspace, ()))
 
     def views(self) -> dict[str, tuple[str, ...]]:
-        return {ws: tuple(r) for ws, r in sorted(self._reasons.items())}
+        """workspace -> reasons, sorted by workspace (a new dict; its tuples are
+        reused while nothing changed, so a UI can compare them by identity)."""
+        views = self._views
+        if views is None:
+            views = self._views = {ws: tuple(r) for ws, r in sorted(self._reasons.items())}
+        return dict(views)
 
     def __len__(self) -> int:
         return len(self._reasons)

@@ -111,7 +111,8 @@ class Phase:
 class _Job:
     __slots__ = ("id", "seq", "queue", "workspace", "work", "record", "phase", "outcome",
                  "lane_token", "sched_token", "task", "error", "placement", "result",
-                 "save_held", "started_at", "ended_at", "final_state")
+                 "save_held", "started_at", "ended_at", "final_state", "rev", "view",
+                 "view_rev")
 
     def __init__(self, id: int, queue: "ReservationQueue", workspace: str, work: Any,
                  record: Reservation) -> None:
@@ -133,10 +134,16 @@ class _Job:
         self.started_at: float | None = None
         self.ended_at: float | None = None
         self.final_state: State | None = None
+        # ``rev`` is bumped on every change a JobView shows; ``view`` caches the
+        # JobView built at ``view_rev`` (see Scheduler._job_view)
+        self.rev = 0
+        self.view: JobView | None = None
+        self.view_rev = -1
 
     def note(self, key: str, value: Any) -> None:
         if key == "placement":
             self.placement = value
+            self.rev += 1
             q = self.queue
             q._sched.events.emit("placed", self.workspace, q.name, self.id, None, value)
 
@@ -241,6 +248,7 @@ class ReservationQueue:
         job.sched_token = st
         job.phase = Phase.STARTING
         job.started_at = st.claimed_at
+        job.rev += 1
         self._running[job.id] = job
         s.events.emit("started", ws, self.name, job.id, None, st.epoch)
         s._dispatch(job)
@@ -269,6 +277,7 @@ class ReservationQueue:
                 if cancelled_exc is not None:
                     job.outcome = _CANCELLED
                     job.error = "task cancelled before it ran"
+                    job.rev += 1
                     await self._final_save_locked(job, fence)
                     return
                 now = s.clock()
@@ -287,10 +296,12 @@ class ReservationQueue:
                 except Exception as exc:
                     job.outcome = _FAILED
                     job.error = f"running save failed: {_err(exc)}"
+                    job.rev += 1
                     await self._final_save_locked(job, fence)
                     return
                 job.record = running
                 job.phase = Phase.RUNNING
+                job.rev += 1
             finally:
                 lock.release(jid)
             # 2. dispatch, outside the record lock
@@ -310,6 +321,7 @@ class ReservationQueue:
                 job.error = _err(exc)
             # 3. final save, under the record lock, before any release
             job.phase = Phase.SAVING
+            job.rev += 1
             if not lock.try_acquire(jid):
                 await lock.acquire(jid)
             try:
@@ -340,6 +352,7 @@ class ReservationQueue:
             if not store.save_nowait(final, fence):
                 await store.save(final, fence)
             job.record = final
+            job.rev += 1
             return
         except asyncio.CancelledError:
             raise
@@ -351,12 +364,14 @@ class ReservationQueue:
             note += f" (outcome was {job.outcome.value}{': ' + job.error if job.error else ''})"
         job.outcome = _FAILED
         job.error = note
+        job.rev += 1
         for _ in range(3):
             now = s.clock()
             rec = job.record._replace(state=_FAILED, error=note, finished_at=now, updated_at=now)
             try:
                 await store.save(rec, fence)
                 job.record = rec
+                job.rev += 1
                 return
             except asyncio.CancelledError:
                 raise
@@ -378,6 +393,7 @@ class ReservationQueue:
         job.final_state = state
         job.phase = Phase.DONE
         now = job.ended_at = s.clock()
+        job.rev += 1
         jid = job.id
         if started:
             del self._running[jid]
@@ -394,6 +410,8 @@ class ReservationQueue:
             if hist is None:
                 hist = s._history[ws] = deque(maxlen=s.history_limit)
             hist.append(RunSpan(jid, self.name, rec.run_id, job.started_at, now, state))
+            s._history_views = None
+            s._history_tuples.pop(ws, None)
         s.events.emit("finished", ws, self.name, jid, state, started)
         if started:
             s._kick(ws)  # may hand the next job to this job's runner task
@@ -432,6 +450,11 @@ class Scheduler:
         self._live: dict[int, _Job] = {}
         self._history: dict[str, deque[RunSpan]] = {}
         self._workspaces: dict[str, None] = {}
+        # snapshot caches, rebuilt only after a change: history (None after a
+        # run ended) and the sorted workspaces (keyed by their count: they only grow)
+        self._history_views: MappingProxyType | None = None
+        self._history_tuples: dict[str, tuple[RunSpan, ...]] = {}  # per workspace, while unchanged
+        self._workspace_views: tuple[str, ...] = ()
         self._next_id = 0
         self._finishing: _Job | None = None
         self._handoff: _Job | None = None
@@ -541,6 +564,7 @@ class Scheduler:
                 return f"failed: {_err(exc)}"
             job.record = cancelled
             job.outcome = _CANCELLED
+            job.rev += 1
             if job.phase is Phase.WAITING:
                 job.queue._retire(job, started=False)
             # else: lanes already claimed; its run sees the record and ends.
@@ -654,23 +678,31 @@ class Scheduler:
 
     # -- observation ------------------------------------------------------------------------
     def _job_view(self, j: _Job) -> JobView:
-        rec = j.record
+        """The job's immutable view; the cached one while nothing it shows changed
+        (the job's ``rev``, its lanes' stop request, a hold on its save)."""
         st = j.sched_token
         stop = False
         if j.phase is not Phase.DONE and st is not None:
             stop = (st.lanes.stop_requested(st) or j.lane_token.lanes.stop_requested(j.lane_token))
         held = any(r.id == j.id for h in self.store._holds for r in h.held) \
             if self.store._holds and j.phase is not Phase.DONE else False
+        v = j.view
+        if v is not None and j.view_rev == j.rev and v.stop_requested is stop \
+                and v.save_held is held:
+            return v
+        rec = j.record
         outcome = j.final_state or j.outcome
         result = None if j.result is None else repr(j.result)[:60]
         describe = getattr(j.work, "describe", None)
-        return JobView(
+        v = j.view = JobView(
             j.id, j.queue.name, j.workspace, rec.state.value, j.phase,
             None if outcome is None else outcome.value, rec.run_id, j.error or rec.error,
             rec.attempts, rec.created_at, rec.started_at or j.started_at,
             rec.finished_at or j.ended_at, None if st is None else st.epoch, stop, held,
             describe() if describe else type(j.work).__name__, j.placement, result,
         )
+        j.view_rev = j.rev
+        return v
 
     def job(self, job_id: int) -> JobView | None:
         """A view of one live or recently finished job (``None`` if unknown)."""
@@ -713,12 +745,32 @@ class Scheduler:
             scheduled=self.scheduled_lanes.views(),
             queues=MappingProxyType({n: q.view(limit, queue_lanes) for n, q in self.queues.items()}),
             occupancy=MappingProxyType(self.occupancy.views()),
-            history=MappingProxyType({ws: tuple(h) for ws, h in sorted(self._history.items())}),
+            history=self._history_view(),
             holds=holds,
             pending_failures=self.store.pending_failures(),
             counts=self.counts(),
-            workspaces=tuple(sorted(self._workspaces)),
+            workspaces=self._workspaces_view(),
         )
+
+    def _history_view(self) -> MappingProxyType:
+        """workspace -> its recent runs; rebuilt only after a run ended."""
+        h = self._history_views
+        if h is None:
+            cache = self._history_tuples
+            out = {}
+            for ws in sorted(self._history):
+                t = cache.get(ws)
+                if t is None:
+                    t = cache[ws] = tuple(self._history[ws])
+                out[ws] = t
+            h = self._history_views = MappingProxyType(out)
+        return h
+
+    def _workspaces_view(self) -> tuple[str, ...]:
+        w = self._workspace_views
+        if len(w) != len(self._workspaces):
+            w = self._workspace_views = tuple(sorted(self._workspaces))
+        return w
 
     def idle_clean(self) -> list[str]:
         """Problems left behind when idle: held lanes, lock entries, live jobs
