@@ -127,6 +127,10 @@ class LanesView(QWidget):
         self._tasks: set[asyncio.Task] = set()
         self._snap = None
         self._live = False
+        # rows built from the snapshot's immutable views, reused while those views
+        # are the same objects (the domain keeps the views of what did not change)
+        self._lane_rows: dict[str, tuple] = {}   # ws -> (lane, busy, spans, LaneRow)
+        self._job_rows: dict[int, tuple] = {}    # job id -> (JobView, JobRow)
         self._text_at = 0.0
         self._syncing = False
         self._closed = False
@@ -317,9 +321,15 @@ class LanesView(QWidget):
         occupancy = snap.occupancy
         history = snap.history
         rows = []
+        cache = self._lane_rows
         for ws in snap.workspaces:
             lane = owners.get(ws)
             spans = history.get(ws)
+            busy = occupancy.get(ws, ())
+            c = cache.get(ws)
+            if c is not None and c[0] is lane and c[1] is busy and c[2] is spans:
+                rows.append(c[3])
+                continue
             last = spans[-1] if spans else None
             if lane is not None:
                 q, _, num = lane.owner.partition("#")
@@ -327,11 +337,12 @@ class LanesView(QWidget):
                 rows.append(LaneRow(ws, q, jid, lane.epoch, lane.claimed_at, lane.stop_reason,
                                     lane.stop_requested,
                                     f"#{last.job_id} {last.state}" if last else "",
-                                    last.state if last else None, occupancy.get(ws, ())))
+                                    last.state if last else None, busy))
             else:
                 rows.append(LaneRow(ws, None, None, None, None, None, False,
                                     f"#{last.job_id} {last.state}" if last else "",
-                                    last.state if last else None, occupancy.get(ws, ())))
+                                    last.state if last else None, busy))
+            cache[ws] = (lane, busy, spans, rows[-1])
         self.lanes_model.set_rows(rows, list(snap.workspaces), now)
         busy = sum(1 for r in occupancy.values() if r)
         held = len(owners)
@@ -339,9 +350,17 @@ class LanesView(QWidget):
             f"<b>Workspaces</b> <span style='color:{theme.MUTED}'>{len(rows)} · {held} "
             f"lane{'s' * (held != 1)} held" + (f" · {busy} busy outside" if busy else "")
             + " · Space toggles busy</span>")
+        old_jobs, jcache = self._job_rows, {}
         for q, qv in snap.queues.items():
             jobs = (*qv.running, *qv.waiting, *reversed(qv.recent))
-            self.queue_models[q].set_rows([job_row(j) for j in jobs], [j.id for j in jobs], now)
+            jrows = []
+            for j in jobs:
+                c = old_jobs.get(j.id)
+                if c is None or c[0] is not j:
+                    c = (j, job_row(j))
+                jcache[j.id] = c
+                jrows.append(c[1])
+            self.queue_models[q].set_rows(jrows, [j.id for j in jobs], now)
             n = qv.counts
             more = ""
             if n["waiting"] > len(qv.waiting) or n["running"] > len(qv.running):
@@ -353,6 +372,7 @@ class LanesView(QWidget):
                 f"<b>{QUEUE_LABELS.get(q, q).capitalize()}</b> <span style='color:{muted}'>"
                 f"{n['running']} running · {n['waiting']} waiting{more} · {n['succeeded']} ok"
                 f"{tail}</span>")
+        self._job_rows = jcache
         self._sync_selection()
         self._sync_busy_button()
 
