@@ -215,3 +215,31 @@ def test_fail_next_save_failing_work_stop_and_busy_outside(qtbot):
     assert out["parked"] == "queued"
     assert out["busy_after"] == () and out["button_after"] is False
     assert violations == []
+
+
+def test_models_announce_only_the_changed_cells_in_view():
+    from lanemon.ui.lanes_model import JobRow, JobsModel
+
+    m = JobsModel()
+    seen = []
+    m.dataChanged.connect(lambda a, b, roles=(): seen.append((a.row(), a.column(), b.row(), b.column())))
+    rows = [JobRow(i, f"ws-{i}", "queued", "sim", None, 0.0, None, "", None) for i in range(6)]
+    m.set_rows(rows, [r.id for r in rows], 1.0)       # all inserted: nothing to announce
+    assert seen == [] and m.rowCount() == 6
+    m.set_rows(list(rows), [r.id for r in rows], 1.01)  # same objects, same time text
+    assert seen == []
+    rows2 = list(rows)
+    rows2[1] = rows[1]._replace(label="running")
+    rows2[4] = rows[4]._replace(label="running", detail="run-4")
+    m.set_rows(rows2, [r.id for r in rows2], 1.02)
+    assert sorted(seen) == [(1, 2, 4, 2), (4, 5, 4, 5)]
+    assert m.data(m.index(4, 2)) == "running"
+    seen.clear()
+    m.tick(2.5)                                          # the clock: the time column only
+    assert seen == [(0, 3, 5, 3)] and m.data(m.index(5, 3)) == "2.5 s"
+    seen.clear()
+    m.visible_rows = lambda: (2, 3)                      # rows out of view are not compared
+    rows3 = [r._replace(work="other") for r in rows2]
+    m.set_rows(rows3, [r.id for r in rows3], 2.5)
+    assert seen == [(2, 4, 3, 4)]
+    assert m.data(m.index(0, 4)) == "other"              # but the model holds them

@@ -1,8 +1,10 @@
 """Table models of the lanes & queues view: formatting only, no domain rule.
 
 Both models take plain rows built from one ``Scheduler.snapshot()`` and update
-**in place**: equal rows are skipped, changed rows get one ``dataChanged``
-(the view repaints only those), the row count grows or shrinks at the end.
+**in place**: a row that is the same object as before is skipped (but for
+its time text), a changed row is compared cell by cell and only the changed
+cells of the rows in view are announced (the view repaints only those), the
+row count grows or shrinks at the end.
 No model reset per frame, so the view keeps its scroll position; the view
 re-selects the chosen job by id after each update.
 
@@ -102,10 +104,24 @@ class _RowsModel(QAbstractTableModel):
         self.now = 0.0
         self._bold = QFont()
         self._bold.setBold(True)
+        #: ``() -> (first, last)``: the rows a view shows (set by the view;
+        #: ``None``: every row). Only those are compared and announced: a row
+        #: out of view is painted from the model when it scrolls in.
+        self.visible_rows: Callable[[], tuple[int, int]] | None = None
+        # row index -> (row, its cells), for the rows shown at the last update;
+        # describes the model's current rows (time texts as last compared)
+        self._shown: dict[int, tuple] = {}
 
     # --- updating in place -------------------------------------------------------------
     def set_rows(self, rows: list[tuple], keys: list, now: float) -> None:
-        """Replace the rows; only changed rows are announced."""
+        """Replace the rows; only the shown cells whose rendering changed are announced.
+
+        A row that is the same object as before is unchanged but for its time
+        text (live rows); a different row object is compared cell by cell
+        (``_cells``). One ``dataChanged`` per column spans the shown rows whose
+        cell in that column changed, so the view repaints those cells, not the
+        whole table. The row count grows or shrinks at the end.
+        """
         self.now = now
         old = self._rows
         n_old, n_new = len(old), len(rows)
@@ -119,30 +135,70 @@ class _RowsModel(QAbstractTableModel):
             self._rows = old + list(rows[n_old:])
             self._keys = self._keys + list(keys[n_old:])
             self.endInsertRows()
-        first = last = -1
-        old = self._rows
-        for i in range(min(n_old, n_new)):
-            if old[i] != rows[i]:
-                if first < 0:
-                    first = i
-                last = i
         self._rows = list(rows)
         self._keys = list(keys)
-        if first >= 0:
-            self.dataChanged.emit(self.index(first, 0), self.index(last, len(self.COLUMNS) - 1))
-        self.tick(now, announce=first < 0)
+        self._announce(n_old)
 
     def tick(self, now: float, announce: bool = True) -> None:
-        """The clock moved: only the time column of live rows changes."""
+        """The clock moved: only the time texts of live rows change."""
         self.now = now
-        if announce and self.TIME_COLUMN >= 0 and self._rows:
-            live = [i for i, r in enumerate(self._rows) if self._is_live(r)]
-            if live:
-                c = self.TIME_COLUMN
-                self.dataChanged.emit(self.index(live[0], c), self.index(live[-1], c), [_DISPLAY])
+        if announce:
+            self._announce(len(self._rows))
+
+    def _announce(self, n_old: int) -> None:
+        rows = self._rows
+        n = len(rows)
+        if self.visible_rows is None:
+            lo, hi = 0, n - 1
+        else:
+            lo, hi = self.visible_rows()
+            lo, hi = max(lo, 0), min(hi, n - 1)
+        shown, new_shown = self._shown, {}
+        tc = self.TIME_COLUMN
+        ncol = len(self.COLUMNS)
+        spans: dict[int, list[int]] = {}
+        whole = [-1, -1]
+        for i in range(lo, hi + 1):
+            row = rows[i]
+            prev = shown.get(i)
+            if prev is not None and prev[0] is row:
+                cells = prev[1]
+                if tc >= 0 and self._is_live(row):
+                    t = self._time_text(row)
+                    if cells[tc] != t:
+                        cells = cells[:tc] + (t,) + cells[tc + 1:]
+                        _mark(spans, tc, i)
+                new_shown[i] = (row, cells)
+                continue
+            cells = self._cells(row)
+            new_shown[i] = (row, cells)
+            if i >= n_old:
+                continue            # inserted: the view paints it
+            if prev is None:        # came into view: its cells are unknown
+                if whole[0] < 0:
+                    whole[0] = i
+                whole[1] = i
+                continue
+            old_cells = prev[1]
+            if old_cells != cells:
+                for c in range(ncol):
+                    if old_cells[c] != cells[c]:
+                        _mark(spans, c, i)
+        self._shown = new_shown
+        if whole[0] >= 0:
+            self.dataChanged.emit(self.index(whole[0], 0), self.index(whole[1], ncol - 1))
+        for c, (first, last) in spans.items():
+            self.dataChanged.emit(self.index(first, c), self.index(last, c))
 
     def _is_live(self, row: tuple) -> bool:
         return False
+
+    def _time_text(self, row: tuple) -> str:
+        return ""
+
+    def _cells(self, row: tuple) -> tuple:
+        """What each column of ``row`` looks like (text, colours, font, tip), per column."""
+        return tuple(row)
 
     def key(self, row: int):
         return self._keys[row] if 0 <= row < len(self._keys) else None
@@ -170,6 +226,14 @@ class _RowsModel(QAbstractTableModel):
             if role == _TIP:
                 return self.TIPS.get(self.COLUMNS[section])
         return None
+
+
+def _mark(spans: dict[int, list[int]], column: int, row: int) -> None:
+    span = spans.get(column)
+    if span is None:
+        spans[column] = [row, row]
+    else:
+        span[1] = row
 
 
 class LaneRow(NamedTuple):
@@ -207,6 +271,13 @@ class WorkspacesModel(_RowsModel):
     def _is_live(self, row: LaneRow) -> bool:
         return row.claimed_at is not None
 
+    def _time_text(self, r: LaneRow) -> str:
+        return seconds(None if r.claimed_at is None else max(0.0, self.now - r.claimed_at))
+
+    def _cells(self, r: LaneRow) -> tuple:
+        return (r.workspace, (r.queue, r.job_id), r.epoch, self._time_text(r),
+                (r.stop, r.stop_reason), (r.last, r.last_state), r.busy)
+
     def workspace(self, row: int) -> str | None:
         return self.key(row)
 
@@ -234,7 +305,7 @@ class WorkspacesModel(_RowsModel):
             if c == 2:
                 return "" if r.epoch is None else str(r.epoch)
             if c == 3:
-                return seconds(None if r.claimed_at is None else max(0.0, self.now - r.claimed_at))
+                return self._time_text(r)
             if c == 4:
                 return (r.stop_reason or "requested") if r.stop else ""
             if c == 5:
@@ -310,6 +381,15 @@ class JobsModel(_RowsModel):
     def _is_live(self, row: JobRow) -> bool:
         return row.t1 is None and row.t0 is not None
 
+    def _time_text(self, r: JobRow) -> str:
+        if r.t0 is None:
+            return ""
+        return seconds(max(0.0, (self.now if r.t1 is None else r.t1) - r.t0))
+
+    def _cells(self, r: JobRow) -> tuple:
+        return (r.id, r.workspace, r.label, self._time_text(r), r.work,
+                (r.epoch, r.detail, r.label in ("failed", "save held")))
+
     def job_id(self, row: int) -> int | None:
         return self.key(row)
 
@@ -324,9 +404,7 @@ class JobsModel(_RowsModel):
             if c == 2:
                 return r.label
             if c == 3:
-                if r.t0 is None:
-                    return ""
-                return seconds(max(0.0, (self.now if r.t1 is None else r.t1) - r.t0))
+                return self._time_text(r)
             if c == 4:
                 return r.work
             if c == 5:

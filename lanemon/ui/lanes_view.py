@@ -114,7 +114,19 @@ def _table(model, cls=QTableView) -> QTableView:
     h.setHighlightSections(False)
     h.setStretchLastSection(True)
     h.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+    model.visible_rows = lambda: _rows_in_view(t)
     return t
+
+
+def _rows_in_view(t: QTableView) -> tuple[int, int]:
+    """First and last row ``t`` shows (partly); ``(0, -1)`` when none."""
+    n = t.model().rowCount()
+    h = t.viewport().height()
+    if n == 0 or h <= 0:
+        return 0, -1
+    first = t.rowAt(0)
+    last = t.rowAt(h - 1)
+    return max(first, 0), (n - 1 if last < 0 else last)
 
 
 class LanesView(QWidget):
