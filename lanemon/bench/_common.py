@@ -1,27 +1,12 @@
-"""Helpers shared by the benchmarks: timing a run under a lag recorder."""
+"""Helpers shared by the benchmarks."""
 
 from __future__ import annotations
 
 import asyncio
 import platform
 import statistics
-import time
-from typing import Awaitable, Callable
 
 from lanemon.work.lag import LagRecorder, LagStats
-
-
-async def timed_with_lag(job: Callable[[], Awaitable[object] | object], period_ms: float = 1.0
-                         ) -> tuple[float, LagStats, object]:
-    """Run ``job`` (sync or async) under a lag recorder: (work ms, lag, result)."""
-    async with LagRecorder(period_ms) as rec:
-        await asyncio.sleep(0.005)
-        t0 = time.perf_counter()
-        result = job()
-        if asyncio.iscoroutine(result):
-            result = await result
-        work_ms = (time.perf_counter() - t0) * 1000.0
-    return work_ms, rec.stats(), result
 
 
 async def idle_lag(duration_s: float, period_ms: float = 1.0) -> LagStats:

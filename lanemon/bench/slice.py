@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import asyncio
 
-from lanemon.bench._common import goal, job_of_ms, median, timed_with_lag
+from lanemon.bench._common import goal, job_of_ms, median
+from lanemon.work.lag import timed_with_lag
 from lanemon.work import hash_range, run_sliced_budget
 
 BUDGETS_MS = (2.0, 4.0, 8.0, 16.0)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from lanemon.bench._common import goal, idle_lag, job_of_ms, median, timed_with_lag
+from lanemon.bench._common import goal, idle_lag, job_of_ms, median
+from lanemon.work.lag import timed_with_lag
 from lanemon.work import KINDS, hash_range, run_in_worker, shutdown_workers, warm_pool
 
 JOB_MS = 400.0

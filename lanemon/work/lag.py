@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from dataclasses import asdict, dataclass
-from typing import Iterable
+from typing import Awaitable, Callable, Iterable
 
 
 @dataclass(frozen=True)
@@ -110,3 +111,20 @@ class LagRecorder:
                 await self.next_tick()
         finally:
             self.stop()
+
+
+async def timed_with_lag(job: Callable[[], Awaitable[object] | object], period_ms: float = 1.0,
+                         settle_s: float = 0.01) -> tuple[float, LagStats, object]:
+    """Run ``job()`` (sync or async) under a ``LagRecorder``: (work ms, lag, result).
+
+    The recorder runs ``settle_s`` before the job starts, and (leaving its
+    block) records the first tick after the job: a blocking job's stall.
+    """
+    async with LagRecorder(period_ms) as rec:
+        await asyncio.sleep(settle_s)
+        t0 = time.perf_counter()
+        result = job()
+        if asyncio.iscoroutine(result):
+            result = await result
+        work_ms = (time.perf_counter() - t0) * 1000.0
+    return work_ms, rec.stats(), result

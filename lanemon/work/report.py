@@ -19,13 +19,12 @@ Lag figures and ``workMs`` are milliseconds rounded to 3 decimals. The three
 
 from __future__ import annotations
 
-import asyncio
 import platform
 import time
 from typing import Callable
 
 from lanemon.work._kernel import hash_range
-from lanemon.work.lag import LagRecorder, LagStats
+from lanemon.work.lag import LagStats, timed_with_lag
 from lanemon.work.slicing import run_sliced, run_sliced_budget
 from lanemon.work.workers import run_in_worker, spawn_cost_ms
 
@@ -83,12 +82,8 @@ async def measure(
     say = progress or (lambda _msg: None)
 
     say(f"whole: {total:,} iterations in one piece (the loop is blocked meanwhile)")
-    async with LagRecorder(lag_period_ms) as rec:
-        await asyncio.sleep(0.01)
-        t0 = time.perf_counter()
-        result = hash_range(0, total)
-        work = (time.perf_counter() - t0) * 1000.0
-    whole = run_entry(rec.stats(), work, result)
+    work, lag, result = await timed_with_lag(lambda: hash_range(0, total), lag_period_ms)
+    whole = run_entry(lag, work, result)
 
     last = [time.perf_counter()]
 
@@ -105,22 +100,14 @@ async def measure(
         budget = 8.0 if slice_ms is None else slice_ms
         say(f"sliced: {total:,} iterations in slices of about {budget:g} ms")
         job = lambda: run_sliced_budget(total, budget, on_slice=on_slice)  # noqa: E731
-    async with LagRecorder(lag_period_ms) as rec:
-        await asyncio.sleep(0.01)
-        t0 = time.perf_counter()
-        res = await job()
-        work = (time.perf_counter() - t0) * 1000.0
-    sliced = run_entry(rec.stats(), work, res.result, slices=res.slices)
+    work, lag, res = await timed_with_lag(job, lag_period_ms)
+    sliced = run_entry(lag, work, res.result, slices=res.slices)
 
     say("worker: measuring start-up (an empty job in a cold worker)")
     startup = await spawn_cost_ms()
     say(f"worker: {total:,} iterations in a {worker} worker")
-    async with LagRecorder(lag_period_ms) as rec:
-        await asyncio.sleep(0.01)
-        t0 = time.perf_counter()
-        result = await run_in_worker(total, worker)
-        work = (time.perf_counter() - t0) * 1000.0
-    worker_entry = run_entry(rec.stats(), work, result)
+    work, lag, result = await timed_with_lag(lambda: run_in_worker(total, worker), lag_period_ms)
+    worker_entry = run_entry(lag, work, result)
 
     return build_report(total, whole, sliced, worker_entry, startup)
 
