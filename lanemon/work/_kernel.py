@@ -49,6 +49,14 @@ def check_total(total: object) -> int:
     return total  # type: ignore[return-value]
 
 
+def check_size(size: object) -> int:
+    """``size`` as a positive integer, or ``TypeError`` / ``ValueError``."""
+    _require_int("size", size)
+    if size <= 0:  # type: ignore[operator]
+        raise ValueError(f"size must be positive, got {size} (a loop over it would never end)")
+    return size  # type: ignore[return-value]
+
+
 def chunks(total: int, size: int) -> list[Chunk]:
     """Split ``0..total`` into ``ceil(total/size)`` half-open pieces.
 
@@ -56,9 +64,7 @@ def chunks(total: int, size: int) -> list[Chunk]:
     when either is not an integer.
     """
     check_total(total)
-    _require_int("size", size)
-    if size <= 0:
-        raise ValueError(f"size must be positive, got {size} (a loop over it would never end)")
+    check_size(size)
     return [Chunk(start, min(start + size, total)) for start in range(0, total, size)]
 
 

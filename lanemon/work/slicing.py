@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from lanemon.work._kernel import check_total, chunks, hash_range
+from lanemon.work._kernel import check_size, check_total, hash_range
 
 MIN_SLICE = 1_000
 
@@ -72,6 +72,31 @@ def _check_ms(name: str, value: object) -> float:
     return float(value)
 
 
+async def _run_slices(
+    total: int,
+    next_size: Callable[[int, float], int],
+    on_slice: Callable[[int, int], None] | None,
+    should_stop: Callable[[], bool] | None,
+) -> SlicedResult:
+    """The one slicing loop. ``next_size(iterations, ms)`` gives the next
+    slice's size from the last slice's (``(0, 0.0)`` before the first)."""
+    h = done = slices = 0
+    size = next_size(0, 0.0)
+    while done < total:
+        if should_stop is not None and should_stop():
+            raise SliceStopped(f"stopped at {done} of {total}")
+        stop = min(total, done + size)
+        t0 = time.perf_counter()
+        h = hash_range(done, stop, h)
+        size = next_size(stop - done, (time.perf_counter() - t0) * 1000.0)
+        slices += 1
+        done = stop
+        if on_slice is not None:
+            on_slice(done, total)
+        await yield_to_timers()
+    return SlicedResult(h, slices, total / slices if slices else 0.0)
+
+
 async def run_sliced(
     total: int,
     slice_size: int,
@@ -80,16 +105,9 @@ async def run_sliced(
     should_stop: Callable[[], bool] | None = None,
 ) -> SlicedResult:
     """``hash_range(0, total)`` in ``ceil(total/slice_size)`` slices."""
-    pieces = chunks(total, slice_size)  # validates both
-    h = 0
-    for start, stop in pieces:
-        if should_stop is not None and should_stop():
-            raise SliceStopped(f"stopped at {start} of {total}")
-        h = hash_range(start, stop, h)
-        if on_slice is not None:
-            on_slice(stop, total)
-        await yield_to_timers()
-    return SlicedResult(h, len(pieces), total / len(pieces) if pieces else 0.0)
+    check_total(total)
+    check_size(slice_size)
+    return await _run_slices(total, lambda _n, _ms: slice_size, on_slice, should_stop)
 
 
 async def run_sliced_budget(
@@ -102,30 +120,20 @@ async def run_sliced_budget(
     """``hash_range(0, total)`` in slices of about ``slice_ms`` each."""
     check_total(total)
     budget = _check_ms("slice_ms", slice_ms)
-    rate = _rate_per_ms or None  # iterations per ms, refined as we go
+    rate = _rate_per_ms or None  # iterations per ms, refined after every slice
     size = max(MIN_SLICE, int(rate * budget)) if rate else MIN_SLICE
-    h = 0
-    done = 0
-    slices = 0
-    while done < total:
-        if should_stop is not None and should_stop():
-            raise SliceStopped(f"stopped at {done} of {total}")
-        stop = min(total, done + size)
-        t0 = time.perf_counter()
-        h = hash_range(done, stop, h)
-        took_ms = (time.perf_counter() - t0) * 1000.0
-        slices += 1
-        observed = (stop - done) / took_ms if took_ms > 0 else None
-        if observed:
+
+    def next_size(iterations: int, took_ms: float) -> int:
+        nonlocal rate, size
+        if iterations and took_ms > 0:  # else (first call, or too fast to time): keep the size
+            observed = iterations / took_ms
             rate = observed if rate is None else 0.7 * rate + 0.3 * observed
             # size from the slower of the trend and the last slice: a slice
             # rarely overshoots its budget when the machine slows down
             size = max(MIN_SLICE, int(min(rate, observed) * budget))
-        done = stop
-        if on_slice is not None:
-            on_slice(done, total)
-        await yield_to_timers()
-    return SlicedResult(h, slices, total / slices if slices else 0.0)
+        return size
+
+    return await _run_slices(total, next_size, on_slice, should_stop)
 
 
 # --- calibration -------------------------------------------------------------
