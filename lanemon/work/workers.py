@@ -185,21 +185,20 @@ async def _start_off_loop(target, args: tuple, name: str, duplex: bool):
 
 async def _run_cold(op: str, arg: object, what: str):
     proc, parent = await _start_off_loop(_kernel.run_once, (op, arg), "lanemon-cold", duplex=False)
+    cancelled = False
     try:
-        reply = await _await_answer(parent, proc)
-    except asyncio.CancelledError:
-        raise  # _await_answer stopped the process and will close the pipe
-    except BaseException:
-        _stop_process(proc)
-        parent.close()
-        raise
-    try:
+        try:
+            reply = await _await_answer(parent, proc)
+        except asyncio.CancelledError:
+            cancelled = True  # the pipe closes once the waiting thread lets go
+            raise
         value = _unwrap(reply, proc, what)
         proc.join(1.0)
         return value
     finally:
         _stop_process(proc)
-        parent.close()
+        if not cancelled:
+            parent.close()
 
 
 # --- warm pool --------------------------------------------------------------
@@ -405,26 +404,28 @@ def _settle(fut, value, exc) -> None:
 
 # --- public -----------------------------------------------------------------
 
-async def run_in_worker(total: int, kind: str = "warm") -> int:
-    """``hash_range(0, total)`` computed off the event loop by ``kind``."""
-    _kernel.check_total(total)
-    what = f"hash_range(0, {total})"
+async def _process_call(kind: str, op: str, arg: object, what: str):
+    """Send ``(op, arg)`` to a cold or warm worker process; its answer."""
     if kind == "cold":
-        return await _run_cold("hash", total, what)
+        return await _run_cold(op, arg, what)
     if kind == "warm":
-        return await warm_pool().call("hash", total, what)
-    if kind == "thread":
-        return await _run_thread(total)
+        return await warm_pool().call(op, arg, what)
     raise ValueError(f"unknown worker kind {kind!r}; choose from {', '.join(KINDS)}")
 
 
+async def run_in_worker(total: int, kind: str = "warm") -> int:
+    """``hash_range(0, total)`` computed off the event loop by ``kind``."""
+    _kernel.check_total(total)
+    if kind == "thread":
+        return await _run_thread(total)
+    return await _process_call(kind, "hash", total, f"hash_range(0, {total})")
+
+
 async def worker_call(op: str, kind: str = "warm"):
-    """Ask a worker a diagnostic question (``"pid"`` or ``"modules"``)."""
-    if kind == "cold":
-        return await _run_cold(op, None, op)
-    if kind == "warm":
-        return await warm_pool().call(op, None, op)
-    raise ValueError(f"worker_call supports cold and warm, not {kind!r}")
+    """Ask a worker process a diagnostic question (``"pid"`` or ``"modules"``)."""
+    if kind == "thread":
+        raise ValueError("worker_call asks a worker process: cold or warm, not thread")
+    return await _process_call(kind, op, None, op)
 
 
 async def spawn_cost_ms(repeat: int = 3) -> float:
