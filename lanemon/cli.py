@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import math
 import os
 import sys
-import tempfile
 
 from lanemon import __version__
 
@@ -108,20 +106,6 @@ def _check_writable(path: str) -> None:
         raise BadInput(f"cannot write {path}: folder {folder} is not writable")
 
 
-def write_json(path: str, data: object) -> None:
-    """Write atomically: the old file survives any failure."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".lanemon-", suffix=".json", dir=folder)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=2)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 class _StderrProgress:
     """Progress on stderr: one updating line on a terminal, plain lines otherwise."""
 
@@ -144,6 +128,7 @@ class _StderrProgress:
 
 
 def cmd_measure(args) -> int:
+    from lanemon.files import write_json
     from lanemon.work.report import measure, summary
     from lanemon.work.workers import shutdown_workers
 
@@ -182,6 +167,7 @@ def cmd_place(args) -> int:
 
 def cmd_bench(args) -> int:
     from lanemon import bench
+    from lanemon.files import write_json
 
     if args.json:
         _check_writable(args.json)

@@ -7,33 +7,17 @@ a failed export never leaves a half-written file behind.
 from __future__ import annotations
 
 import csv
-import json
 import os
 import tempfile
 
 from PySide6.QtWidgets import QWidget
 
+from lanemon.files import atomic_write, write_json
 from lanemon.ui.heartbeat import Heartbeat
 
 
-def _atomic(path: str, suffix: str, write) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".lanemon-", suffix=suffix, dir=folder)
-    try:
-        with os.fdopen(fd, "w", newline="") as fh:
-            write(fh)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def write_report(path: str, report: dict) -> None:
-    def write(fh):
-        json.dump(report, fh, indent=2)
-        fh.write("\n")
-    _atomic(path, ".json", write)
+    write_json(path, report)
 
 
 def write_heartbeat_csv(path: str, heartbeat: Heartbeat) -> int:
@@ -44,7 +28,7 @@ def write_heartbeat_csv(path: str, heartbeat: Heartbeat) -> int:
         out = csv.writer(fh)
         out.writerow(["t_s", "lag_ms"])
         out.writerows((f"{t:.6f}", f"{lag:.4f}") for t, lag in rows)
-    _atomic(path, ".csv", write)
+    atomic_write(path, ".csv", write)
     return len(rows)
 
 
