@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import os
-
-
-def offscreen() -> None:
-    """Use Qt's offscreen platform unless the caller chose one (before any QApplication)."""
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    os.environ.setdefault("LANEMON_NO_SETTINGS", "1")
-
 
 def run_window(scenario):
     """``lanemon.ui.testing.run_window`` with the offscreen platform; raises on loop errors."""
-    offscreen()
-    from lanemon.ui.testing import run_window as run
+    from lanemon.ui.testing import headless, run_window as run
 
+    headless()
     rc, value, errors = run(scenario)
     if rc != 0 or errors:
         raise RuntimeError(f"the window ended badly: exit {rc}, loop errors {errors[:3]}")

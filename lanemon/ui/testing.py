@@ -50,17 +50,24 @@ def run_window(scenario: Callable[[object], Awaitable[object]], window=None, *, 
     return rc, value, errors
 
 
+def headless() -> None:
+    """Qt's offscreen platform unless the caller chose one, and never the
+    user's saved settings. Call before the QApplication exists."""
+    import os
+
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    os.environ.setdefault("LANEMON_NO_SETTINGS", "1")
+
+
 def shoot_window(scenario: Callable[[object], Awaitable[object]], size=(1280, 800)) -> int:
     """Run ``scenario`` in the window for a screenshot script; the exit status.
 
     Offscreen unless the caller chose a platform, and never the user's saved
     settings (geometry, theme); loop errors are printed and make it fail.
     """
-    import os
     import sys
 
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    os.environ.setdefault("LANEMON_NO_SETTINGS", "1")
+    headless()
     rc, _, errors = run_window(scenario, size=size)
     for ctx in errors:
         print(f"loop error: {ctx.get('message')}: {ctx.get('exception')!r}", file=sys.stderr)
