@@ -22,4 +22,21 @@ Modules:
 - ``theme``             colours, fonts, ``font_scale``.
 - ``shoot``             ``python -m lanemon.ui.shoot out.png``: the README
                         screenshot, reproducibly.
+
+Importing this package sets two process settings, unless already set, both
+for a steady event loop on a machine with few cores (``lanemon bench ui``):
+
+- ``QT_NO_GUI_THREADPOOL=1``: Qt's raster engine fills large areas on helper
+  threads and waits for them; with a worker process on the other core the
+  GUI thread then waits for a thread to be scheduled. Fills stay on the GUI
+  thread.
+- ``OPENBLAS_NUM_THREADS=1``: numpy's BLAS threads spin after each call
+  (``perf`` counted 6 % of the window process in ``blas_thread_server``);
+  the window does no linear algebra worth a second thread. Takes effect
+  only when numpy is imported after this package.
 """
+
+import os as _os
+
+_os.environ.setdefault("QT_NO_GUI_THREADPOOL", "1")
+_os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

@@ -16,11 +16,13 @@ import time
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QColor, QFont, QPolygonF
+from PySide6.QtGui import QColor, QFont
 from PySide6.QtCore import QRectF
-from PySide6.QtWidgets import QGraphicsItem, QGraphicsPolygonItem, QGraphicsRectItem, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGraphicsLineItem, QGraphicsPathItem, QGraphicsRectItem, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from lanemon.ui import theme
+from lanemon.ui.chart_items import Curve, Label, cache_axes, cosmetic_pen, hline, segments
+from lanemon.ui.fill_under import FillUnder
 from lanemon.ui.heartbeat import MAX_PERIOD_MS, MIN_PERIOD_MS, Heartbeat, lag_stats
 from lanemon.ui.run_controller import RunController
 
@@ -37,13 +39,6 @@ TOP_STEPS = (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)
 SHRINK_BELOW = 0.5
 
 pg.setConfigOptions(antialias=False, foreground=theme.FG, background=theme.BG)
-
-
-def cached(item: QGraphicsItem) -> QGraphicsItem:
-    """Paint ``item`` from a pixmap kept in device coordinates (re-rendered only when it changes or
-    is scaled; moving it keeps the pixmap): text is shaped once, not on every frame."""
-    item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
-    return item
 
 
 def nice_top(peak: float) -> float:
@@ -77,8 +72,8 @@ class HeartbeatChart(QWidget):
         # run shading: a plain rect item each (painted in C++; a LinearRegionItem is two
         # InfiniteLines and a rect, ~1 ms of Python per frame to move); its left and right
         # edges are the run's start and end, its top and bottom lie outside the view
-        self._regions: dict[int, tuple[QGraphicsRectItem, pg.TextItem]] = {}
-        self._ref_lines: list[pg.InfiniteLine] = []
+        self._regions: dict[int, tuple[QGraphicsRectItem, Label]] = {}
+        self._ref_lines: list[tuple[QGraphicsLineItem, Label, float]] = []   # line, label, where (0..1 of x)
         self._paused_at: float | None = None
         self._drawn = None                 # what the curve was last drawn from
         self._lag = np.empty(0)
@@ -137,26 +132,26 @@ class HeartbeatChart(QWidget):
         self.plot.hideButtons()
         item = self.plot.getPlotItem()
         # pyqtgraph's own grid (showGrid) costs ~20 ms per frame on the raster
-        # engine here; one "pairs" curve of grid segments costs well under 1 ms.
-        self._grid = pg.PlotCurveItem(connect="pairs", skipFiniteCheck=True)
+        # engine here; one path of grid segments, painted by Qt, a small fraction of 1 ms.
+        # The grid, the reference lines and every label are plain Qt items (chart_items):
+        # the chart scrolls, so all of it is repainted on every frame.
+        self._grid = QGraphicsPathItem()
         self._grid.setZValue(-10)
-        item.addItem(self._grid)
+        item.addItem(self._grid, ignoreBounds=True)
         item.setLabel("left", "lag (ms)")
         item.setLabel("bottom", "seconds ago")
-        for name in ("left", "bottom"):   # the axes re-render only when their range or style changes
-            ax = item.getAxis(name)
-            cached(ax)
-            cached(ax.label)
+        cache_axes(self.plot)   # the axes re-render only when their range or style changes
         item.getViewBox().setDefaultPadding(0)
         # the line from one tick to a late one is the lateness growing while the loop was blocked
-        # a bare PlotCurveItem (a PlotDataItem adds ~0.5 ms of Python per setData)
-        self.curve = pg.PlotCurveItem(pen=pg.mkPen(theme.LAG_PEN, width=1), skipFiniteCheck=True)
+        # a path item painted by Qt (a PlotCurveItem paints and bounds itself in Python, ~0.6 ms
+        # per frame here; a PlotDataItem adds ~0.5 ms more per setData)
+        self.curve = Curve(cosmetic_pen(theme.LAG_PEN))
         self.curve.setZValue(10)
-        item.addItem(self.curve)
-        # the fill under the curve: one polygon (pyqtgraph's fillLevel builds and fills a path
-        # per 50 points, ~1.5 ms per frame here); same area, same translucent brush
-        self.fill = QGraphicsPolygonItem()
-        self.fill.setPen(Qt.PenStyle.NoPen)
+        item.addItem(self.curve, ignoreBounds=True)
+        # the fill under the curve: small polygons drawn in C++ (pyqtgraph's fillLevel builds a
+        # path per 50 points in Python, ~1.5 ms per frame here; one big polygon costs 2-3 ms to
+        # fill, see lanemon.ui.fill_under); same area, same translucent brush
+        self.fill = FillUnder()
         self.fill.setZValue(9)
         item.addItem(self.fill, ignoreBounds=True)
         # the reference lines are made by _apply_colors (called by apply_fonts)
@@ -213,15 +208,22 @@ class HeartbeatChart(QWidget):
         ys = np.arange(step_y, top, step_y, dtype=np.float64)
         x = np.concatenate([np.repeat(xs, 2), np.tile([-w, 0.0], ys.size)])
         y = np.concatenate([np.tile([0.0, top], xs.size), np.repeat(ys, 2)])
-        self._grid.setData(x, y, connect="pairs", skipFiniteCheck=True)
+        segments(x, y, self._grid.pen(), self._grid)
 
     def set_window_s(self, seconds: float) -> None:
         self._window_s = float(min(30, max(10, seconds)))
         self.plot.setXRange(-self._window_s, 0, padding=0)
         self._update_grid()
+        self._place_ref_labels()
+
+    def _place_ref_labels(self) -> None:
+        w = self._window_s
+        for _line, label, where in self._ref_lines:
+            label.setPos(-w + where * w, label.pos().y())
 
     def apply_fonts(self) -> None:
         """Re-apply fonts and colours after ``theme.apply`` changed the font scale or palette."""
+        axis_font = self._axis_font = theme.style_axes(self.plot, self.font())
         self._apply_colors()
         two_rows = theme.font_scale() > 1.25
         if two_rows != (self._head2.indexOf(self._controls) >= 0):
@@ -232,10 +234,9 @@ class HeartbeatChart(QWidget):
         big.setBold(True)
         self.title.setFont(big)
         self.live.setFont(theme.mono_font(12.5))
-        axis_font = theme.style_axes(self.plot, self.font())
         self.paused_label.setFont(big)
-        for line in self._ref_lines:
-            line.label.setFont(axis_font)
+        for _line, label, _where in self._ref_lines:
+            label.setFont(axis_font)
 
     def _label_fill(self, alpha: int) -> QColor:
         color = QColor(theme.BG)
@@ -255,29 +256,31 @@ class HeartbeatChart(QWidget):
         grid.setAlpha(255)
         base = QColor(theme.BG)
         mix = 0.30 if dark else 0.12   # an opaque colour between background and text
-        self._grid.setPen(pg.mkPen(QColor(
+        self._grid.setPen(cosmetic_pen(QColor(
             int(base.red() + (grid.red() - base.red()) * mix),
             int(base.green() + (grid.green() - base.green()) * mix),
-            int(base.blue() + (grid.blue() - base.blue()) * mix)), width=1))
+            int(base.blue() + (grid.blue() - base.blue()) * mix))))
         self._update_grid()
         lag_fill = QColor(theme.LAG_PEN)
         lag_fill.setAlpha(55 if dark else 40)
-        self.curve.setPen(pg.mkPen(theme.LAG_PEN, width=1))
+        self.curve.setPen(cosmetic_pen(theme.LAG_PEN))
         self.fill.setBrush(pg.mkBrush(lag_fill))
-        for line in self._ref_lines:
+        for line, label, _where in self._ref_lines:
             self.plot.removeItem(line)
+            self.plot.removeItem(label)
         self._ref_lines = []
         for y, text, color_name, where, anchor in REF_LINES:
             color = getattr(theme, color_name)
-            line = pg.InfiniteLine(pos=y, angle=0, movable=False,
-                                   pen=pg.mkPen(color, width=1, style=Qt.PenStyle.DashLine),
-                                   label=text,
-                                   labelOpts={"position": where, "color": color, "anchors": [anchor, anchor],
-                                              "fill": pg.mkBrush(self._label_fill(200))})
+            line = hline(y, cosmetic_pen(color, Qt.PenStyle.DashLine))
             line.setZValue(5)
-            cached(line.label.textItem)
-            self.plot.addItem(line)
-            self._ref_lines.append(line)
+            label = Label(text, color, fill=self._label_fill(200), anchor=anchor)
+            label.setFont(self._axis_font)
+            label.setPos(0.0, y)
+            label.setZValue(6)
+            self.plot.addItem(line, ignoreBounds=True)
+            self.plot.addItem(label, ignoreBounds=True)
+            self._ref_lines.append((line, label, where))
+        self._place_ref_labels()
         self.paused_label.setStyleSheet(f"color: {theme.REF_FRAME if dark else theme.WARN};")
         for region, label in self._regions.values():   # made again, in the new colours, on the next frame
             self.plot.removeItem(region)
@@ -302,8 +305,8 @@ class HeartbeatChart(QWidget):
             x = t - now
             columns = min(MAX_POINTS, max(100, int(self.plot.getViewBox().width())))
             xd, yd = decimate_max(x, lag, -w, 0.0, columns)
-            self.curve.setData(xd, yd, skipFiniteCheck=True)
-            self._set_fill(xd, yd)
+            self.curve.setData(xd, yd)
+            self.fill.set_data(xd, yd)
 
             peak = float(lag.max()) if lag.size else 0.0
             want = nice_top(peak)
@@ -317,20 +320,6 @@ class HeartbeatChart(QWidget):
         if self._frame % STATS_EVERY == 0:
             self._update_text(self._lag)
         self._frame += 1
-
-    def _set_fill(self, x: np.ndarray, y: np.ndarray) -> None:
-        """The polygon under the curve, down to 0 (what pyqtgraph's fillLevel=0 filled)."""
-        n = int(x.size)
-        if n < 2:
-            self.fill.setPolygon(QPolygonF())
-            return
-        poly = pg.functions.create_qpolygonf(n + 2)
-        arr = pg.functions.ndarray_from_qpolygonf(poly)
-        arr[:n, 0] = x
-        arr[:n, 1] = y
-        arr[n] = (x[-1], 0.0)
-        arr[n + 1] = (x[0], 0.0)
-        self.fill.setPolygon(poly)
 
     def _draw_runs(self, now: float) -> None:
         """Shade each run (and each self-measurement) in view; lay their labels out in rows."""
@@ -351,8 +340,7 @@ class HeartbeatChart(QWidget):
                 text += f"\nmax {rec.stats.max:,.0f} ms"
             elif rec.status != "running":
                 text += f"\n{rec.status}"
-            if label.toPlainText() != text:
-                label.setText(text)
+            label.set_text(text)
             placed.append((x0, label))
         for i, ph in enumerate(self.controller.phases):
             end = ph.t_end if ph.t_end is not None else now
@@ -378,12 +366,12 @@ class HeartbeatChart(QWidget):
         per_px = w / px
         # a row is as tall as the tallest label (large type: taller than 15% of the chart)
         px_y = self._top / max(1.0, self.plot.getViewBox().height())
-        tallest = max((label.textItem.boundingRect().height() for _, label in placed), default=0.0)
+        tallest = max((label.size()[1] for _, label in placed), default=0.0)
         row_h = max(0.15 * self._top, (tallest + 2) * px_y)
         rows = max(1, min(LABEL_ROWS, int(0.75 * self._top / row_h)))
         rows_right = [-1e9] * rows
         for x0, label in sorted(placed, key=lambda p: p[0]):
-            width = (label.textItem.boundingRect().width() + 6) * per_px
+            width = label.size()[0] * per_px
             x = min(max(x0, -w), -width)   # keep the whole label inside the chart
             for row in range(rows):
                 if rows_right[row] <= x:
@@ -409,15 +397,13 @@ class HeartbeatChart(QWidget):
     def _new_phase_region(self, key: int, text: str) -> None:
         region = self._make_region(pg.mkBrush(120, 120, 120, 35), pg.mkPen(160, 160, 160, 120, width=1))
         region.setZValue(-11)
-        label = pg.TextItem(text.replace(" worker", "\nworker"), color=theme.MUTED, anchor=(0, 0),
-                            fill=pg.mkBrush(self._label_fill(190)))
+        label = Label(text.replace(" worker", "\nworker"), theme.MUTED, fill=self._label_fill(190))
         font = QFont(self.font())
         font.setPointSizeF(theme.pt(9))
         label.setFont(font)
-        cached(label.textItem)
         label.setZValue(19)
         self.plot.addItem(region, ignoreBounds=True)
-        self.plot.addItem(label)
+        self.plot.addItem(label, ignoreBounds=True)
         self._regions[key] = (region, label)
 
     def _new_region(self, rec):
@@ -425,16 +411,14 @@ class HeartbeatChart(QWidget):
                                    pg.mkPen(theme.kind_color(rec.kind, 160), width=1))
         region.setZValue(-10)
         color = theme.kind_color(rec.kind)
-        label = pg.TextItem(color=color if theme.is_dark() else color.darker(120), anchor=(0, 0),
-                            fill=pg.mkBrush(self._label_fill(190)))
+        label = Label("", color if theme.is_dark() else color.darker(120), fill=self._label_fill(190))
         font = QFont(self.font())
         font.setPointSizeF(theme.pt(10))
         font.setBold(True)
         label.setFont(font)
-        cached(label.textItem)
         label.setZValue(20)
         self.plot.addItem(region, ignoreBounds=True)
-        self.plot.addItem(label)
+        self.plot.addItem(label, ignoreBounds=True)
         self._regions[rec.id] = (region, label)
         return region, label
 

@@ -6,9 +6,10 @@ in one row never overlap: "never two runs of one workspace at once" is what
 you see. A job whose final save is held shows a hatched red tail; waiting
 jobs show as a thin grey line under their row.
 
-Cheap by construction: a fixed handful of single-colour ``BarGraphItem``s
-(reservations, cafe, held saves, waiting), each drawn with one ``drawRects``;
-pen width 1, no antialiasing. Only the last ``window_s`` seconds are shown,
+Cheap by construction: a fixed handful of single-colour ``chart_items.Bars``
+(reservations, cafe, held saves, waiting), each drawn with one ``drawRects``,
+bounds computed once per rebuild (not in Python on every repaint); 1-pixel
+pen, no antialiasing; the axes are painted from cached pixmaps. Only the last ``window_s`` seconds are shown,
 and at most ``MAX_ROWS`` rows (fewer when the plot is short): the workspaces
 with the most recent activity, sorted by name. The title says how many of
 all workspaces are shown.
@@ -16,14 +17,14 @@ all workspaces are shown.
 
 from __future__ import annotations
 
-import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from lanemon.ui import theme
-from lanemon.ui.lanes_model import QUEUE_COLORS, QUEUE_LABELS, parse_owner
+from lanemon.ui.chart_items import Bars, cache_axes, cosmetic_pen
+from lanemon.ui.lanes_model import QUEUE_COLORS, parse_owner
 
 MAX_ROWS = 30
 MIN_ROW_PX = 15          # a row is at least this tall (scaled by the font scale)
@@ -35,11 +36,9 @@ WAIT_COLOR = "#9aa3b2"
 pg.setConfigOptions(antialias=False)
 
 
-def _bars(color: str, pattern=None) -> pg.BarGraphItem:
+def _bars(color: str, pattern=None) -> Bars:
     b = QBrush(QColor(color)) if pattern is None else QBrush(QColor(color), pattern)
-    item = pg.BarGraphItem(x0=np.zeros(0), x1=np.zeros(0), y0=np.zeros(0), y1=np.zeros(0),
-                           brush=b, pen=pg.mkPen(QColor(color).darker(130), width=1))
-    return item
+    return Bars(b, cosmetic_pen(QColor(color).darker(130)))
 
 
 class _Rects:
@@ -57,12 +56,11 @@ class _Rects:
         self.y0.append(y0)
         self.y1.append(y1)
 
-    def apply(self, item: pg.BarGraphItem) -> None:
+    def apply(self, item: Bars) -> None:
         if not self.x0:
             item.setVisible(False)
             return
-        item.setOpts(x0=np.array(self.x0), x1=np.array(self.x1),
-                     y0=np.array(self.y0), y1=np.array(self.y1))
+        item.set_rects(self.x0, self.x1, self.y0, self.y1)
         item.setVisible(True)
 
 
@@ -85,6 +83,7 @@ class LanesTimeline(QWidget):
         item.setLabel("bottom", "seconds ago")
         item.getViewBox().setDefaultPadding(0)
         item.getViewBox().invertY(True)
+        cache_axes(self.plot)
         self.plot.setXRange(-self.window_s, 0, padding=0)
         self.plot.setYRange(-0.5, 0.5, padding=0)
         self.items = {q: _bars(c) for q, c in QUEUE_COLORS.items()}
@@ -92,7 +91,7 @@ class LanesTimeline(QWidget):
         self.items["waiting"] = _bars(WAIT_COLOR)
         for z, it in enumerate(self.items.values()):
             it.setZValue(z)
-            self.plot.addItem(it)
+            self.plot.addItem(it, ignoreBounds=True)
         self.empty = pg.TextItem("no activity in the last {:.0f} s — add a job (Alt+A)".format(window_s), color=theme.MUTED,
                                  anchor=(0.5, 0.5))
         self.empty.setPos(-self.window_s / 2, 0)
