@@ -127,6 +127,8 @@ def test_held_save_keeps_the_workspace_while_others_finish(qtbot):
         other = await _add(view, "ws-02", "cafe", 0.1)      # another workspace
         await wait_until(lambda: _label(view, "reservations", a) == "save held", 10)
         await wait_until(lambda: _label(view, "cafe", other) == "succeeded", 10)
+        # the timeline's bars follow the tables one tick later
+        await wait_until(lambda: view.timeline.items["held"].isVisible(), 10)
         seen = {
             "a": _label(view, "reservations", a),
             "b": _label(view, "cafe", b),

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import QGraphicsLineItem, QGraphicsPathItem, QGraphicsRec
 from lanemon.ui import theme
 from lanemon.ui.chart_items import Curve, Label, cache_axes, cosmetic_pen, hline, segments
 from lanemon.ui.fill_under import FillUnder
+from lanemon.ui.live_label import LiveLabel
 from lanemon.ui.heartbeat import MAX_PERIOD_MS, MIN_PERIOD_MS, Heartbeat, lag_stats
 from lanemon.ui.run_controller import RunController
 
@@ -80,8 +81,7 @@ class HeartbeatChart(QWidget):
 
         # header: title, live figures, floor, controls
         self.title = QLabel("Heartbeat lag")
-        self.live = QLabel("p50 –   p99 –   max –")
-        self.live.setTextFormat(Qt.TextFormat.RichText)
+        self.live = LiveLabel("p50 –   p99 –   max –")   # changes ~4 times a second
         self.floor = QLabel("idle floor: measuring…")
         self.floor.setProperty("muted", True)
         self.paused_label = QLabel("⏸ paused")

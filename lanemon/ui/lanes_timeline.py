@@ -20,9 +20,10 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont
-from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from lanemon.ui import theme
+from lanemon.ui.live_label import LiveLabel
 from lanemon.ui.chart_items import Bars, cache_axes, cosmetic_pen
 from lanemon.ui.lanes_model import QUEUE_COLORS, parse_owner
 
@@ -71,9 +72,7 @@ class LanesTimeline(QWidget):
         self.rows: tuple[str, ...] = ()
         self._origin = 0.0
         self.total_workspaces = 0
-        self.title = QLabel("Timeline")
-        self.title.setTextFormat(Qt.TextFormat.RichText)
-        self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.title = LiveLabel("Timeline")
         self.plot = pg.PlotWidget()
         self.plot.setMenuEnabled(False)
         self.plot.setMouseEnabled(x=False, y=False)

@@ -36,8 +36,6 @@ from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHeaderView,
-    QLabel,
-    QSizePolicy,
     QSplitter,
     QTableView,
     QVBoxLayout,
@@ -46,12 +44,14 @@ from PySide6.QtWidgets import (
 
 from lanemon.lanes import InvariantChecker, Scheduler
 from lanemon.ui import theme
+from lanemon.ui.fast_delegate import FastDelegate
 from lanemon.ui.lanes_controls import LanesControls
 from lanemon.ui.lanes_model import QUEUE_COLORS, QUEUE_LABELS, JobsModel, LaneRow, WorkspacesModel, job_row
 from lanemon.ui.lanes_timeline import LanesTimeline
+from lanemon.ui.live_label import LiveLabel
 
 FPS = 30               # the timeline
-TEXT_FPS = 10          # tables, titles and counters
+TEXT_FPS = 4           # tables, titles and counters (at once after a control was used)
 MIN_JOB_ROWS = 12      # jobs per list (running / waiting / recent) read per frame, at least
 COST_FRAMES = 240      # refresh costs kept for ``refresh_costs_ms``
 
@@ -102,6 +102,7 @@ class _WorkspacesTable(QTableView):
 def _table(model, cls=QTableView) -> QTableView:
     t = cls()
     t.setModel(model)
+    t.setItemDelegate(FastDelegate(t))   # cells drawn from cached laid-out text
     t.setAlternatingRowColors(True)
     t.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
     t.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
@@ -144,6 +145,8 @@ class LanesView(QWidget):
         self._lane_rows: dict[str, tuple] = {}   # ws -> (lane, busy, spans, LaneRow)
         self._job_rows: dict[int, tuple] = {}    # job id -> (JobView, JobRow)
         self._text_at = 0.0
+        self._urgent = False        # a control was used: read a snapshot on the next tick
+        self._bars_due = False      # the timeline is rebuilt on the tick after a snapshot
         self._syncing = False
         self._closed = False
         self.frames = 0                      # full refreshes (a snapshot read)
@@ -151,18 +154,17 @@ class LanesView(QWidget):
         self.refresh_costs_ms: deque[float] = deque(maxlen=COST_FRAMES)
 
         # --- parts ---------------------------------------------------------------------------
-        self.counters = QLabel("")
-        self.counters.setTextFormat(Qt.TextFormat.RichText)
-        self.counters.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        # text that changes several times a second: LiveLabels (no window re-layout per change)
+        self.counters = LiveLabel("")
         self.controls = LanesControls()
         self.timeline = LanesTimeline()
         self.lanes_model = WorkspacesModel(on_busy=self._set_busy, parent=self)
         self.lanes_table = _table(self.lanes_model, _WorkspacesTable)
         self.lanes_table.toggle_row = self._toggle_busy_row
-        self.lanes_title = QLabel("Workspaces")
+        self.lanes_title = LiveLabel("Workspaces")
         self.queue_models = {q: JobsModel(self) for q in scheduler.queues}
         self.queue_tables = {q: _table(m) for q, m in self.queue_models.items()}
-        self.queue_titles = {q: QLabel(QUEUE_LABELS.get(q, q)) for q in scheduler.queues}
+        self.queue_titles = {q: LiveLabel(QUEUE_LABELS.get(q, q)) for q in scheduler.queues}
 
         c = self.controls
         c.add_button.clicked.connect(self.add_job)
@@ -181,9 +183,7 @@ class LanesView(QWidget):
                 lambda cur, _prev, q=q: self._job_row_chosen(q, cur.row()))
 
         # --- layout: controls | timeline over workspaces | the two queues -------------------
-        def titled(title: QLabel, w: QWidget) -> QWidget:
-            title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-            title.setTextFormat(Qt.TextFormat.RichText)
+        def titled(title: QWidget, w: QWidget) -> QWidget:
             box = QWidget()
             v = QVBoxLayout(box)
             v.setContentsMargins(0, 0, 0, 0)
@@ -261,6 +261,7 @@ class LanesView(QWidget):
         self.counters.setFont(counters)
         row = int(QFontMetrics(self.font()).height() * 1.45)
         for t in (self.lanes_table, *self.queue_tables.values()):
+            t.itemDelegate().clear()
             t.verticalHeader().setDefaultSectionSize(row)
             t.verticalHeader().setMinimumSectionSize(row)
         self._size_columns()
@@ -285,16 +286,21 @@ class LanesView(QWidget):
 
     # --- refresh -----------------------------------------------------------------------------
     def request_refresh(self) -> None:
-        """Something changed that emits no event (e.g. a hold was set up)."""
+        """A control was used (or something changed that emits no event, e.g. a hold was
+        set up): the next tick reads a snapshot, whatever the text rate."""
         self._observer.dirty = True
+        self._urgent = True
 
     def refresh(self, force: bool = False) -> None:
         """One timer tick (30 fps while visible and something changes or moves).
 
-        After an event, at most ``TEXT_FPS`` times a second: one snapshot,
-        the tables, counters and the timeline's bars. In between, only the
-        clock moves: the timeline's bars slide left (no bar is rebuilt) and,
-        at ``TEXT_FPS``, the time columns tick.
+        After an event, at most ``TEXT_FPS`` times a second (and on the next
+        tick after a control was used): one snapshot, the tables and
+        counters; the timeline's bars are rebuilt from the same snapshot on
+        the following tick, so the two costs never add up in one tick. In
+        between, only the clock moves: the timeline's bars slide left (no bar
+        is rebuilt) and, at ``TEXT_FPS``, the time columns tick.
+        ``force`` does all of it at once.
         """
         if not force and not self.isVisible():
             return
@@ -303,16 +309,21 @@ class LanesView(QWidget):
             return
         t0 = time.perf_counter()
         now = self.scheduler.clock()
-        text_due = force or t0 - self._text_at >= 1.0 / TEXT_FPS
+        text_due = force or self._urgent or t0 - self._text_at >= 1.0 / TEXT_FPS
         if force or self._snap is None or (obs.dirty and text_due):
             obs.dirty = False
+            self._urgent = False
             self._text_at = t0
             limit = max(MIN_JOB_ROWS, self._visible_job_rows() + 2)
             snap = self._snap = self.scheduler.snapshot(limit=limit, queue_lanes=False)
             self._update_tables(snap, now)
             self._update_counters(snap)
-            self._live = self.timeline.draw(snap, now, obs.held_since)
+            self._bars_due = True
             self.frames += 1
+            if force:
+                self._draw_bars(now)
+        elif self._bars_due:
+            self._draw_bars(now)
         else:
             if text_due:
                 self._text_at = t0
@@ -322,6 +333,10 @@ class LanesView(QWidget):
             self.timeline.scroll(now)
             self.ticks += 1
         self.refresh_costs_ms.append((time.perf_counter() - t0) * 1000.0)
+
+    def _draw_bars(self, now: float) -> None:
+        self._bars_due = False
+        self._live = self.timeline.draw(self._snap, now, self._observer.held_since)
 
     def _visible_job_rows(self) -> int:
         t = next(iter(self.queue_tables.values()))
