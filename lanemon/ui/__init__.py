@@ -12,6 +12,11 @@ Modules:
                         ``lanemon.work.lag.summarize``).
 - ``heartbeat_chart``   ``HeartbeatChart``: pyqtgraph view of the buffer,
                         runs as shaded regions, redrawn at ~30 fps.
+- ``chart_items``       Qt-painted chart pieces (curve, bars, labels, lines):
+                        no Python call per frame; ``fill_under``: the area
+                        under the lag curve as small polygons.
+- ``live_label``        ``LiveLabel``: often-changing text, no re-layout.
+- ``fast_delegate``     ``FastDelegate``: table cells from cached laid-out text.
 - ``run_controller``    ``RunController``: button -> domain call -> event;
                         machine figures (calibration, start-up, thresholds),
                         the report.

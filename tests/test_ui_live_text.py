@@ -1,0 +1,100 @@
+"""LiveLabel and FastDelegate: cheap to update, and they still show what a QLabel / Qt's delegate showed."""
+
+import numpy as np
+from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QObject, Qt
+from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtWidgets import QApplication, QTableView, QVBoxLayout, QWidget
+
+from lanemon.ui.fast_delegate import FastDelegate
+from lanemon.ui.live_label import LiveLabel
+
+
+class _LayoutRequests(QObject):
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def eventFilter(self, obj, event):  # noqa: N802
+        if event.type() == QEvent.Type.LayoutRequest:
+            self.count += 1
+        return False
+
+
+def _pixels(widget) -> np.ndarray:
+    img = widget.grab().toImage().convertToFormat(widget.grab().toImage().Format.Format_RGB32)
+    return np.frombuffer(img.constBits(), np.uint8).reshape(img.height(), img.width(), 4).copy()
+
+
+def test_live_label_changes_without_relayout_and_draws_one_line(qtbot):
+    box = QWidget()
+    lay = QVBoxLayout(box)
+    label = LiveLabel("<b>Workspaces</b> <span style='color:#c92a2a'>6 · 2 lanes held · 1 busy</span>")
+    lay.addWidget(label)
+    box.resize(500, 60)
+    box.show()
+    qtbot.waitExposed(box)
+    QApplication.sendPostedEvents()
+    spy = _LayoutRequests()
+    box.installEventFilter(spy)
+    for i in range(20):
+        label.setText(f"<b>Workspaces</b> {i} lanes held")
+    QApplication.sendPostedEvents()
+    assert spy.count == 0
+    assert label.text() == "<b>Workspaces</b> 19 lanes held"
+    assert label.sizeHint().height() <= label.fontMetrics().height() + 4     # one line tall
+    # rich text is drawn in its colour on one line (a narrow "ideal width" would wrap it away)
+    label.setText("<span style='color:#ff0000'>" + "word " * 12 + "</span>")
+    px = _pixels(label)
+    red = (px[..., 2] > 200) & (px[..., 1] < 80) & (px[..., 0] < 80)
+    cols = np.flatnonzero(red.any(axis=0))
+    assert cols.size and cols.max() > 250       # drawn far to the right, not wrapped
+
+
+class _Model(QAbstractTableModel):
+    def rowCount(self, parent=QModelIndex()):  # noqa: N802
+        return 0 if parent.isValid() else 3
+
+    def columnCount(self, parent=QModelIndex()):  # noqa: N802
+        return 0 if parent.isValid() else 2
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if role == Qt.ItemDataRole.DisplayRole:
+            return "a rather long cell text that cannot fit" if index.column() == 1 else f"r{index.row()}"
+        if role == Qt.ItemDataRole.BackgroundRole and index.row() == 1:
+            return QBrush(QColor("#00ff00"))
+        if role == Qt.ItemDataRole.ForegroundRole and index.row() == 2:
+            return QBrush(QColor("#0000ff"))
+        if role == Qt.ItemDataRole.FontRole and index.row() == 2:
+            f = QFont()
+            f.setBold(True)
+            return f
+        return None
+
+
+def test_fast_delegate_paints_the_models_colours_and_elides(qtbot):
+    view = QTableView()
+    view.setModel(_Model())
+    delegate = FastDelegate(view)
+    view.setItemDelegate(delegate)
+    view.setColumnWidth(0, 60)
+    view.setColumnWidth(1, 80)
+    view.resize(220, 160)
+    view.show()
+    qtbot.waitExposed(view)
+    px = _pixels(view.viewport())
+    r1 = view.visualRect(view.model().index(1, 0))
+    bg = px[r1.top() + 2, r1.left() + 2]
+    assert tuple(bg[:3]) == (0, 255, 0)                      # BGRA: the model's background
+    r2 = view.visualRect(view.model().index(2, 0))
+    cell = px[r2.top():r2.bottom(), r2.left():r2.right()]
+    blue = (cell[..., 0] > 180) & (cell[..., 1] < 90) & (cell[..., 2] < 90)
+    assert blue.any()                                        # the model's text colour
+    # the long text was elided to the column, laid out once and reused
+    keys = [k for k in delegate._texts if k[0].startswith("a rather long")]
+    assert keys and all(k[2] <= 80 for k in keys)
+    assert all(delegate._texts[k][0].text().endswith("…") for k in keys)
+    before = dict(delegate._texts)
+    view.viewport().repaint()
+    assert all(delegate._texts[k] is before[k] for k in before)
+    delegate.clear()
+    assert not delegate._texts
