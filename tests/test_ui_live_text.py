@@ -90,11 +90,13 @@ def test_fast_delegate_paints_the_models_colours_and_elides(qtbot):
     blue = (cell[..., 0] > 180) & (cell[..., 1] < 90) & (cell[..., 2] < 90)
     assert blue.any()                                        # the model's text colour
     # the long text was elided to the column, laid out once and reused
-    keys = [k for k in delegate._texts if k[0].startswith("a rather long")]
+    cache = delegate._texts._cache          # (font index, text, elide width) -> laid-out text
+    keys = [k for k in cache if k[1].startswith("a rather long")]
     assert keys and all(k[2] <= 80 for k in keys)
-    assert all(delegate._texts[k][0].text().endswith("…") for k in keys)
-    before = dict(delegate._texts)
+    assert all(cache[k][0].text().endswith("…") for k in keys)
+    assert any(k[0] == 1 for k in cache)    # row 2's bold font
+    before = dict(cache)
     view.viewport().repaint()
-    assert all(delegate._texts[k] is before[k] for k in before)
+    assert all(cache[k] is before[k] for k in before)
     delegate.clear()
-    assert not delegate._texts
+    assert len(delegate._texts) == 0 and delegate._texts.fonts == ()

@@ -8,7 +8,7 @@ shows it). ``TalliesPanel`` and ``CompareTable`` only format ``Tallies``.
 from __future__ import annotations
 
 from PySide6.QtCore import QPointF, QRect, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QStaticText, QTransform
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QAbstractSpinBox,
@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from lanemon.counters import LABELS, STRATEGIES, SimConfig
 from lanemon.ui import theme
+from lanemon.ui.static_texts import StaticTexts
 
 DEFAULTS = dict(strategy="short_lock", staff=8, counters=24, customers=0, arrival_rate=50.0,
                 guide_time=0.2, ttl=1.0, speed=0.25, seed=1)
@@ -168,28 +169,6 @@ TALLY_FIELDS = (
 )
 
 
-class _StaticTexts:
-    """Laid-out plain texts by (font index, text) and their widths, so a repaint does not
-    shape the same strings again (drawText lays its text out on every call)."""
-
-    def __init__(self, fonts: tuple[QFont, ...], limit: int = 1000) -> None:
-        self.fonts = fonts
-        self._limit = limit
-        self._cache: dict[tuple[int, str], tuple[QStaticText, float]] = {}
-
-    def get(self, font_index: int, text: str) -> tuple[QStaticText, float]:
-        key = (font_index, text)
-        hit = self._cache.get(key)
-        if hit is None:
-            if len(self._cache) > self._limit:
-                self._cache.clear()
-            st = QStaticText(text)
-            st.setTextFormat(Qt.TextFormat.PlainText)
-            st.prepare(QTransform(), self.fonts[font_index])
-            hit = self._cache[key] = (st, st.size().width())
-        return hit
-
-
 class TalliesPanel(QWidget):
     """Live tallies in two columns, painted in one go (no label per number);
     double assignments in red when > 0. ``text_of(key)`` reads a value back."""
@@ -209,7 +188,7 @@ class TalliesPanel(QWidget):
         self._bold = QFont(self._font)
         self._bold.setBold(True)
         self._line = QFontMetrics(self._font).height() + 2
-        self._texts = _StaticTexts((self._font, self._bold))
+        self._texts = StaticTexts((self._font, self._bold))
         self.setFixedHeight(self._rows * self._line + 2)
         self.update()
 
@@ -250,7 +229,7 @@ class TalliesPanel(QWidget):
             p.setFont(self._font)
             p.setPen(red if alarm else muted)
             draw(QPointF(x0, top), get(0, label)[0])
-            st, w = get(1, self.texts[key])
+            st, w, _h = get(1, self.texts[key])
             p.setFont(self._bold)
             p.setPen(red if alarm else fg)
             draw(QPointF(x0 + half_w - 14 - w, top), st)
@@ -306,7 +285,7 @@ class Headline(QWidget):
         self._font.setPointSizeF(theme.pt(theme.BASE_POINT_SIZE + 1))
         self._bold = QFont(self._font)
         self._bold.setBold(True)
-        self._texts = _StaticTexts((self._font, self._bold), limit=200)
+        self._texts = StaticTexts((self._font, self._bold), limit=200)
         self.setFixedHeight(QFontMetrics(self._bold).height() + 4)
         self.update()
 
@@ -324,7 +303,7 @@ class Headline(QWidget):
         y = 2 + QFontMetrics(self._bold).ascent()
         for text, color, bold in self.parts:
             font = self._bold if bold else self._font
-            st, _ = self._texts.get(int(bold), text)
+            st = self._texts.get(int(bold), text)[0]
             p.setFont(font)
             p.setPen(QColor(color))
             # a static text is placed by its top; the baseline stays where drawText put it

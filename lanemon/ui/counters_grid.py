@@ -18,11 +18,12 @@ import time
 from dataclasses import dataclass
 
 from PySide6.QtCore import QPointF, QRect, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen, QStaticText, QTransform
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from lanemon.counters import CounterState
 from lanemon.ui import theme
+from lanemon.ui.static_texts import StaticTexts
 
 FREE, CLAIMED, ASSIGNED, DOUBLE = "free", "claimed", "assigned", "double"
 
@@ -148,7 +149,7 @@ class CountersGrid(QWidget):
         self._rects: list[QRectF] = []
         self._dirty_rects: list[QRect] = []
         self._fonts = (QFont(), QFont(), QFont())
-        self._static: dict[tuple[int, str], tuple[QStaticText, float, float]] = {}
+        self._texts = StaticTexts(self._fonts, limit=4000)
         self._ttl_bar = QColor(TTL_BAR)
         self._take_colors()
         self.setMinimumSize(240, 120)
@@ -176,7 +177,7 @@ class CountersGrid(QWidget):
         (that text is drawn over the neighbours, so they are repainted with it)."""
         box = self._dirty_rects[c.id]
         limit = self._rects[c.id].width()
-        if self._text(1, c.main)[1] > limit or (c.sub and self._text(2, c.sub)[1] > limit):
+        if self._texts.get(1, c.main)[1] > limit or (c.sub and self._texts.get(2, c.sub)[1] > limit):
             return QRect(0, box.y(), self.width(), box.height())
         return box
 
@@ -218,21 +219,7 @@ class CountersGrid(QWidget):
         main.setBold(True)
         sub.setPixelSize(max(8, int(big * 0.7)))
         self._fonts = (num, main, sub)
-        self._static.clear()
-
-    def _text(self, font_index: int, text: str) -> tuple[QStaticText, float, float]:
-        """A laid-out text and its size, cached (the same strings come back every frame)."""
-        key = (font_index, text)
-        hit = self._static.get(key)
-        if hit is None:
-            if len(self._static) > 4000:
-                self._static.clear()
-            st = QStaticText(text)
-            st.setTextFormat(Qt.TextFormat.PlainText)
-            st.prepare(QTransform(), self._fonts[font_index])
-            size = st.size()
-            hit = self._static[key] = (st, size.width(), size.height())
-        return hit
+        self._texts.set_fonts(self._fonts)
 
     def paintEvent(self, event) -> None:  # noqa: N802
         t0 = time.perf_counter()
@@ -242,11 +229,10 @@ class CountersGrid(QWidget):
         by_kind: dict[str, list[Cell]] = {}
         region = event.region()
         everything = event.rect().contains(self.rect())   # QRegion.contains(QRect) means overlaps
-        dirty = self._dirty_rects
         for cell in self.cells:   # only the cells in the exposed region
             if everything or region.intersects(self._extent(cell)):
                 by_kind.setdefault(cell.kind, []).append(cell)
-        fonts, text, draw = self._fonts, self._text, p.drawStaticText
+        fonts, text, draw = self._fonts, self._texts.get, p.drawStaticText
         for kind, cells in by_kind.items():
             fill, border, ink = self._colors[kind]
             p.setPen(border)
@@ -308,7 +294,7 @@ class StaffStrip(QWidget):
         self._rects: list[QRectF] = []
         self._font = QFont()
         self._bold = QFont()
-        self._static: dict[tuple[bool, str], tuple[QStaticText, float, float]] = {}
+        self._texts = StaticTexts(limit=2000)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent, True)
         self.apply_fonts()
@@ -323,7 +309,7 @@ class StaffStrip(QWidget):
         self._font.setPointSizeF(theme.pt(9.5))
         self._bold = QFont(self._font)
         self._bold.setBold(True)
-        self._static.clear()
+        self._texts.set_fonts((self._font, self._bold))
         self._rows = 1
         self._relayout()
 
@@ -358,23 +344,10 @@ class StaffStrip(QWidget):
         self._relayout()
         super().resizeEvent(event)
 
-    def _text(self, bold: bool, text: str) -> tuple[QStaticText, float, float]:
-        key = (bold, text)
-        hit = self._static.get(key)
-        if hit is None:
-            if len(self._static) > 2000:
-                self._static.clear()
-            st = QStaticText(text)
-            st.setTextFormat(Qt.TextFormat.PlainText)
-            st.prepare(QTransform(), self._bold if bold else self._font)
-            size = st.size()
-            hit = self._static[key] = (st, size.width(), size.height())
-        return hit
-
     def paintEvent(self, event) -> None:  # noqa: N802
         p = QPainter(self)
         p.fillRect(event.rect(), self._bg)
-        text, draw = self._text, p.drawStaticText
+        text, draw = self._texts.get, p.drawStaticText
         region = event.region()
         everything = event.rect().contains(self.rect())   # QRegion.contains(QRect) means overlaps
         for chip, r in zip(self.chips, self._rects):
@@ -392,10 +365,10 @@ class StaffStrip(QWidget):
             p.setPen(ink)
             y = r.y() + r.height() / 2
             p.setFont(self._bold)
-            st, w, h = text(True, chip.name + (" · LOCK" if chip.holds_lock else ""))
+            st, w, h = text(1, chip.name + (" · LOCK" if chip.holds_lock else ""))
             draw(QPointF(r.x() + 7, y - h / 2), st)
             p.setFont(self._font)
-            st, w, h = text(False, chip.text)
+            st, w, h = text(0, chip.text)
             draw(QPointF(r.right() - 6 - w, y - h / 2), st)
         p.end()
 

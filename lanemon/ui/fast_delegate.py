@@ -5,9 +5,11 @@ Qt's default delegate lays out each cell's text again on every repaint
 repaint dozens of cells several times a second, and that layout was most of
 their ~2–5 ms per repaint (``perf``: ``QTextEngine::itemize`` / ``shapeText``).
 This delegate reads the same roles from the model (display text, foreground,
-background, bold font, alignment) and draws the text from a ``QStaticText``
-kept per (text, bold or not, width): laid out and elided once, then only
-drawn. ``clear()`` forgets them (the view calls it when its font changes).
+background, bold or not, alignment) and draws the text from a ``QStaticText``
+kept per (text, bold or not, width) (``StaticTexts``): laid out and elided
+once, then only drawn. The view's font is taken on the first paint; a model
+font counts only for its boldness. ``clear()`` forgets texts and font (the
+view calls it when its font changes).
 
 Looks: the row background (alternate rows, selection, the model's
 background), the text with a 4-pixel margin, elided on the right when it
@@ -18,8 +20,10 @@ their check box looks and behaves as before (clicks, Space).
 from __future__ import annotations
 
 from PySide6.QtCore import QPointF, Qt
-from PySide6.QtGui import QFont, QFontMetrics, QPalette, QStaticText
+from PySide6.QtGui import QFont, QPalette
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
+
+from lanemon.ui.static_texts import StaticTexts
 
 _DISPLAY = Qt.ItemDataRole.DisplayRole
 _FG = Qt.ItemDataRole.ForegroundRole
@@ -38,7 +42,7 @@ CACHE_MAX = 4000
 class FastDelegate(QStyledItemDelegate):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
-        self._texts: dict[tuple, QStaticText] = {}
+        self._texts = StaticTexts(limit=CACHE_MAX)
 
     def paint(self, painter, option, index) -> None:
         model = index.model()
@@ -60,20 +64,16 @@ class FastDelegate(QStyledItemDelegate):
         if not text:
             return
         text = str(text)
+        texts = self._texts
+        if not texts.fonts:          # the first paint since clear(): the view's font, and bold
+            base = QFont(option.font)
+            bold = QFont(base)
+            bold.setBold(True)
+            texts.set_fonts((base, bold))
         mf = model.data(index, _FONT)
-        width = max(0, rect.width() - 2 * MARGIN)
-        key = (text, mf is not None and mf.bold(), width)
-        got = self._texts.get(key)
-        if got is None:
-            if len(self._texts) > CACHE_MAX:
-                self._texts.clear()
-            font = QFont(option.font) if mf is None else mf.resolve(option.font)
-            st = QStaticText(QFontMetrics(font).elidedText(text, Qt.TextElideMode.ElideRight, width))
-            st.setTextFormat(Qt.TextFormat.PlainText)
-            st.prepare(font=font)
-            size = st.size()
-            got = self._texts[key] = (st, font, size.width(), size.height())
-        st, font, w, h = got
+        font_index = int(mf is not None and mf.bold())
+        st, w, h = texts.get(font_index, text, max(0, rect.width() - 2 * MARGIN))
+        font = texts.fonts[font_index]
         if selected:
             painter.setPen(pal.color(QPalette.ColorRole.HighlightedText))
         else:
@@ -90,5 +90,5 @@ class FastDelegate(QStyledItemDelegate):
         painter.drawStaticText(QPointF(x, rect.top() + (rect.height() - h) / 2), st)
 
     def clear(self) -> None:
-        """Forget the laid-out texts (call when the view's font changes)."""
-        self._texts.clear()
+        """Forget the laid-out texts and fonts (call when the view's font changes)."""
+        self._texts.set_fonts(())
