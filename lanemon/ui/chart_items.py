@@ -12,17 +12,17 @@ ms per frame on the event loop. These are plain ``QGraphicsItem`` s (C++
   (``ItemIgnoresTransformations``), drawn from a cached pixmap; its anchor
   is one of its corners.
 - ``hline``: a horizontal line across any x range.
-- ``segments``: line segments (e.g. a grid) as one ``QGraphicsPathItem``.
 - ``Bars``: rectangles of one colour, one ``drawRects``.
-- ``Curve``: a polyline set from numpy arrays (``setData`` builds the path
-  with pyqtgraph's ``arrayToQPath``; Qt paints it).
+- ``Curve``: a polyline, or separate segments (``connect="pairs"``, e.g. a
+  grid), set from numpy arrays (``setData`` builds the path with pyqtgraph's
+  ``arrayToQPath``; Qt paints it).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
+from PySide6.QtCore import QLineF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPainterPath, QPen
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsLineItem, QGraphicsPathItem, QGraphicsRectItem, QGraphicsSimpleTextItem
 
@@ -61,20 +61,19 @@ class Label(QGraphicsRectItem):
                  anchor: tuple[float, float] = (0.0, 0.0), parent: QGraphicsItem | None = None) -> None:
         super().__init__(parent)
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations, True)
-        self.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+        cached(self)
         self.setPen(Qt.PenStyle.NoPen)
         self.setBrush(QBrush(fill) if fill is not None else QBrush(Qt.BrushStyle.NoBrush))
         self._anchor = anchor
-        self._text = QGraphicsSimpleTextItem(self)
-        self._text.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)   # shaped once
+        self._text = cached(QGraphicsSimpleTextItem(text, self))   # shaped once
         self._text.setBrush(QBrush(QColor(color)))
-        self.set_text(text)
+        self._relayout()
 
     def text(self) -> str:
         return self._text.text()
 
     def set_text(self, text: str) -> None:
-        if text == self._text.text() and not self.rect().isNull():
+        if text == self._text.text():
             return
         self._text.setText(text)
         self._relayout()
@@ -82,9 +81,6 @@ class Label(QGraphicsRectItem):
     def setFont(self, font: QFont) -> None:  # noqa: N802 (Qt naming)
         self._text.setFont(font)
         self._relayout()
-
-    def set_color(self, color) -> None:
-        self._text.setBrush(QBrush(QColor(color)))
 
     def size(self) -> tuple[float, float]:
         """Width and height on screen, in pixels (plate included)."""
@@ -105,31 +101,20 @@ def hline(y: float, pen: QPen) -> QGraphicsLineItem:
     return item
 
 
-def segments(x: np.ndarray, y: np.ndarray, pen: QPen, item: QGraphicsPathItem | None = None) -> QGraphicsPathItem:
-    """Segments ``(x[2i], y[2i]) -> (x[2i+1], y[2i+1])`` as one path item (``item`` is reused)."""
-    path = QPainterPath()
-    for i in range(0, len(x) - 1, 2):
-        path.moveTo(QPointF(float(x[i]), float(y[i])))
-        path.lineTo(QPointF(float(x[i + 1]), float(y[i + 1])))
-    if item is None:
-        item = QGraphicsPathItem()
-    item.setPen(pen)
-    item.setPath(path)
-    return item
-
-
 class Curve(QGraphicsPathItem):
-    """A polyline through ``(x, y)``; ``xData`` / ``yData`` are what it was last given."""
+    """A polyline through ``(x, y)`` (``connect="pairs"``: a segment from each even point to the
+    next); ``xData`` / ``yData`` are what it was last given."""
 
-    def __init__(self, pen: QPen, parent: QGraphicsItem | None = None) -> None:
+    def __init__(self, pen: QPen, connect: str = "all", parent: QGraphicsItem | None = None) -> None:
         super().__init__(parent)
         self.setPen(pen)
+        self._connect = connect
         self.xData: np.ndarray | None = None
         self.yData: np.ndarray | None = None
 
     def setData(self, x: np.ndarray, y: np.ndarray) -> None:  # noqa: N802 (pyqtgraph's name)
         self.xData, self.yData = x, y
-        self.setPath(pg.arrayToQPath(x, y, connect="all") if len(x) > 1 else QPainterPath())
+        self.setPath(pg.arrayToQPath(x, y, connect=self._connect) if len(x) > 1 else QPainterPath())
 
 
 class Bars(QGraphicsItem):
@@ -146,9 +131,6 @@ class Bars(QGraphicsItem):
         self._pen = QPen(pen)
         self._rects = pg.Qt.internals.PrimitiveArray(QRectF, 4)
         self._rect = QRectF()
-
-    def __len__(self) -> int:
-        return len(self._rects)
 
     def set_rects(self, x0, x1, y0, y1) -> None:
         x0, x1, y0, y1 = (np.asarray(a, dtype=np.float64) for a in (x0, x1, y0, y1))
@@ -168,10 +150,6 @@ class Bars(QGraphicsItem):
             self.prepareGeometryChange()
             self._rect = rect
         self.update()
-
-    def rects(self) -> np.ndarray:
-        """``(n, 4)``: x, y, width, height of each rectangle."""
-        return self._rects.ndarray().copy()
 
     def boundingRect(self) -> QRectF:  # noqa: N802
         return QRectF(self._rect)

@@ -45,9 +45,6 @@ class FillUnder(QGraphicsItem):
         self._brush = QBrush(brush)
         self.update()
 
-    def brush(self) -> QBrush:
-        return QBrush(self._brush)
-
     def polygons(self) -> list:
         return list(self._polys)
 

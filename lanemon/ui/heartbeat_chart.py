@@ -18,10 +18,10 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtCore import QRectF
-from PySide6.QtWidgets import QGraphicsLineItem, QGraphicsPathItem, QGraphicsRectItem, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGraphicsLineItem, QGraphicsRectItem, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from lanemon.ui import theme
-from lanemon.ui.chart_items import Curve, Label, cache_axes, cosmetic_pen, hline, segments
+from lanemon.ui.chart_items import Curve, Label, cache_axes, cosmetic_pen, hline
 from lanemon.ui.fill_under import FillUnder
 from lanemon.ui.live_label import LiveLabel
 from lanemon.ui.heartbeat import MAX_PERIOD_MS, MIN_PERIOD_MS, Heartbeat, lag_stats
@@ -135,7 +135,7 @@ class HeartbeatChart(QWidget):
         # engine here; one path of grid segments, painted by Qt, a small fraction of 1 ms.
         # The grid, the reference lines and every label are plain Qt items (chart_items):
         # the chart scrolls, so all of it is repainted on every frame.
-        self._grid = QGraphicsPathItem()
+        self._grid = Curve(cosmetic_pen(theme.FG), connect="pairs")   # coloured by _apply_colors
         self._grid.setZValue(-10)
         item.addItem(self._grid, ignoreBounds=True)
         item.setLabel("left", "lag (ms)")
@@ -208,7 +208,7 @@ class HeartbeatChart(QWidget):
         ys = np.arange(step_y, top, step_y, dtype=np.float64)
         x = np.concatenate([np.repeat(xs, 2), np.tile([-w, 0.0], ys.size)])
         y = np.concatenate([np.tile([0.0, top], xs.size), np.repeat(ys, 2)])
-        segments(x, y, self._grid.pen(), self._grid)
+        self._grid.setData(x, y)
 
     def set_window_s(self, seconds: float) -> None:
         self._window_s = float(min(30, max(10, seconds)))
