@@ -163,6 +163,7 @@ class Board:
         return self._clock()
 
     def _is_live(self, claim: Claim | None, now: float) -> bool:
+        """The one place the rule is written: a claim is live while ``now < expires_at``."""
         return claim is not None and now < claim.expires_at
 
     def assignable(self) -> list[int]:
@@ -170,7 +171,7 @@ class Board:
         return [
             i
             for i, c in enumerate(self._counters)
-            if not c.seated and not (c.claim is not None and now < c.claim.expires_at)
+            if not c.seated and not self._is_live(c.claim, now)
         ]
 
     def free_count(self) -> int:
@@ -199,7 +200,7 @@ class Board:
 
     def _view(self, i: int, c: _Counter, now: float) -> CounterView:
         claim = c.claim
-        live = claim is not None and now < claim.expires_at
+        live = self._is_live(claim, now)
         if c.seated:
             state = CounterState.ASSIGNED
             owner = c.seated[-1][1]
@@ -256,7 +257,7 @@ class Board:
             self.finalize_refused += 1
             self._emit(now, ev.FINALIZE_REFUSED, token.counter, None, None, token.epoch, "stale token")
             return Outcome.STALE
-        if now >= claim.expires_at:
+        if not self._is_live(claim, now):
             self.finalize_refused += 1
             self._emit(now, ev.FINALIZE_REFUSED, token.counter, claim.owner, claim.customer,
                        token.epoch, f"expired {now - claim.expires_at:.3f}s ago")
