@@ -21,6 +21,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from lanemon.files import atomic_write
+
 APP_ID = "lanemon"
 RESOURCES = Path(__file__).resolve().parent / "resources"
 
@@ -89,9 +91,8 @@ def install(base: Path | None = None) -> list[Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(RESOURCES / "lanemon.svg", paths["svg"])
     shutil.copyfile(RESOURCES / "lanemon.png", paths["png"])
-    tmp = paths["desktop"].with_suffix(".desktop.tmp")
-    tmp.write_text(desktop_entry(exec_path, APP_ID), encoding="utf-8")
-    os.replace(tmp, paths["desktop"])
+    entry = desktop_entry(exec_path, APP_ID)
+    atomic_write(str(paths["desktop"]), ".desktop", lambda fh: fh.write(entry))
     return list(paths.values())
 
 

@@ -1,8 +1,9 @@
 """Writing files so that a failure never leaves a half-written one (Qt-free).
 
-``atomic_write`` writes into a temporary file in the same folder and renames
-it over the target: the old file (if any) survives any failure, and no
-temporary file is left behind.
+``atomic_replace`` has a temporary file in the same folder written (by a
+callback given its path) and renames it over the target: the old file (if
+any) survives any failure, and no temporary file is left behind.
+``atomic_write`` does that for text written to a file object.
 """
 
 from __future__ import annotations
@@ -13,18 +14,26 @@ import tempfile
 from typing import Callable, TextIO
 
 
-def atomic_write(path: str, suffix: str, write: Callable[[TextIO], None]) -> None:
-    """Call ``write(fh)`` on a temporary text file, then rename it to ``path``."""
+def atomic_replace(path: str, suffix: str, write_file: Callable[[str], None]) -> None:
+    """Call ``write_file(tmp)`` with a temporary path in ``path``'s folder, then rename it to ``path``."""
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".lanemon-", suffix=suffix, dir=folder)
+    os.close(fd)
     try:
-        with os.fdopen(fd, "w", newline="") as fh:
-            write(fh)
+        write_file(tmp)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def atomic_write(path: str, suffix: str, write: Callable[[TextIO], None]) -> None:
+    """Call ``write(fh)`` on a temporary UTF-8 text file, then rename it to ``path``."""
+    def write_file(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            write(fh)
+    atomic_replace(path, suffix, write_file)
 
 
 def write_json(path: str, data: object) -> None:

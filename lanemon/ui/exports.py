@@ -7,12 +7,11 @@ a failed export never leaves a half-written file behind.
 from __future__ import annotations
 
 import csv
-import os
-import tempfile
 
+from PySide6.QtGui import QPixmap
 from PySide6.QtWidgets import QWidget
 
-from lanemon.files import atomic_write, write_json
+from lanemon.files import atomic_replace, atomic_write, write_json
 from lanemon.ui.heartbeat import Heartbeat
 
 
@@ -32,17 +31,12 @@ def write_heartbeat_csv(path: str, heartbeat: Heartbeat) -> int:
     return len(rows)
 
 
-def save_png(widget: QWidget, path: str) -> None:
-    """A picture of ``widget`` as it is on screen."""
+def save_png(widget: QWidget, path: str) -> QPixmap:
+    """A picture of ``widget`` as it is on screen, written atomically; returns the picture."""
     image = widget.grab()
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".lanemon-", suffix=".png", dir=folder)
-    os.close(fd)
-    try:
+
+    def write_file(tmp: str) -> None:
         if not image.save(tmp, "PNG"):
             raise OSError(f"cannot write {path}")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_replace(path, ".png", write_file)
+    return image

@@ -37,9 +37,9 @@ async def scenario(win, out: str, job_ms: float, pause_s: float, presenter: bool
         await wait_until(lambda: len(c.records) > before and c.records[-1].status != "running", 120)
         await asyncio.sleep(pause_s)
     await asyncio.sleep(0.3)
-    image = win.grab()
-    if not image.save(out, "PNG"):
-        raise OSError(f"cannot write {out}")
+    from lanemon.ui.exports import save_png
+
+    image = save_png(win, out)
     print(f"screenshot written to {out} ({image.width()}×{image.height()})")
 
 

@@ -33,9 +33,9 @@ async def scenario(win, out: str, settle_s: float, compare: bool) -> None:
                      and view.grid.cells and any(c.kind == "double" for c in view.grid.cells), 60)
     await asyncio.sleep(0.05)
     print(f"window {win.width()}×{win.height()}, view {view.width()}×{view.height()}, needs {view.minimumSizeHint()}")
-    image = win.grab()
-    if not image.save(out, "PNG"):
-        raise OSError(f"cannot write {out}")
+    from lanemon.ui.exports import save_png
+
+    image = save_png(win, out)
     print(f"screenshot written to {out} ({image.width()}×{image.height()}); frames {view.frames}, "
           f"slowest refresh {view.frame_ms_max:.2f} ms")
 

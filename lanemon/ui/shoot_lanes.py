@@ -80,9 +80,9 @@ async def scenario(win, out: str, splitter: tuple[int, int] | None) -> None:
           "the other workspaces go on.")
     view.refresh(force=True)
     await pause(0.1)
-    image = win.grab()
-    if not image.save(out, "PNG"):
-        raise OSError(f"cannot write {out}")
+    from lanemon.ui.exports import save_png
+
+    image = save_png(win, out)
     print(f"screenshot written to {out} ({image.width()}×{image.height()})")
     costs = sorted(view.refresh_costs_ms)
     if costs:
