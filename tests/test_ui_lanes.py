@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-from lanemon.ui.testing import run_window, wait_until
+from lanemon.ui.testing import add_simulated_job, run_window, wait_until
 
 
 @pytest.fixture(autouse=True)
@@ -38,12 +38,7 @@ def _lane(view, ws: str):
 
 
 async def _add(view, ws: str, queue: str, seconds: float, fails: bool = False) -> int:
-    c = view.controls
-    c.fill_simulated(ws, queue, seconds, fails)
-    before = view.scheduler.jobs_submitted
-    c.add_button.click()
-    await wait_until(lambda: view.scheduler.jobs_submitted > before, 10)
-    jid = view.scheduler._next_id
+    jid = await add_simulated_job(view, ws, queue, seconds, fails)
     await wait_until(lambda: _shown(view, queue, jid) is not None, 10)
     return jid
 

@@ -15,20 +15,8 @@ import asyncio
 import sys
 
 
-async def _job(view, ws: str, queue: str, seconds: float, fails: bool = False) -> int:
-    from lanemon.ui.testing import wait_until
-
-    c = view.controls
-    c.fill_simulated(ws, queue, seconds, fails)
-    before = view.scheduler.jobs_submitted
-    c.add_button.click()
-    await wait_until(lambda: view.scheduler.jobs_submitted > before, 10)
-    c.fails.setChecked(False)
-    return view.scheduler._next_id
-
-
 async def scenario(win, out: str, splitter: tuple[int, int] | None) -> None:
-    from lanemon.ui.testing import wait_until
+    from lanemon.ui.testing import add_simulated_job, wait_until
 
     win.show_view("lanes")
     view = win.views["lanes"]
@@ -47,17 +35,17 @@ async def scenario(win, out: str, splitter: tuple[int, int] | None) -> None:
     for i, (ws, q, d) in enumerate([("ws-01", "reservations", 3.0), ("ws-03", "cafe", 2.5),
                                     ("ws-04", "reservations", 1.5), ("ws-05", "cafe", 3.5),
                                     ("ws-06", "reservations", 2.0), ("ws-01", "cafe", 2.0)]):
-        await _job(view, ws, q, d)
+        await add_simulated_job(view, ws, q, d)
         await pause(0.25)
-    await _job(view, "ws-04", "cafe", 1.2, fails=True)           # its work fails
+    await add_simulated_job(view, "ws-04", "cafe", 1.2, fails=True)           # its work fails
     await pause(1.0)
     # ws-02: a reservation whose final save will be held, and a cafe job behind it
-    held = await _job(view, "ws-02", "reservations", 1.5)
+    held = await add_simulated_job(view, "ws-02", "reservations", 1.5)
     c.set_job(held)
     c.hold_button.click()
-    await _job(view, "ws-02", "cafe", 2.0)
+    await add_simulated_job(view, "ws-02", "cafe", 2.0)
     # ws-05: the next save of its next job fails
-    failing = await _job(view, "ws-05", "reservations", 1.0)
+    failing = await add_simulated_job(view, "ws-05", "reservations", 1.0)
     c.set_job(failing)
     c.fail_button.click()
     await pause(1.2)
@@ -71,7 +59,7 @@ async def scenario(win, out: str, splitter: tuple[int, int] | None) -> None:
     await pause(0.6)
     c.set_workspace("ws-06")
     c.busy_button.click()
-    await _job(view, "ws-06", "reservations", 1.0)
+    await add_simulated_job(view, "ws-06", "reservations", 1.0)
     await wait_until(lambda: (j := s.job(held)) is not None and j.save_held, 20)
     await pause(2.5)
     c.set_job(held)

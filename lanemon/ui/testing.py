@@ -25,6 +25,19 @@ async def wait_until(predicate: Callable[[], object], timeout_s: float = 30.0, s
         await asyncio.sleep(step_s)
 
 
+async def add_simulated_job(view, ws: str, queue: str, seconds: float, fails: bool = False) -> int:
+    """Add a simulated job through the Lanes tab's form, as a user would; its job id.
+
+    Waits until the scheduler has it; leaves "work fails" unticked afterwards."""
+    c = view.controls
+    c.fill_simulated(ws, queue, seconds, fails)
+    before = view.scheduler.jobs_submitted
+    c.add_button.click()
+    await wait_until(lambda: view.scheduler.jobs_submitted > before, 10)
+    c.fails.setChecked(False)
+    return view.scheduler._next_id
+
+
 def run_window(scenario: Callable[[object], Awaitable[object]], window=None, *, size=(1280, 800)):
     from lanemon.ui.app import application, main
     from lanemon.ui.main_window import MainWindow
