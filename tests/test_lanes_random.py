@@ -61,7 +61,6 @@ async def run_program(rng: random.Random, actions: list[tuple]) -> None:
 
     if rng.random() < 0.7:
         s.store.before_write = before_write
-    tasks: list[asyncio.Task] = []
     submitted: list[asyncio.Task] = []
     cancels: list[tuple[asyncio.Task, asyncio.Task]] = []
     holds = []

@@ -68,8 +68,6 @@ async def test_cpu_work_placed_by_lanemon_work():
 
 
 async def test_cpu_work_sliced_honours_stop_between_slices():
-    import lanemon.work as W
-
     s = Scheduler()
     chk = InvariantChecker(s)
     seen_slice = asyncio.Event()

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import time
 from typing import Any, Awaitable, Callable, Iterable, NamedTuple
 
 from .events import EventHub

@@ -10,7 +10,6 @@ on the clipboard, for a bug report.
 from __future__ import annotations
 
 import platform
-import sys
 
 import PySide6
 from PySide6.QtCore import Qt, qVersion

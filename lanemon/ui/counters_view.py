@@ -28,8 +28,8 @@ import contextlib
 import logging
 import time
 
-from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QGroupBox, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QGroupBox, QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
 from lanemon.counters import CounterState, Simulation, compare_async
 from lanemon.ui import theme

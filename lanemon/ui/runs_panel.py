@@ -281,7 +281,6 @@ class RunsPanel(QWidget):
 
     def refresh(self) -> None:
         c = self.controller
-        m = c.machine
         # job size hint
         total = self.job_total()
         if self.unit.currentText() == "iterations":
