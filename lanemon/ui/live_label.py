@@ -58,8 +58,7 @@ class LiveLabel(QWidget):
 
     def changeEvent(self, event) -> None:  # noqa: N802
         if event.type() == QEvent.Type.FontChange:
-            self._static.prepare(font=self.font())
-            self._static.setText(self._text)     # laid out again with the new font
+            # the static text is laid out again by itself when drawn with another font
             self.updateGeometry()                # a font change may change the height
         super().changeEvent(event)
 
