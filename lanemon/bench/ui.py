@@ -24,6 +24,7 @@ import statistics
 import time
 
 from lanemon.bench._common import goal
+from lanemon.stats import percentile
 from lanemon.bench._window import run_window, settled
 
 RECORD_S = 4.0
@@ -79,10 +80,6 @@ async def _frame_costs(window, key: str, whole_window: bool) -> list[float]:
     return sorted(costs)
 
 
-def _p(values: list[float], q: float) -> float:
-    return values[min(len(values) - 1, int(q * len(values)))]
-
-
 def run(out) -> dict:
     async def scenario(window):
         from lanemon.lanes import SimulatedWork
@@ -129,7 +126,7 @@ def run(out) -> dict:
     figures = {"idle": idle.as_dict(3), "loadedViewsHidden": hidden.as_dict(3), "loaded": {}, "frameMs": {}}
     ok_lag = ok_frame = True
     for key, (lag, costs, worst) in results.items():
-        med, p95 = statistics.median(costs), _p(costs, 0.95)
+        med, p95 = statistics.median(costs), percentile(costs, 95)
         out(f"loaded, {key + ' tab shown:':<19} p50 {lag.p50:6.2f} ms  p99 {lag.p99:6.2f} ms  max {lag.max:6.2f} ms"
             f"   (p99 {lag.p99 - idle.p99:+.2f} ms over idle)")
         out(f"  refresh per frame ({key}): median {med:5.2f} ms, p95 {p95:5.2f} ms, max {costs[-1]:5.2f} ms "

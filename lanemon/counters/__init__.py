@@ -38,7 +38,6 @@ from lanemon.counters.simulation import (
     Tallies,
     compare,
     compare_async,
-    percentile,
     run_virtual,
 )
 from lanemon.counters.strategies import (
@@ -50,6 +49,7 @@ from lanemon.counters.strategies import (
     long_lock,
     short_lock,
 )
+from lanemon.stats import percentile
 from lanemon.counters.workload import Customer, workload
 
 __all__ = [

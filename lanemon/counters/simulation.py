@@ -68,6 +68,7 @@ from lanemon.counters.clock import ScaledClock, run_in_virtual_time
 from lanemon.counters.events import Event, EventHub
 from lanemon.counters.strategies import LABELS, STRATEGIES, Attempt, Desk
 from lanemon.counters.workload import Customer, workload
+from lanemon.stats import percentile
 
 # Staff states
 IDLE = "idle"  # no customer waiting
@@ -194,14 +195,6 @@ class Snapshot:
     lock_holder: str | None
     tallies: Tallies
     config: SimConfig
-
-
-def percentile(sorted_values: list[float], q: float) -> float:
-    """Nearest-rank percentile of an ascending list (0.0 when empty)."""
-    if not sorted_values:
-        return 0.0
-    rank = max(1, math.ceil(q / 100.0 * len(sorted_values)))
-    return sorted_values[min(rank, len(sorted_values)) - 1]
 
 
 class _CustomerQueue:

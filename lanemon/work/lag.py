@@ -16,10 +16,11 @@ asyncio; the window uses a precise Qt timer instead (qasync rounds
 from __future__ import annotations
 
 import asyncio
-import math
 import time
 from dataclasses import asdict, dataclass
 from typing import Awaitable, Callable, Iterable
+
+from lanemon.stats import percentile
 
 
 @dataclass(frozen=True)
@@ -32,14 +33,6 @@ class LagStats:
 
     def as_dict(self, digits: int = 3) -> dict:
         return {k: (round(v, digits) if isinstance(v, float) else v) for k, v in asdict(self).items()}
-
-
-def percentile(sorted_values: list[float], p: float) -> float:
-    """Nearest-rank percentile of an ascending list (0.0 for an empty one)."""
-    if not sorted_values:
-        return 0.0
-    rank = max(1, math.ceil(p / 100.0 * len(sorted_values)))
-    return sorted_values[min(rank, len(sorted_values)) - 1]
 
 
 def summarize(lags_ms: Iterable[float]) -> LagStats:
