@@ -12,6 +12,7 @@ ms per frame on the event loop. These are plain ``QGraphicsItem`` s (C++
   (``ItemIgnoresTransformations``), drawn from a cached pixmap; its anchor
   is one of its corners.
 - ``hline``: a horizontal line across any x range.
+- ``BoundedItem``: an item with bounds computed when its data changes.
 - ``Bars``: rectangles of one colour, one ``drawRects``.
 - ``Curve``: a polyline, or separate segments (``connect="pairs"``, e.g. a
   grid), set from numpy arrays (``setData`` builds the path with pyqtgraph's
@@ -117,7 +118,26 @@ class Curve(QGraphicsPathItem):
         self.setPath(pg.arrayToQPath(x, y, connect=self._connect) if len(x) > 1 else QPainterPath())
 
 
-class Bars(QGraphicsItem):
+class BoundedItem(QGraphicsItem):
+    """An item whose bounds are set when its data changes (``set_bounds``), so that
+    ``boundingRect``, which Qt asks for on every repaint and move, only returns them."""
+
+    def __init__(self, parent: QGraphicsItem | None = None) -> None:
+        super().__init__(parent)
+        self._rect = QRectF()
+
+    def set_bounds(self, rect: QRectF) -> None:
+        """New bounds (an empty ``QRectF`` for none), then a repaint."""
+        if rect != self._rect:
+            self.prepareGeometryChange()
+            self._rect = rect
+        self.update()
+
+    def boundingRect(self) -> QRectF:  # noqa: N802
+        return QRectF(self._rect)
+
+
+class Bars(BoundedItem):
     """Rectangles of one colour: ``set_rects(x0, x1, y0, y1)`` (numpy arrays, data coordinates).
 
     Painted with one ``drawRects`` from a packed array (as pyqtgraph's
@@ -130,7 +150,6 @@ class Bars(QGraphicsItem):
         self._brush = QBrush(brush)
         self._pen = QPen(pen)
         self._rects = pg.Qt.internals.PrimitiveArray(QRectF, 4)
-        self._rect = QRectF()
 
     def set_rects(self, x0, x1, y0, y1) -> None:
         x0, x1, y0, y1 = (np.asarray(a, dtype=np.float64) for a in (x0, x1, y0, y1))
@@ -146,13 +165,7 @@ class Bars(QGraphicsItem):
             rect = QRectF(lo_x, lo_y, float(x1.max()) - lo_x, float(y1.max()) - lo_y)
         else:
             rect = QRectF()
-        if rect != self._rect:
-            self.prepareGeometryChange()
-            self._rect = rect
-        self.update()
-
-    def boundingRect(self) -> QRectF:  # noqa: N802
-        return QRectF(self._rect)
+        self.set_bounds(rect)
 
     def paint(self, painter, _option, _widget=None) -> None:
         if not len(self._rects):

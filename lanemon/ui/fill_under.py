@@ -21,6 +21,8 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QBrush, QPainter
 from PySide6.QtWidgets import QGraphicsItem
 
+from lanemon.ui.chart_items import BoundedItem
+
 CHUNK = 48    # points per polygon (polygons of 16 to 128 points cost about the same)
 
 
@@ -31,14 +33,13 @@ def chunk_bounds(n: int, chunk: int = CHUNK) -> list[tuple[int, int]]:
     return [(s, min(n, s + chunk + 1)) for s in range(0, n - 1, chunk)]
 
 
-class FillUnder(QGraphicsItem):
+class FillUnder(BoundedItem):
     """Fills between ``(x, y)`` and ``y = 0`` with one brush, no pen."""
 
     def __init__(self, parent: QGraphicsItem | None = None) -> None:
         super().__init__(parent)
         self._polys: list = []
         self._pool: list = []      # (QPolygonF, its points as a numpy view), reused
-        self._rect = QRectF()
         self._brush = QBrush()
 
     def setBrush(self, brush: QBrush) -> None:  # noqa: N802 (Qt naming, like QAbstractGraphicsShapeItem)
@@ -66,11 +67,8 @@ class FillUnder(QGraphicsItem):
             rect = QRectF(float(x[0]), lo, float(x[-1] - x[0]), hi - lo)
         else:
             rect = QRectF()
-        if rect != self._rect:
-            self.prepareGeometryChange()
-            self._rect = rect
         self._polys = polys
-        self.update()
+        self.set_bounds(rect)
 
     def _buffer(self, i: int, size: int) -> np.ndarray:
         """Polygon ``i`` of the pool with ``size`` points, as a writable (size, 2) array.
@@ -87,9 +85,6 @@ class FillUnder(QGraphicsItem):
             arr = pg.functions.ndarray_from_qpolygonf(poly)
             pool[i] = (poly, arr)
         return arr
-
-    def boundingRect(self) -> QRectF:  # noqa: N802
-        return QRectF(self._rect)
 
     def paint(self, painter: QPainter, _option, _widget=None) -> None:
         if not self._polys:
