@@ -6,7 +6,8 @@ scrolls, every item is repainted ~30 times a second, so each costs 0.1–0.3
 ms per frame on the event loop. These are plain ``QGraphicsItem`` s (C++
 ``paint`` and ``boundingRect``) for what does not need pyqtgraph:
 
-- ``cached`` / ``cache_axes``: paint an item (the axes) from a pixmap.
+- ``cached`` / ``cache_axes``: paint an item (the axes) from a pixmap;
+  ``live_plot``: a plot set up for a live picture.
 - ``cosmetic_pen``: a 1-pixel pen whatever the view's scale (width 0).
 - ``Label``: text on a translucent plate, a fixed size on screen
   (``ItemIgnoresTransformations``), drawn from a cached pixmap; its anchor
@@ -45,6 +46,22 @@ def cache_axes(plot) -> None:
         ax = item.getAxis(name)
         cached(ax)
         cached(ax.label)
+
+
+def live_plot(x_label: str, y_label: str | None = None) -> pg.PlotWidget:
+    """A plot for a live picture: no mouse, menu or buttons, no padding around the
+    data range, axes painted from cached pixmaps (``cache_axes``)."""
+    plot = pg.PlotWidget()
+    plot.setMenuEnabled(False)
+    plot.setMouseEnabled(x=False, y=False)
+    plot.hideButtons()
+    item = plot.getPlotItem()
+    item.setLabel("bottom", x_label)
+    if y_label is not None:
+        item.setLabel("left", y_label)
+    item.getViewBox().setDefaultPadding(0)
+    cache_axes(plot)
+    return plot
 
 
 def cosmetic_pen(color, style: Qt.PenStyle = Qt.PenStyle.SolidLine) -> QPen:

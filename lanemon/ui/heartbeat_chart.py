@@ -21,7 +21,7 @@ from PySide6.QtCore import QRectF
 from PySide6.QtWidgets import QGraphicsLineItem, QGraphicsRectItem, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from lanemon.ui import theme
-from lanemon.ui.chart_items import Curve, Label, cache_axes, cosmetic_pen, hline
+from lanemon.ui.chart_items import Curve, Label, cosmetic_pen, hline, live_plot
 from lanemon.ui.fill_under import FillUnder
 from lanemon.ui.live_label import LiveLabel
 from lanemon.ui.heartbeat import MAX_PERIOD_MS, MIN_PERIOD_MS, Heartbeat, lag_stats
@@ -126,10 +126,7 @@ class HeartbeatChart(QWidget):
         self._head2.addStretch(1)
 
         # plot
-        self.plot = pg.PlotWidget()
-        self.plot.setMenuEnabled(False)
-        self.plot.setMouseEnabled(x=False, y=False)
-        self.plot.hideButtons()
+        self.plot = live_plot("seconds ago", "lag (ms)")   # axes re-render only when range or style change
         item = self.plot.getPlotItem()
         # pyqtgraph's own grid (showGrid) costs ~20 ms per frame on the raster
         # engine here; one path of grid segments, painted by Qt, a small fraction of 1 ms.
@@ -138,10 +135,6 @@ class HeartbeatChart(QWidget):
         self._grid = Curve(cosmetic_pen(theme.FG), connect="pairs")   # coloured by _apply_colors
         self._grid.setZValue(-10)
         item.addItem(self._grid, ignoreBounds=True)
-        item.setLabel("left", "lag (ms)")
-        item.setLabel("bottom", "seconds ago")
-        cache_axes(self.plot)   # the axes re-render only when their range or style changes
-        item.getViewBox().setDefaultPadding(0)
         # the line from one tick to a late one is the lateness growing while the loop was blocked
         # a path item painted by Qt (a PlotCurveItem paints and bounds itself in Python, ~0.6 ms
         # per frame here; a PlotDataItem adds ~0.5 ms more per setData)

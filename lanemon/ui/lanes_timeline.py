@@ -24,7 +24,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from lanemon.ui import theme
 from lanemon.ui.live_label import LiveLabel
-from lanemon.ui.chart_items import Bars, cache_axes, cosmetic_pen
+from lanemon.ui.chart_items import Bars, cosmetic_pen, live_plot
 from lanemon.ui.lanes_model import QUEUE_COLORS, parse_owner
 
 MAX_ROWS = 30
@@ -73,16 +73,10 @@ class LanesTimeline(QWidget):
         self._origin = 0.0
         self.total_workspaces = 0
         self.title = LiveLabel("Timeline")
-        self.plot = pg.PlotWidget()
-        self.plot.setMenuEnabled(False)
-        self.plot.setMouseEnabled(x=False, y=False)
-        self.plot.hideButtons()
+        self.plot = live_plot("seconds ago")
         item = self.plot.getPlotItem()
         item.showGrid(x=False, y=False)   # a grid costs more to paint than the bars
-        item.setLabel("bottom", "seconds ago")
-        item.getViewBox().setDefaultPadding(0)
         item.getViewBox().invertY(True)
-        cache_axes(self.plot)
         self.plot.setXRange(-self.window_s, 0, padding=0)
         self.plot.setYRange(-0.5, 0.5, padding=0)
         self.items = {q: _bars(c) for q, c in QUEUE_COLORS.items()}
