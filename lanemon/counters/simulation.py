@@ -69,6 +69,7 @@ from lanemon.counters.events import Event, EventHub
 from lanemon.counters.strategies import LABELS, STRATEGIES, Attempt, Desk
 from lanemon.counters.workload import Customer, workload
 from lanemon.stats import percentile
+from lanemon.tasks import cancel_and_wait
 
 # Staff states
 IDLE = "idle"  # no customer waiting
@@ -411,11 +412,7 @@ class Simulation:
         finally:
             if self._state == RUNNING:
                 self._state = STOPPED
-            pending = [t for t in self._tasks + list(self._service_tasks) if not t.done()]
-            for task in pending:
-                task.cancel()
-            if pending:
-                await asyncio.gather(*pending, return_exceptions=True)
+            await cancel_and_wait(t for t in self._tasks + list(self._service_tasks) if not t.done())
             self._account()
             self.clock.freeze()
             self._emit(ev.FINISHED, detail="time limit" if self._time_limited else self._state)

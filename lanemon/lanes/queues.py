@@ -80,6 +80,8 @@ from itertools import islice
 from types import MappingProxyType
 from typing import Any, Callable, Iterable
 
+from lanemon.tasks import cancel_and_wait
+
 from .events import EventHub
 from .lanes import ProjectLanes
 from .occupancy import Occupancy
@@ -670,11 +672,7 @@ class Scheduler:
         for q in self._queue_list:
             for job in list(q._waiting.values()):
                 await self.cancel(job.id)
-        tasks = [j.task for j in list(self._live.values()) if j.task is not None]
-        for t in tasks:
-            t.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_and_wait(j.task for j in list(self._live.values()) if j.task is not None)
 
     # -- observation ------------------------------------------------------------------------
     def _job_view(self, j: _Job) -> JobView:

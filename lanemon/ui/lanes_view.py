@@ -49,6 +49,7 @@ from lanemon.ui.lanes_controls import LanesControls
 from lanemon.ui.lanes_model import QUEUE_COLORS, QUEUE_LABELS, JobsModel, LaneRow, WorkspacesModel, job_row
 from lanemon.ui.lanes_timeline import LanesTimeline
 from lanemon.ui.live_label import LiveLabel
+from lanemon.tasks import cancel_and_wait
 
 FPS = 30               # the timeline
 TEXT_FPS = 4           # tables, titles and counters (at once after a control was used)
@@ -240,11 +241,7 @@ class LanesView(QWidget):
         """Stop drawing, cancel this view's tasks, close the scheduler."""
         self._closed = True
         self._timer.stop()
-        tasks = list(self._tasks)
-        for t in tasks:
-            t.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_and_wait(self._tasks)
         await self.scheduler.aclose()
         self._unsubscribe()
         self.checker.unsubscribe()

@@ -41,6 +41,7 @@ from lanemon.work import (
     warm_roundtrip_ms,
 )
 from lanemon.work.lag import LagStats
+from lanemon.tasks import cancel_and_wait
 from lanemon.work.report import build_report, slicing_figures
 
 PAINT_PAUSE_S = 0.05      # before a whole run: let "blocking the loop…" paint
@@ -131,11 +132,7 @@ class RunController(QObject):
     async def shutdown(self) -> None:
         """Cancel every run and measurement and wait for them to end."""
         self._closing = True
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_and_wait(self._tasks)
 
     # --- starting runs -----------------------------------------------------------
     def _admit(self, family: str, kind: str, total: int, how: str = "") -> RunRecord | None:
