@@ -248,12 +248,18 @@ class Board:
         self._emit(now, ev.CLAIMED, counter, owner, customer, claim.epoch, f"ttl {ttl:g}s")
         return claim
 
-    def finalize(self, token: ClaimToken | Claim) -> Outcome:
+    def _holder(self, token: ClaimToken | Claim) -> tuple[ClaimToken, _Counter, Claim | None, float]:
+        """``token``'s counter, its claim if the token is that claim's (the fencing rule;
+        ``None`` for a stale token: no claim, or another one), and now."""
         token = _token(token)
         c = self._get(token.counter)
         now = self._sweep()
         claim = c.claim
-        if claim is None or claim.token != token:
+        return token, c, (claim if claim is not None and claim.token == token else None), now
+
+    def finalize(self, token: ClaimToken | Claim) -> Outcome:
+        token, c, claim, now = self._holder(token)
+        if claim is None:
             self.finalize_refused += 1
             self._emit(now, ev.FINALIZE_REFUSED, token.counter, None, None, token.epoch, "stale token")
             return Outcome.STALE
@@ -275,11 +281,8 @@ class Board:
         return Outcome.OK
 
     def release(self, token: ClaimToken | Claim) -> bool:
-        token = _token(token)
-        c = self._get(token.counter)
-        now = self._sweep()
-        claim = c.claim
-        if claim is None or claim.token != token:
+        token, c, claim, now = self._holder(token)
+        if claim is None:
             self.release_refused += 1
             self._emit(now, ev.RELEASE_REFUSED, token.counter, None, None, token.epoch, "stale token")
             return False
