@@ -199,13 +199,13 @@ def test_refresh_is_coalesced_and_stops_when_hidden(qtbot):
         v.start()
         await wait_until(lambda: v.frames >= 10)
         win.show_view("runs")
-        await wait_until(lambda: not v._timer.isActive())
+        await wait_until(lambda: not v.frame_timer.isActive())
         frames = v.frames
         await asyncio.sleep(0.2)     # events keep coming; nothing is drawn for a hidden view
         hidden_frames = v.frames - frames
         win.show_view("counters")
         await wait_until(lambda: v.frames > frames)
-        return hidden_frames, v._timer.interval(), len(v.grid.cells)
+        return hidden_frames, v.frame_timer.interval(), len(v.grid.cells)
 
     hidden_frames, interval, cells = _run(scenario)
     assert hidden_frames == 0 and interval >= 33 and cells == 64

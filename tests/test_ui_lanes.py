@@ -110,6 +110,31 @@ def test_add_burst_cancel_and_bad_input(qtbot):
     assert max_active == 1 and violations == []
 
 
+def test_a_quiet_run_is_followed_to_the_end_of_the_refresh_and_its_clock_moves(qtbot):
+    """One job runs and no further event comes: every step of the refresh is still shown
+    (the queue's row, the timeline's bar) and then the clock keeps moving (the lane's
+    "held" time grows). Regression: the timeline's step waited for the next event."""
+    async def scenario(win):
+        win.show_view("lanes")
+        view = win.views["lanes"]
+        jid = await _add(view, "ws-07", "reservations", 60.0)
+        await wait_until(lambda: _label(view, "reservations", jid) == "running", 10)
+        await wait_until(lambda: "ws-07" in view.timeline.rows, 5)
+        bars = view.timeline.items["reservations"].isVisible()
+        m = view.lanes_model
+        held = m.index(m.row_of("ws-07"), m.COLUMNS.index("held"))
+        first = m.data(held)
+        await wait_until(lambda: m.data(held) != first, 5)
+        return bars, first, m.data(held), view.ticks
+
+    rc, value, errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    bars, first, later, ticks = value
+    assert bars
+    assert float(later.rstrip(" s")) > float(first.rstrip(" s"))
+    assert ticks > 0
+
+
 def test_held_save_keeps_the_workspace_while_others_finish(qtbot):
     async def scenario(win):
         win.show_view("lanes")

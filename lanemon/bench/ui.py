@@ -9,9 +9,13 @@ The full window runs offscreen on qasync (1280×800). Figures:
    counters and 16 staff running at speed 1: first with the Runs tab shown
    (the domains' own load), then with the Lanes & queues tab and with the
    Counters tab shown (their normal 30 fps refresh runs meanwhile);
-3. the refresh cost per frame, ``FRAMES`` times each: chart redraw + the
-   shown view's refresh (a fresh snapshot) + Qt painting what that dirtied;
-   and, as the worst case, the same with the whole window repainted.
+3. the refresh cost per frame (CPU time of the GUI thread, so that a busy
+   neighbour on a shared machine does not count), as the window runs (``RECORD_S`` seconds):
+   every tick of the chart's and the shown view's frame timers, each timed
+   with the paint it caused; per frame: all of it over the frames that
+   passed (30 a second); per tick: median, p95, max. As worst cases,
+   ``FRAMES`` times everything at once (chart + a fresh snapshot shown in
+   full + paint), and the same with the whole window repainted.
 
 Goals: loaded heartbeat p99 within 1 ms of idle; ≤ 4 ms per frame.
 """
@@ -41,42 +45,75 @@ async def _record(window, seconds: float):
     return lag_stats(window.heartbeat.in_range(t0, time.perf_counter(), one_after=False))
 
 
-# one refresh that reads a fresh snapshot and redraws everything it shows, per view
+# one refresh that reads a fresh snapshot and shows all of it at once, per view
 FULL_REFRESH = {
-    "lanes": lambda view: view.refresh(force=True),   # between events it would only scroll
+    "lanes": lambda view: view.refresh(force=True),   # normally spread over a few ticks
     "counters": lambda view: view.refresh(),          # reads a snapshot on every call
 }
+# what each ~30 fps frame timer calls (the chart's, and the shown view's)
+FRAME_SLOTS = {"chart": "redraw", "lanes": "refresh", "counters": "frame_tick"}
 
 
-async def _frame_costs(window, key: str, whole_window: bool) -> list[float]:
-    """Cost of one frame: chart redraw + view refresh (a fresh snapshot) + paint.
-
-    ``whole_window=False`` paints what a frame dirtied (Qt's normal repaint
-    of changed regions); ``True`` repaints the whole window (the worst case).
-    """
+def _paint_pending() -> None:
+    """The paints what ran so far has asked for, now: the graphics scenes' posted updates
+    (``MetaCall``), layout, then the window's ``UpdateRequest``. No timers or sockets run
+    here (``processEvents`` would re-enter qasync's loop); without the bench these posted
+    events run right after the tick, in the same turn of the loop."""
     from PySide6.QtCore import QEvent
     from PySide6.QtWidgets import QApplication
 
+    for kind in (QEvent.Type.MetaCall, QEvent.Type.LayoutRequest, QEvent.Type.UpdateRequest):
+        QApplication.sendPostedEvents(None, kind)
+
+
+async def _frames_as_they_run(window, key: str, seconds: float) -> dict[str, list[float]]:
+    """The window's own frame work for ``seconds``, as it runs: every tick of the chart's
+    and the shown view's frame timers, each timed with the paint it caused.
+
+    Returns each timer's tick costs in ms, sorted: ``{"chart": [...], key: [...]}``."""
+    owners = {"chart": window.chart, key: window.views[key]}
+    ticks: dict[str, list[float]] = {name: [] for name in owners}
+
+    def timed(name, slot):
+        def tick() -> None:
+            t0 = time.thread_time()
+            slot()
+            _paint_pending()
+            ticks[name].append((time.thread_time() - t0) * 1000.0)
+        return tick
+
+    swapped = []
+    for name, owner in owners.items():
+        slot = getattr(owner, FRAME_SLOTS[name])
+        wrapper = timed(name, slot)
+        owner.frame_timer.timeout.disconnect(slot)
+        owner.frame_timer.timeout.connect(wrapper)
+        swapped.append((owner.frame_timer, slot, wrapper))
+    try:
+        await asyncio.sleep(seconds)
+    finally:
+        for timer, slot, wrapper in swapped:
+            timer.timeout.disconnect(wrapper)
+            timer.timeout.connect(slot)
+    return {name: sorted(costs) for name, costs in ticks.items()}
+
+
+async def _all_at_once(window, key: str, whole_window: bool) -> list[float]:
+    """``FRAMES`` times: chart redraw + the view's full refresh (a fresh snapshot, every
+    step at once) + paint; ``whole_window=True`` repaints the whole window instead of
+    what changed. The worst cases, for comparison."""
     view = window.views[key]
-
-    def paint_pending() -> None:
-        # layout, then the posted paint requests, synchronously; no timers or
-        # sockets run here (processEvents would re-enter qasync's loop)
-        QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
-        QApplication.sendPostedEvents(None, QEvent.Type.UpdateRequest)
-
     costs = []
     for _ in range(FRAMES):
         await asyncio.sleep(1 / 30)
-        paint_pending()                        # start from a clean slate
-        t0 = time.perf_counter()
+        _paint_pending()                       # start from a clean slate
+        t0 = time.thread_time()
         window.chart.redraw()
         FULL_REFRESH[key](view)
         if whole_window:
             window.repaint()
-        else:
-            paint_pending()                    # paints the dirtied regions
-        costs.append((time.perf_counter() - t0) * 1000.0)
+        _paint_pending()
+        costs.append((time.thread_time() - t0) * 1000.0)
     return sorted(costs)
 
 
@@ -110,9 +147,10 @@ def run(out) -> dict:
             window.show_view(key)
             await asyncio.sleep(0.5)
             lag = await _record(window, RECORD_S)
-            costs = await _frame_costs(window, key, whole_window=False)
-            worst = await _frame_costs(window, key, whole_window=True)
-            results[key] = (lag, costs, worst)
+            ticks = await _frames_as_they_run(window, key, RECORD_S)
+            at_once = await _all_at_once(window, key, whole_window=False)
+            worst = await _all_at_once(window, key, whole_window=True)
+            results[key] = (lag, ticks, at_once, worst)
         snap = sched.snapshot(limit=0)
         live = snap.counts
         return idle, hidden, results, live
@@ -125,19 +163,31 @@ def run(out) -> dict:
         f"   (the domains' own work on the loop)")
     figures = {"idle": idle.as_dict(3), "loadedViewsHidden": hidden.as_dict(3), "loaded": {}, "frameMs": {}}
     ok_lag = ok_frame = True
-    for key, (lag, costs, worst) in results.items():
-        med, p95 = statistics.median(costs), percentile(costs, 95)
+    frames = RECORD_S * 30
+    for key, (lag, ticks, at_once, worst) in results.items():
         out(f"loaded, {key + ' tab shown:':<19} p50 {lag.p50:6.2f} ms  p99 {lag.p99:6.2f} ms  max {lag.max:6.2f} ms"
             f"   (p99 {lag.p99 - idle.p99:+.2f} ms over idle)")
-        out(f"  refresh per frame ({key}): median {med:5.2f} ms, p95 {p95:5.2f} ms, max {costs[-1]:5.2f} ms "
-            f"(chart redraw + view refresh with a fresh snapshot + paint of what changed)")
-        out(f"  whole-window repaint per frame ({key}, worst case): median {statistics.median(worst):5.2f} ms")
+        per_frame = sum(map(sum, ticks.values())) / frames
+        out(f"  refresh per frame ({key}, as it runs): {per_frame:5.2f} ms "
+            f"(all the chart's and the view's tick work over {RECORD_S:g} s / {frames:g} frames, paints included)")
+        tick_figures = {}
+        for name, costs in ticks.items():
+            if not costs:
+                continue
+            tick_figures[name] = {"ticks": len(costs), "median": round(statistics.median(costs), 3),
+                                  "p95": round(percentile(costs, 95), 3), "max": round(costs[-1], 3)}
+            out(f"    {name + ' ticks:':<16} {len(costs):4d}, median {statistics.median(costs):5.2f} ms, "
+                f"p95 {percentile(costs, 95):5.2f} ms, max {costs[-1]:5.2f} ms")
+        out(f"  everything at once ({key}: chart + fresh snapshot shown in full + paint): "
+            f"median {statistics.median(at_once):5.2f} ms; whole window repainted: "
+            f"median {statistics.median(worst):5.2f} ms (worst cases)")
         figures["loaded"][key] = dict(lag.as_dict(3), p99OverIdleMs=round(lag.p99 - idle.p99, 3))
-        figures["frameMs"][key] = {"median": round(med, 3), "p95": round(p95, 3), "max": round(costs[-1], 3),
+        figures["frameMs"][key] = {"perFrame": round(per_frame, 3), "ticks": tick_figures,
+                                   "allAtOnceMedian": round(statistics.median(at_once), 3),
                                    "wholeWindowMedian": round(statistics.median(worst), 3)}
         ok_lag &= lag.p99 - idle.p99 <= 1.0
-        ok_frame &= med <= 4.0
+        ok_frame &= per_frame <= 4.0
     out(f"jobs submitted {counts.jobs_submitted}, finished so far {counts.jobs_finished}")
-    out(f"goal: loaded p99 within 1 ms of idle -> {goal(ok_lag)}; refresh <= 4 ms per frame (median) -> {goal(ok_frame)}")
+    out(f"goal: loaded p99 within 1 ms of idle -> {goal(ok_lag)}; refresh <= 4 ms per frame -> {goal(ok_frame)}")
     figures["goalMet"] = ok_lag and ok_frame
     return figures

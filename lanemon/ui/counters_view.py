@@ -134,9 +134,9 @@ class CountersView(QWidget):
         layout.addWidget(self._right, 0)
 
         # --- wiring ------------------------------------------------------------------
-        self._timer = QTimer(self)
-        self._timer.setInterval(FRAME_MS)
-        self._timer.timeout.connect(self._tick)
+        self.frame_timer = QTimer(self)
+        self.frame_timer.setInterval(FRAME_MS)
+        self.frame_timer.timeout.connect(self.frame_tick)
         self.start_btn.clicked.connect(self.start)
         self.stop_btn.clicked.connect(self.stop)
         self.reset_btn.clicked.connect(self.reset)
@@ -292,7 +292,7 @@ class CountersView(QWidget):
 
     async def shutdown(self) -> None:
         """Stop the simulation and a compare in flight (the window's shutdown hook)."""
-        self._timer.stop()
+        self.frame_timer.stop()
         task = self._task
         self._drop_sim()
         if task is not None:
@@ -331,27 +331,28 @@ class CountersView(QWidget):
         if self._dirty:
             return
         self._dirty = True
-        if not self._timer.isActive() and self.isVisible():
-            self._timer.start()
+        if not self.frame_timer.isActive() and self.isVisible():
+            self.frame_timer.start()
 
     def mark_dirty(self) -> None:
         self._dirty = True
-        if self.isVisible() and not self._timer.isActive():
-            self._timer.start()
+        if self.isVisible() and not self.frame_timer.isActive():
+            self.frame_timer.start()
 
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
         self.mark_dirty()
 
     def hideEvent(self, event) -> None:  # noqa: N802
-        self._timer.stop()
+        self.frame_timer.stop()
         super().hideEvent(event)
 
-    def _tick(self) -> None:
+    def frame_tick(self) -> None:
+        """One tick of ``frame_timer``: refresh if something changed or a countdown runs; else stop."""
         sim = self.sim
         live = sim is not None and sim.state == "running" and sim.clock.speed > 0
         if not self._dirty and not (self._countdown and live):
-            self._timer.stop()
+            self.frame_timer.stop()
             return
         self._dirty = False
         self.refresh()

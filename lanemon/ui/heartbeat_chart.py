@@ -159,16 +159,16 @@ class HeartbeatChart(QWidget):
         layout.addWidget(self.plot, 1)
         self.apply_fonts()
 
-        self._timer = QTimer(self)
-        self._timer.setInterval(int(1000 / FPS))
-        self._timer.timeout.connect(self.redraw)
+        self.frame_timer = QTimer(self)
+        self.frame_timer.setInterval(int(1000 / FPS))
+        self.frame_timer.timeout.connect(self.redraw)
 
     # --- public ----------------------------------------------------------------------
     def start(self) -> None:
-        self._timer.start()
+        self.frame_timer.start()
 
     def stop(self) -> None:
-        self._timer.stop()
+        self.frame_timer.stop()
 
     @property
     def paused(self) -> bool:
