@@ -265,3 +265,23 @@ def test_models_announce_only_the_changed_cells_in_view():
     m.set_rows(rows3, [r.id for r in rows3], 2.5)
     assert seen == [(2, 4, 3, 4)]
     assert m.data(m.index(0, 4)) == "other"              # but the model holds them
+
+
+def test_timeline_scrolls_by_whole_pixels_only(qtbot):
+    """Between snapshots the bars slide left by whole pixels; a tick that would move
+    them less than a pixel repaints nothing."""
+    from lanemon.lanes import Scheduler
+    from lanemon.ui.lanes_timeline import LanesTimeline
+
+    tl = LanesTimeline(window_s=20.0)
+    tl.resize(600, 300)
+    tl.show()
+    qtbot.waitExposed(tl)
+    tl.draw(Scheduler().snapshot(), 100.0, {})
+    px_per_s = tl.plot.getViewBox().width() / 20.0
+    assert px_per_s > 10
+    item = tl.items["reservations"]
+    moved = [tl.scroll(100.0 + k * 0.35 / px_per_s) for k in range(1, 12)]   # 0.35 px a tick
+    assert moved == [False, False, True, False, False, True, False, False, True, False, False]
+    assert round(-item.pos().x() * px_per_s, 6) == 3.0
+    assert tl.scroll(100.0 + 7.5 / px_per_s) and round(-item.pos().x() * px_per_s, 6) == 7.0

@@ -94,19 +94,19 @@ def test_space_pauses_the_chart_while_the_heartbeat_keeps_recording(qtbot):
     async def scenario(win):
         await _ready(win)
         chart, hb = win.chart, win.heartbeat
-        await wait_until(lambda: chart.curve.xData is not None and len(chart.curve.xData) > 10)
+        await wait_until(lambda: chart.trace.xData is not None and len(chart.trace.xData) > 10)
         key(win, Qt.Key.Key_Space)
         paused = chart.paused, win.talk.actions["pause"].isChecked(), chart.paused_label.isVisibleTo(chart)
         ticks, frame = hb.count, chart._frame
         await wait_until(lambda: hb.count > ticks + 20 and chart._frame > frame + 3)
-        frozen_a = chart.curve.xData.copy()
+        frozen_a = chart.trace.xData.copy()
         frame = chart._frame
         await wait_until(lambda: chart._frame > frame + 3)
-        frozen_b = chart.curve.xData.copy()
+        frozen_b = chart.trace.xData.copy()
         key(win, Qt.Key.Key_Space)
         resumed = not chart.paused
-        await wait_until(lambda: len(chart.curve.xData) != len(frozen_b)
-                         or (chart.curve.xData != frozen_b).any())
+        await wait_until(lambda: len(chart.trace.xData) != len(frozen_b)
+                         or (chart.trace.xData != frozen_b).any())
         return paused, frozen_a, frozen_b, resumed
 
     rc, (paused, a, b, resumed), errors = run_window(scenario)

@@ -13,8 +13,11 @@ Modules:
 - ``heartbeat_chart``   ``HeartbeatChart``: pyqtgraph view of the buffer,
                         runs as shaded regions, redrawn at ~30 fps.
 - ``chart_items``       Qt-painted chart pieces (curve, bars, labels, lines):
-                        no Python call per frame; ``fill_under``: the area
-                        under the lag curve as small polygons.
+                        no Python call per frame; ``lag_trace``: the lag
+                        curve and the area under it (small polygons), from
+                        buffers kept between frames; ``column_max``: one
+                        point per pixel column, the column's maximum, kept
+                        as the ticks arrive.
 - ``live_label``        ``LiveLabel``: often-changing text, no re-layout.
 - ``fast_delegate``     ``FastDelegate``: table cells from cached laid-out text.
 - ``run_controller``    ``RunController``: button -> domain call -> event;

@@ -125,7 +125,10 @@ class Heartbeat(QObject):
         first = max(first, stop - self.capacity, 0)
         if stop <= first:
             return np.empty(0), np.empty(0)
-        idx = np.arange(first, stop) & self._mask
+        a, b = first & self._mask, stop & self._mask
+        if a < b:                                   # one stretch of the ring: two copies
+            return self._t[a:b].copy(), self._lag[a:b].copy()
+        idx = np.arange(first, stop) & self._mask   # it wraps around the end
         return self._t[idx], self._lag[idx]
 
     def recent(self, seconds: float, now: float | None = None) -> tuple[np.ndarray, np.ndarray]:

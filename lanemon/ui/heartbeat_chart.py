@@ -1,9 +1,11 @@
 """The heartbeat chart: lag in ms over the last 10–30 s, runs shaded by kind.
 
 Reads the ``Heartbeat`` ring buffer and the controller's run records on its
-own ~30 fps timer (never per sample). The curve is decimated to one point per
-pixel column, keeping each column's maximum, so a stall is never hidden; at
-most ``MAX_POINTS`` points; pen width 1, no antialiasing, no finite check.
+own ~30 fps timer (never per sample). The curve has one point per pixel
+column, the column's maximum lag (``column_max``: columns anchored to time,
+only the new ticks folded in per frame), so a stall is never hidden; at most
+``MAX_POINTS`` points; one ``LagTrace`` item paints it and the fill under it;
+pen width 1, no antialiasing.
 
 ``set_paused(True)`` freezes the picture (the heartbeat keeps recording);
 ``apply_fonts()`` also re-applies the theme's colours (light or dark palette).
@@ -11,6 +13,7 @@ most ``MAX_POINTS`` points; pen width 1, no antialiasing, no finite check.
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -22,7 +25,8 @@ from PySide6.QtWidgets import QGraphicsLineItem, QGraphicsRectItem, QHBoxLayout,
 
 from lanemon.ui import theme
 from lanemon.ui.chart_items import Curve, Label, cosmetic_pen, hline, live_plot
-from lanemon.ui.fill_under import FillUnder
+from lanemon.ui.column_max import ColumnMax
+from lanemon.ui.lag_trace import LagTrace
 from lanemon.ui.live_label import LiveLabel
 from lanemon.ui.heartbeat import MAX_PERIOD_MS, MIN_PERIOD_MS, Heartbeat, lag_stats
 from lanemon.ui.run_controller import RunController
@@ -45,20 +49,11 @@ pg.setConfigOptions(antialias=False, foreground=theme.FG, background=theme.BG)
 def nice_top(peak: float) -> float:
     """The y axis top for a peak: at least ``MIN_TOP_MS`` and 1.18 x the peak, on a 1-1.5-2-3-4-5-6-8 ladder."""
     want = max(MIN_TOP_MS, peak * 1.18)
-    mag = 10.0 ** np.floor(np.log10(want))
+    mag = 10.0 ** math.floor(math.log10(want))
     for m in TOP_STEPS:
         if m * mag >= want * (1 - 1e-9):
             return float(m * mag)
     return float(10 * mag)
-
-
-def decimate_max(x: np.ndarray, y: np.ndarray, x0: float, x1: float, columns: int):
-    """One point per column of ``[x0, x1]``: the column's first x and its max y."""
-    if x.size <= columns:
-        return x, y
-    col = np.minimum(((x - x0) * (columns / (x1 - x0))).astype(np.int64), columns - 1)
-    starts = np.flatnonzero(np.r_[True, col[1:] != col[:-1]])
-    return x[starts], np.maximum.reduceat(y, starts)
 
 
 class HeartbeatChart(QWidget):
@@ -77,7 +72,10 @@ class HeartbeatChart(QWidget):
         self._ref_lines: list[tuple[QGraphicsLineItem, Label, float]] = []   # line, label, where (0..1 of x)
         self._paused_at: float | None = None
         self._drawn = None                 # what the curve was last drawn from
-        self._lag = np.empty(0)
+        self._columns: ColumnMax | None = None   # per-column maxima (see _fold_in_ticks)
+        self._columns_key = None           # (window, columns) they were made for
+        self._seen = 0                     # heartbeat ticks folded into them
+        self._vb_size = (0.0, 0.0)         # the plot area in pixels (kept on resize)
 
         # header: title, live figures, floor, controls
         self.title = QLabel("Heartbeat lag")
@@ -135,18 +133,15 @@ class HeartbeatChart(QWidget):
         self._grid = Curve(cosmetic_pen(theme.FG), connect="pairs")   # coloured by _apply_colors
         self._grid.setZValue(-10)
         item.addItem(self._grid, ignoreBounds=True)
-        # the line from one tick to a late one is the lateness growing while the loop was blocked
-        # a path item painted by Qt (a PlotCurveItem paints and bounds itself in Python, ~0.6 ms
-        # per frame here; a PlotDataItem adds ~0.5 ms more per setData)
-        self.curve = Curve(cosmetic_pen(theme.LAG_PEN))
-        self.curve.setZValue(10)
-        item.addItem(self.curve, ignoreBounds=True)
-        # the fill under the curve: small polygons drawn in C++ (pyqtgraph's fillLevel builds a
-        # path per 50 points in Python, ~1.5 ms per frame here; one big polygon costs 2-3 ms to
-        # fill, see lanemon.ui.fill_under); same area, same translucent brush
-        self.fill = FillUnder()
-        self.fill.setZValue(9)
-        item.addItem(self.fill, ignoreBounds=True)
+        # the curve (the line from one tick to a late one is the lateness growing while the
+        # loop was blocked) and the translucent area under it: one item, buffers kept between
+        # frames, a handful of Qt calls per frame (lanemon.ui.lag_trace)
+        self.trace = LagTrace()
+        self.trace.setZValue(10)
+        item.addItem(self.trace, ignoreBounds=True)
+        vb = item.getViewBox()
+        vb.sigResized.connect(lambda box: setattr(self, "_vb_size", (box.width(), box.height())))
+        self._vb_size = (vb.width(), vb.height())
         # the reference lines are made by _apply_colors (called by apply_fonts)
         self.plot.setXRange(-self._window_s, 0, padding=0)
         self.plot.setYRange(0, self._top, padding=0)
@@ -256,8 +251,8 @@ class HeartbeatChart(QWidget):
         self._update_grid()
         lag_fill = QColor(theme.LAG_PEN)
         lag_fill.setAlpha(55 if dark else 40)
-        self.curve.setPen(cosmetic_pen(theme.LAG_PEN))
-        self.fill.setBrush(pg.mkBrush(lag_fill))
+        self.trace.setPen(cosmetic_pen(theme.LAG_PEN))
+        self.trace.setBrush(pg.mkBrush(lag_fill))
         for line, label, _where in self._ref_lines:
             self.plot.removeItem(line)
             self.plot.removeItem(label)
@@ -285,34 +280,55 @@ class HeartbeatChart(QWidget):
         """One frame: curve, fill, y range, runs, now and then the live figures.
 
         Only what changed is touched: when paused (the picture is frozen) the curve and the
-        range stay as they are; the y range moves on a coarse ladder (``nice_top``)."""
+        range stay as they are unless the window or the plot's width changes; the y range
+        moves on a coarse ladder (``nice_top``)."""
         now = self._paused_at if self._paused_at is not None else time.perf_counter()
         w = self._window_s
-        key = (self.heartbeat.count, now, w, self.plot.getViewBox().width())
+        columns = self._fold_in_ticks(now)
+        key = (self.heartbeat.count if self._paused_at is None else -1, now, self._columns_key)
         if key != self._drawn:
             self._drawn = key
-            t, lag = self.heartbeat.recent(w, now)
-            if self._paused_at is not None:          # frozen: leave out what came after the pause
-                keep = int(np.searchsorted(t, now, side="right"))
-                t, lag = t[:keep], lag[:keep]
-            x = t - now
-            columns = min(MAX_POINTS, max(100, int(self.plot.getViewBox().width())))
-            xd, yd = decimate_max(x, lag, -w, 0.0, columns)
-            self.curve.setData(xd, yd)
-            self.fill.set_data(xd, yd)
-
-            peak = float(lag.max()) if lag.size else 0.0
+            x, y = columns.window(now - w, now)
+            x -= now
+            self.trace.set_data(x, y)
+            peak = float(y.max()) if y.size else 0.0
             want = nice_top(peak)
             if want > self._top or want <= SHRINK_BELOW * self._top:
                 self._top = want
                 self.plot.setYRange(0, want, padding=0)
                 self._update_grid()
-            self._lag = lag
         self._draw_runs(now)
 
         if self._frame % STATS_EVERY == 0:
-            self._update_text(self._lag)
+            t, lag = self.heartbeat.recent(w, now)
+            if self._paused_at is not None:          # frozen: leave out what came after the pause
+                lag = lag[:int(np.searchsorted(t, now, side="right"))]
+            self._update_text(lag)
         self._frame += 1
+
+    def _fold_in_ticks(self, now: float) -> ColumnMax:
+        """The per-column maxima for the current window and plot width, with every tick so far.
+
+        New columns (a new window or width) are filled from the buffer once; after that
+        each frame adds only the ticks that came since the last."""
+        w = self._window_s
+        n_cols = min(MAX_POINTS, max(100, int(self._vb_size[0])))
+        key = (w, n_cols)
+        hb = self.heartbeat
+        if key != self._columns_key:
+            self._columns_key = key
+            if self._columns is None or self._columns.capacity < n_cols + 2:
+                self._columns = ColumnMax(n_cols + 2, w / n_cols)
+            else:
+                self._columns.reset(w / n_cols)
+            t, lag = hb.recent(w + w / n_cols, now)
+            self._columns.add(t, lag)
+            self._seen = hb.count
+        elif hb.count != self._seen:
+            t, lag = hb.between(self._seen, hb.count)
+            self._seen = hb.count
+            self._columns.add(t, lag)
+        return self._columns
 
     def _draw_runs(self, now: float) -> None:
         """Shade each run (and each self-measurement) in view; lay their labels out in rows."""
@@ -355,10 +371,10 @@ class HeartbeatChart(QWidget):
     def _layout_labels(self, placed) -> None:
         """Left to right, each label takes the highest row where it does not overlap; else hides."""
         w = self._window_s
-        px = max(1.0, self.plot.getViewBox().width())
+        px = max(1.0, self._vb_size[0])
         per_px = w / px
         # a row is as tall as the tallest label (large type: taller than 15% of the chart)
-        px_y = self._top / max(1.0, self.plot.getViewBox().height())
+        px_y = self._top / max(1.0, self._vb_size[1])
         tallest = max((label.size()[1] for _, label in placed), default=0.0)
         row_h = max(0.15 * self._top, (tallest + 2) * px_y)
         rows = max(1, min(LABEL_ROWS, int(0.75 * self._top / row_h)))

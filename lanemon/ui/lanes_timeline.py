@@ -71,6 +71,7 @@ class LanesTimeline(QWidget):
         self.window_s = float(window_s)
         self.rows: tuple[str, ...] = ()
         self._origin = 0.0
+        self._shift_px = 0       # whole pixels the bars were moved left since ``draw``
         self.total_workspaces = 0
         self.title = LiveLabel("Timeline")
         self.plot = live_plot("seconds ago")
@@ -137,6 +138,7 @@ class LanesTimeline(QWidget):
         w = self.window_s
         horizon = now - w
         self._origin = now
+        self._shift_px = 0
         score: dict[str, float] = {}
         running = {}
         for lane in snap.scheduled:
@@ -197,11 +199,24 @@ class LanesTimeline(QWidget):
             item.setPos(0.0, 0.0)
         return bool(rows)
 
-    def scroll(self, now: float) -> None:
-        """Time passed since ``draw``: move the bars left (no bar is rebuilt)."""
-        dx = self._origin - now
+    def scroll(self, now: float) -> bool:
+        """Time passed since ``draw``: move the bars left (no bar is rebuilt).
+
+        They move by whole pixels only: at 20 s over a few hundred pixels, time
+        moves the bars less than a pixel per 33 ms tick, and a repaint that would
+        show the same pixels is skipped. True when they moved."""
+        vb = self.plot.getViewBox()
+        px_per_s = vb.width() / self.window_s if vb.width() > 0 else 0.0
+        if px_per_s <= 0:
+            return False
+        shift_px = int((now - self._origin) * px_per_s)
+        if shift_px == self._shift_px:
+            return False
+        self._shift_px = shift_px
+        dx = -shift_px / px_per_s
         for item in self.items.values():
             item.setPos(dx, 0.0)
+        return True
 
     def _set_title_if_changed(self) -> None:
         key = (len(self.rows), self.total_workspaces)

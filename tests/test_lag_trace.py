@@ -1,11 +1,12 @@
-"""The chunked fill under the lag curve paints exactly what one polygon paints."""
+"""The lag trace paints exactly what one polygon (the fill) and one polyline (the curve) paint."""
 
 import numpy as np
 import pytest
 from PySide6.QtCore import QPointF, Qt
-from PySide6.QtGui import QColor, QImage, QPainter, QPolygonF, QTransform
+from PySide6.QtGui import QColor, QImage, QPainter, QPen, QPolygonF, QTransform
 
-from lanemon.ui.fill_under import CHUNK, FillUnder, chunk_bounds
+from lanemon.ui.chart_items import cosmetic_pen
+from lanemon.ui.lag_trace import CHUNK, LagTrace, chunk_index
 
 W, H = 640, 200
 
@@ -38,8 +39,9 @@ def test_chunks_paint_the_same_pixels_as_one_polygon(qapp, seed, n):
     y = rs.exponential(3.0, n)
     y[rs.randint(0, n)] = 45.0                      # a stall
     brush = QColor(255, 0, 0, 40)                   # translucent: a seam painted twice would show
-    item = FillUnder()
+    item = LagTrace()
     item.setBrush(brush)
+    item.setPen(QPen(Qt.PenStyle.NoPen))
     item.set_data(x, y)
     chunked = _render(lambda p: item.paint(p, None))
     whole = _render(_one_polygon(x, y, brush))
@@ -47,15 +49,35 @@ def test_chunks_paint_the_same_pixels_as_one_polygon(qapp, seed, n):
     assert np.array_equal(chunked, whole)
 
 
-def test_chunk_bounds_cover_every_segment_once():
+@pytest.mark.parametrize("seed,n", [(5, 1200), (6, 2), (7, CHUNK + 1)])
+def test_curve_paints_the_same_pixels_as_one_polyline(qapp, seed, n):
+    rs = np.random.RandomState(seed)
+    x = np.sort(rs.uniform(-20.0, 0.0, n))
+    y = rs.exponential(3.0, n)
+    pen = cosmetic_pen(QColor(0, 0, 200))
+    item = LagTrace()
+    item.setPen(pen)
+    item.setBrush(QColor(0, 0, 0, 0))
+    item.set_data(x, y)
+    ours = _render(lambda p: item.paint(p, None))
+
+    def polyline(p):
+        p.setPen(pen)
+        p.drawPolyline(QPolygonF([QPointF(a, b) for a, b in zip(x, y)]))
+    assert (ours != 255).any(), "nothing was drawn"
+    assert np.array_equal(ours, _render(polyline))
+
+
+def test_chunks_cover_every_segment_once():
     for n in (0, 1, 2, 3, CHUNK, CHUNK + 1, CHUNK + 2, 1000):
-        b = chunk_bounds(n)
-        segments = [i for s, e in b for i in range(s, e - 1)]
-        assert segments == list(range(max(0, n - 1)))
+        idx = chunk_index(n)
+        segments = [(int(a), int(b)) for row in idx for a, b in zip(row, row[1:]) if a != b]
+        assert segments == [(i, i + 1) for i in range(max(0, n - 1))]
+        assert idx.shape[1] == CHUNK + 1
 
 
 def test_bounding_rect_follows_the_data(qapp):
-    item = FillUnder()
+    item = LagTrace()
     item.set_data(np.array([-10.0, -5.0, -1.0]), np.array([1.0, 7.0, 2.0]))
     r = item.boundingRect()
     assert (r.left(), r.right(), r.top(), r.bottom()) == (-10.0, -1.0, 0.0, 7.0)

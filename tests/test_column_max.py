@@ -1,0 +1,63 @@
+"""ColumnMax: the per-column maxima are the same however the ticks arrive."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lanemon.ui.column_max import ColumnMax
+
+
+def _brute(t, lag, dt, t0, t1, keep_from):
+    """Columns k0..k1 (and k >= keep_from) that hold a tick: (k * dt, max lag)."""
+    k0, k1 = math.floor(t0 / dt), math.floor(t1 / dt)
+    out = {}
+    for ti, li in zip(t, lag):
+        k = math.floor(ti / dt)
+        if k0 <= k <= k1 and k >= keep_from:
+            out[k] = max(out.get(k, -1.0), li)
+    ks = sorted(out)
+    return [k * dt for k in ks], [out[k] for k in ks]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    gaps=st.lists(st.floats(0.0005, 0.05), min_size=1, max_size=400),
+    lags=st.data(),
+    cuts=st.lists(st.integers(0, 400), max_size=8),
+    columns=st.integers(4, 300),
+    dt=st.sampled_from([0.004, 0.008, 0.0163, 0.05]),
+)
+def test_maxima_match_a_brute_force_grouping_whatever_the_batches(gaps, lags, cuts, columns, dt):
+    t = 1000.0 + np.cumsum(gaps)
+    lag = np.array(lags.draw(st.lists(st.floats(0.0, 80.0), min_size=t.size, max_size=t.size)))
+    cm = ColumnMax(columns, dt)
+    edges = sorted({0, t.size, *[c for c in cuts if c < t.size]})
+    for a, b in zip(edges, edges[1:]):                   # the ticks arrive in batches
+        cm.add(t[a:b], lag[a:b])
+    last = math.floor(t[-1] / dt)
+    keep_from = last - cm.capacity + 1                   # the ring keeps the newest columns
+    t0, t1 = t[0] - 0.1, t[-1]
+    x, y = cm.window(t0, t1)
+    bx, by = _brute(t, lag, dt, t0, t1, keep_from)
+    assert np.allclose(x, bx) and np.array_equal(y, by)
+    assert cm.last_column == last
+    # a middle range gives the same columns as the brute force over that range
+    mid0, mid1 = t[len(t) // 3], t[2 * len(t) // 3]
+    x, y = cm.window(mid0, mid1)
+    bx, by = _brute(t, lag, dt, mid0, mid1, keep_from)
+    assert np.allclose(x, bx) and np.array_equal(y, by)
+
+
+def test_a_stall_stays_the_maximum_of_its_column_and_reset_forgets():
+    cm = ColumnMax(100, 0.02)
+    cm.add(np.array([10.001, 10.005, 10.009]), np.array([0.3, 45.0, 0.4]))   # one column
+    cm.add(np.array([10.012]), np.array([0.2]))                              # same column, later
+    x, y = cm.window(10.0, 10.05)
+    assert list(y) == [45.0] and x[0] == pytest.approx(10.0)
+    cm.reset(0.01)
+    assert cm.window(10.0, 10.05)[0].size == 0
+    with pytest.raises(ValueError):
+        cm.reset(0.0)
