@@ -45,13 +45,18 @@ def test_start_stop_reset_through_the_buttons(qtbot):
         await wait_until(lambda: sim.state == "stopped", 10)
         served_at_stop = sim.snapshot().tallies.served
         await wait_until(lambda: v.last_snapshot.state == "stopped", 10)
+        # once the view rests, its text shows the last snapshot (ticks may have skipped the text)
+        await wait_until(lambda: not v.frame_timer.isActive(), 10)
+        shown_at_rest = (v.tallies.text_of("served"), v.last_snapshot.tallies.served,
+                         "".join(text for text, _, _ in v.headline.parts))
         qtbot.mouseClick(v.reset_btn, Qt.MouseButton.LeftButton)
         await wait_until(lambda: v.last_snapshot.state == "ready", 10)
         fresh = v.sim
-        return running, served_at_stop, fresh is not sim, fresh.state, v.last_snapshot.tallies.served
+        return running, served_at_stop, fresh is not sim, fresh.state, v.last_snapshot.tallies.served, shown_at_rest
 
-    running, served, new, state, served_after = _run(scenario)
+    running, served, new, state, served_after, (shown, last_served, headline) = _run(scenario)
     assert running == "running" and served >= 5
+    assert shown == f"{last_served:,}" and "stopped" in headline
     assert new and state == "ready" and served_after == 0
 
 
@@ -138,6 +143,8 @@ def test_a_double_assignment_shows_in_the_grid_and_the_tallies(qtbot):
         await wait_until(lambda: any(c.kind == DOUBLE for c in v.grid.cells), 30)
         cell = next(c for c in v.grid.cells if c.kind == DOUBLE)
         view = v.last_snapshot.counters[cell.id]
+        # the tallies follow the grid within 1 / TEXT_FPS s
+        await wait_until(lambda: v.tallies.text_of("double_assignments") not in ("", "0"), 5)
         return cell, view, v.tallies.text_of("double_assignments"), v.tallies.color_of("double_assignments")
 
     cell, view, doubles, color = _run(scenario)

@@ -45,7 +45,10 @@ from lanemon.ui.counters_grid import CountersGrid, StaffStrip, cells_from, chips
 
 log = logging.getLogger(__name__)
 
-FRAME_MS = 33  # ≤ 30 fps
+FRAME_MS = 33  # ≤ 30 fps: the grid (its claim countdowns move on every frame)
+TEXT_FPS = 5   # the staff strip, the tallies and the headline: at most this often, and at
+               # once after a control was used (figures that change 30 times a second cannot
+               # be read; each of these costs ~0.2-0.6 ms to repaint)
 
 
 class CountersView(QWidget):
@@ -57,6 +60,9 @@ class CountersView(QWidget):
         self._compare_task: asyncio.Task | None = None
         self._dirty = True
         self._countdown = False
+        self._text_at = 0.0          # when the text parts last showed a snapshot
+        self._text_stale = False     # they show an older snapshot than the grid
+        self._text_urgent = True     # a control was used: show them on the next tick
         self.frames = 0             # repaints done (for tests and the bench)
         self.frame_ms_max = 0.0     # slowest refresh so far (snapshot + repaint request)
         self.last_snapshot = None
@@ -336,6 +342,7 @@ class CountersView(QWidget):
 
     def mark_dirty(self) -> None:
         self._dirty = True
+        self._text_urgent = True
         if self.isVisible() and not self.frame_timer.isActive():
             self.frame_timer.start()
 
@@ -348,17 +355,22 @@ class CountersView(QWidget):
         super().hideEvent(event)
 
     def frame_tick(self) -> None:
-        """One tick of ``frame_timer``: refresh if something changed or a countdown runs; else stop."""
+        """One tick of ``frame_timer``: refresh if something changed or a countdown runs; else
+        bring the text parts up to the last snapshot (if a tick skipped them) and stop."""
         sim = self.sim
         live = sim is not None and sim.state == "running" and sim.clock.speed > 0
         if not self._dirty and not (self._countdown and live):
+            if self._text_stale and self.last_snapshot is not None:
+                self._show_text(self.last_snapshot)
             self.frame_timer.stop()
             return
         self._dirty = False
-        self.refresh()
+        self.refresh(text=self._text_urgent or time.perf_counter() - self._text_at >= 1.0 / TEXT_FPS)
 
-    def refresh(self) -> None:
-        """Read one snapshot and repaint everything (normally from the frame timer)."""
+    def refresh(self, text: bool = True) -> None:
+        """Read one snapshot and show it: the grid, and (``text``) the staff strip, the
+        tallies and the headline; ``frame_tick`` asks for those at most ``TEXT_FPS``
+        times a second."""
         t0 = time.perf_counter()
         sim = self.sim
         if sim is None:
@@ -368,11 +380,19 @@ class CountersView(QWidget):
         cells = cells_from(snap)
         self._countdown = any(c.ttl_fraction is not None for c in cells)
         self.grid.set_cells(cells)
+        if text:
+            self._show_text(snap)
+        else:
+            self._text_stale = True
+        self.frames += 1
+        self.frame_ms_max = max(self.frame_ms_max, (time.perf_counter() - t0) * 1000)
+
+    def _show_text(self, snap) -> None:
         self.staff.set_chips(chips_from(snap))
         self.tallies.set_tallies(snap.tallies)
         self.headline.set_parts(self._headline(snap))
-        self.frames += 1
-        self.frame_ms_max = max(self.frame_ms_max, (time.perf_counter() - t0) * 1000)
+        self._text_at = time.perf_counter()
+        self._text_stale = self._text_urgent = False
 
     def _headline(self, snap) -> list[tuple[str, str, bool]]:
         fg, muted = theme.FG, theme.MUTED
