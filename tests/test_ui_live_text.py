@@ -25,10 +25,10 @@ def _pixels(widget) -> np.ndarray:
     return np.frombuffer(img.constBits(), np.uint8).reshape(img.height(), img.width(), 4).copy()
 
 
-def test_live_label_changes_without_relayout_and_draws_one_line(qtbot):
+def test_live_label_changes_without_relayout_and_draws_its_parts_on_one_line(qtbot):
     box = QWidget()
     lay = QVBoxLayout(box)
-    label = LiveLabel("<b>Workspaces</b> <span style='color:#c92a2a'>6 · 2 lanes held · 1 busy</span>")
+    label = LiveLabel("Workspaces")
     lay.addWidget(label)
     box.resize(500, 60)
     box.show()
@@ -37,17 +37,27 @@ def test_live_label_changes_without_relayout_and_draws_one_line(qtbot):
     spy = _LayoutRequests()
     box.installEventFilter(spy)
     for i in range(20):
-        label.setText(f"<b>Workspaces</b> {i} lanes held")
+        label.set_parts([("Workspaces", None, True), (f" {i} lanes held", "#c92a2a", False)])
     QApplication.sendPostedEvents()
     assert spy.count == 0
-    assert label.text() == "<b>Workspaces</b> 19 lanes held"
+    assert label.text() == "Workspaces 19 lanes held"
     assert label.sizeHint().height() <= label.fontMetrics().height() + 4     # one line tall
-    # rich text is drawn in its colour on one line (a narrow "ideal width" would wrap it away)
-    label.setText("<span style='color:#ff0000'>" + "word " * 12 + "</span>")
+    # each part in its colour, side by side on one line, in order
+    label.set_parts([("word " * 6, "#ff0000", False), ("word " * 6, "#0000ff", True)])
     px = _pixels(label)
     red = (px[..., 2] > 200) & (px[..., 1] < 80) & (px[..., 0] < 80)
-    cols = np.flatnonzero(red.any(axis=0))
-    assert cols.size and cols.max() > 250       # drawn far to the right, not wrapped
+    blue = (px[..., 0] > 200) & (px[..., 1] < 80) & (px[..., 2] < 80)
+    red_cols, blue_cols = np.flatnonzero(red.any(axis=0)), np.flatnonzero(blue.any(axis=0))
+    assert red_cols.size and blue_cols.size
+    assert red_cols.max() < blue_cols.min() and blue_cols.max() > 250      # not wrapped, not overlapping
+    rows = np.flatnonzero((red | blue).any(axis=1))
+    assert rows.max() - rows.min() < label.fontMetrics().height() + 2     # one line
+    # a bold part is wider than the same text in the regular weight
+    label.set_parts([("word " * 6, "#0000ff", False)])
+    regular = np.flatnonzero(((p := _pixels(label))[..., 0] > 200).any(axis=0) & (p[..., 1] < 80).any(axis=0))
+    label.set_parts([("word " * 6, "#0000ff", True)])
+    bold = np.flatnonzero(((p := _pixels(label))[..., 0] > 200).any(axis=0) & (p[..., 1] < 80).any(axis=0))
+    assert bold.max() > regular.max()
 
 
 class _Model(QAbstractTableModel):

@@ -86,6 +86,32 @@ def test_heartbeat_buffer_receives_ticks(qtbot):
     assert period == 10
 
 
+def test_the_chart_header_shows_the_live_figures_in_full(qtbot):
+    """p50 / p99 / max of the last seconds are in the header, with room for all of their text
+    (regression: the label was given no width and showed nothing), in normal and large type."""
+    from PySide6.QtGui import QFont, QFontMetrics
+
+    async def scenario(win):
+        live = win.chart.live
+        await wait_until(lambda: live.text().startswith("p50"))
+        seen = []
+        for scale in (1.0, 1.6):
+            win.set_font_scale(scale)
+            await wait_until(lambda: win.chart.live.width() > 0, 5)
+            await asyncio.sleep(0.3)            # the next figures, in the new font
+            bold = QFont(live.font())
+            bold.setBold(True)
+            need = sum(QFontMetrics(bold if b else live.font()).horizontalAdvance(t) for t, _, b in live.parts)
+            seen.append((live.text(), live.isVisible(), live.width(), need))
+        return seen
+
+    rc, seen, errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    for text, visible, width, need in seen:
+        assert text.startswith("p50") and "p99" in text and "max" in text
+        assert visible and width >= need
+
+
 def test_each_kind_adds_a_row_with_the_right_result(qtbot):
     total = 200_003
 

@@ -271,47 +271,6 @@ class MessageLine(QWidget):
         p.end()
 
 
-class Headline(QWidget):
-    """One painted line of (text, colour, bold) parts: strategy, state, time, lock."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.parts: list[tuple[str, str, bool]] = []
-        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-        self.apply_fonts()
-
-    def apply_fonts(self) -> None:
-        self._font = QFont(self.font())
-        self._font.setPointSizeF(theme.pt(theme.BASE_POINT_SIZE + 1))
-        self._bold = QFont(self._font)
-        self._bold.setBold(True)
-        self._texts = StaticTexts((self._font, self._bold), limit=200)
-        self.setFixedHeight(QFontMetrics(self._bold).height() + 4)
-        self.update()
-
-    def set_parts(self, parts: list[tuple[str, str, bool]]) -> None:
-        if parts != self.parts:
-            self.parts = parts
-            self.update()
-
-    def text(self) -> str:
-        return "".join(t for t, _, _ in self.parts)
-
-    def paintEvent(self, event) -> None:  # noqa: N802
-        p = QPainter(self)
-        x = 2.0
-        y = 2 + QFontMetrics(self._bold).ascent()
-        for text, color, bold in self.parts:
-            font = self._bold if bold else self._font
-            st = self._texts.get(int(bold), text)[0]
-            p.setFont(font)
-            p.setPen(QColor(color))
-            # a static text is placed by its top; the baseline stays where drawText put it
-            p.drawStaticText(QPointF(x, y - QFontMetrics(font).ascent()), st)
-            x += QFontMetrics(font).horizontalAdvance(text)
-        p.end()
-
-
 COMPARE_COLUMNS = ("strategy", "served", "double", "per s", "p99 s", "lock s")
 COMPARE_HINT = "The same seeded workload under each strategy."
 

@@ -29,6 +29,7 @@ import logging
 import time
 
 from PySide6.QtCore import QTimer
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QGroupBox, QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
 from lanemon.counters import CounterState, Simulation, compare_async
@@ -37,11 +38,11 @@ from lanemon.ui.counters_controls import (
     COMPARE_CUSTOMERS,
     CompareTable,
     ConfigForm,
-    Headline,
     MessageLine,
     TalliesPanel,
 )
 from lanemon.ui.counters_grid import CountersGrid, StaffStrip, cells_from, chips_from, counter_label
+from lanemon.ui.live_label import LiveLabel
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +111,7 @@ class CountersView(QWidget):
         # --- board -----------------------------------------------------------------
         self.grid = CountersGrid()
         self.staff = StaffStrip()
-        self.headline = Headline()
+        self.headline = LiveLabel()      # strategy, state, time, lock; at most TEXT_FPS a second
         board = QVBoxLayout()
         board.setSpacing(4)
         board.addWidget(self.headline)
@@ -162,7 +163,9 @@ class CountersView(QWidget):
         self.grid.apply_fonts()
         self.staff.apply_fonts()
         self.tallies.apply_fonts()
-        self.headline.apply_fonts()
+        head = QFont(self.font())
+        head.setPointSizeF(theme.pt(theme.BASE_POINT_SIZE + 1))
+        self.headline.setFont(head)
         self.message.apply_fonts()
         self.compare.apply_fonts()
         self.mark_dirty()

@@ -102,10 +102,8 @@ class HeartbeatChart(QWidget):
         head.setContentsMargins(8, 4, 8, 0)
         head.addWidget(self.title)
         head.addSpacing(18)
-        head.addWidget(self.live)
-        head.addSpacing(12)
         head.addWidget(self.paused_label)
-        head.addStretch(1)
+        head.addWidget(self.live, 1)     # a LiveLabel takes the width it is given: all that is free
         # the idle floor and the controls: end of the first row, or a second row with large type
         self._controls = QWidget()
         ctl = QHBoxLayout(self._controls)
@@ -434,15 +432,12 @@ class HeartbeatChart(QWidget):
     def _update_text(self, lag: np.ndarray) -> None:
         s = lag_stats(lag)
         muted = theme.MUTED
-
-        def fig(name, v, color=theme.FG):
-            return (f"<span style='color:{muted}'>{name}</span> "
-                    f"<b style='color:{color}'>{v:,.1f}</b>")
-
-        worst = theme.REF_LONG if s.max >= 50 else (theme.REF_FRAME if s.max >= 1000 / 60 else theme.FG)
-        self.live.setText("&nbsp;&nbsp;".join([
-            fig("p50", s.p50), fig("p99", s.p99), fig("max", s.max, worst),
-        ]) + f" <span style='color:{muted}'>ms · last {self._window_s:.0f} s</span>")
+        worst = theme.REF_LONG if s.max >= 50 else (theme.REF_FRAME if s.max >= 1000 / 60 else None)
+        parts = []
+        for name, value, color in (("p50", s.p50, None), ("p99", s.p99, None), ("max", s.max, worst)):
+            parts += [(f"{name} ", muted, False), (f"{value:,.1f}", color, True), ("  ", None, False)]
+        parts.append((f"ms · last {self._window_s:.0f} s", muted, False))
+        self.live.set_parts(parts)
         floor = self.controller.machine.floor
         if floor is not None:
             self.floor.setText(f"idle floor p50 {floor.p50:.2f} · p99 {floor.p99:.2f} ms")

@@ -117,9 +117,8 @@ class LanesTimeline(QWidget):
         shown = (f"{len(self.rows)} of {self.total_workspaces} workspaces (latest activity)"
                  if self.total_workspaces > len(self.rows) else
                  f"{len(self.rows)} workspace{'s' * (len(self.rows) != 1)}")
-        self.title.setText(
-            f"<b>Timeline</b> <span style='color:{theme.MUTED}'>· last {self.window_s:.0f} s · "
-            f"{shown}</span>")
+        self.title.set_parts([("Timeline", None, True),
+                              (f" · last {self.window_s:.0f} s · {shown}", theme.MUTED, False)])
 
     def max_rows(self) -> int:
         h = self.plot.getViewBox().height()

@@ -299,9 +299,10 @@ class LanesView(QWidget):
         timeline cost ~4–5 ms at 200 workspaces and 1000 jobs; a step ~1 ms
         plus the paint of what it changed):
 
-        1. read the snapshot; the workspaces table, its title, the counters strip;
-        2. each queue's table and title, one queue per tick;
-        3. the timeline's bars.
+        1. read the snapshot; the workspaces table;
+        2. its title and the counters strip;
+        3. each queue's table and title, one queue per tick;
+        4. the timeline's bars.
 
         Every step shows the same snapshot, so the tables never disagree with
         each other; the last is shown a few ticks (~0.1 s) after the first. A
@@ -350,6 +351,7 @@ class LanesView(QWidget):
         snap = self._snap = self.scheduler.snapshot(limit=limit, queue_lanes=False)
         self.frames += 1
         self._plan.clear()
+        self._plan.append(self._show_titles)
         self._plan.extend(partial(self._show_queue, q) for q in snap.queues)
         self._plan.append(self._draw_bars)
         self._show_workspaces(now)
@@ -363,7 +365,7 @@ class LanesView(QWidget):
         return max(t.viewport().height(), 0) // row + 1
 
     def _show_workspaces(self, now: float) -> None:
-        """Step 1: the workspaces table and title, and the counters strip, from ``_snap``."""
+        """Step 1: the workspaces table, from ``_snap``."""
         snap = self._snap
         owners = {lane.workspace: lane for lane in snap.scheduled}
         occupancy = snap.occupancy
@@ -392,17 +394,21 @@ class LanesView(QWidget):
                                     last.state if last else None, busy))
             cache[ws] = (lane, busy, spans, rows[-1])
         self.lanes_model.set_rows(rows, list(snap.workspaces), now)
-        busy = sum(1 for r in occupancy.values() if r)
-        held = len(owners)
-        self.lanes_title.setText(
-            f"<b>Workspaces</b> <span style='color:{theme.MUTED}'>{len(rows)} · {held} "
-            f"lane{'s' * (held != 1)} held" + (f" · {busy} busy outside" if busy else "")
-            + " · Space toggles busy</span>")
-        self._update_counters(snap)
         self._sync_busy_button()
 
+    def _show_titles(self, _now: float) -> None:
+        """Step 2: the workspaces title and the counters strip, from ``_snap``."""
+        snap = self._snap
+        busy = sum(1 for r in snap.occupancy.values() if r)
+        held = len(snap.scheduled)
+        self.lanes_title.set_parts([
+            ("Workspaces", None, True),
+            (f" {len(snap.workspaces)} · {held} lane{'s' * (held != 1)} held"
+             + (f" · {busy} busy outside" if busy else "") + " · Space toggles busy", theme.MUTED, False)])
+        self._update_counters(snap)
+
     def _show_queue(self, q: str, now: float) -> None:
-        """Step 2: one queue's table and title from ``_snap`` (running, waiting, recent)."""
+        """Step 3: one queue's table and title from ``_snap`` (running, waiting, recent)."""
         qv = self._snap.queues[q]
         jobs = (*qv.running, *qv.waiting, *reversed(qv.recent))
         cache = self._job_rows.setdefault(q, {})
@@ -419,13 +425,12 @@ class LanesView(QWidget):
         more = ""
         if n["waiting"] > len(qv.waiting) or n["running"] > len(qv.running):
             more = f" (first {len(qv.waiting)} shown)"
-        muted = theme.MUTED
         tail = "".join(f" · {n[k]} {k}" for k in ("failed", "cancelled") if n[k])
-        self.queue_titles[q].setText(
-            f"<span style='color:{QUEUE_COLORS.get(q, theme.FG)}'>■</span> "
-            f"<b>{QUEUE_LABELS.get(q, q).capitalize()}</b> <span style='color:{muted}'>"
-            f"{n['running']} running · {n['waiting']} waiting{more} · {n['succeeded']} ok"
-            f"{tail}</span>")
+        self.queue_titles[q].set_parts([
+            ("■ ", QUEUE_COLORS.get(q, theme.FG), False),
+            (QUEUE_LABELS.get(q, q).capitalize(), None, True),
+            (f" {n['running']} running · {n['waiting']} waiting{more} · {n['succeeded']} ok{tail}",
+             theme.MUTED, False)])
         self._sync_selection()
 
     def _update_counters(self, snap) -> None:
@@ -436,22 +441,20 @@ class LanesView(QWidget):
         m = ck.max_active
         viol = len(ck.violations)
 
-        def fig(name: str, value, color: str = theme.FG, tip: str = "") -> str:
-            return (f"<span style='color:{theme.MUTED}'>{name}</span> "
-                    f"<b style='color:{color}'>{value}</b>")
-
-        parts = [
-            fig("max runs at once per workspace", m, bad if m > 1 else ok),
-            fig("invariants", "held" if not viol else f"{viol} broken", ok if not viol else bad),
-            fig("stale releases", n.stale_releases, bad if n.stale_releases else theme.FG),
-            fig("writes refused", n.stale_writes, bad if n.stale_writes else theme.FG),
-            fig("failed saves", n.failed_saves, bad if n.failed_saves else theme.FG),
-            fig("holds", len(snap.holds), "#d9480f" if snap.holds else theme.FG),
-            fig("jobs", f"{n.jobs_finished}/{n.jobs_submitted}"),
+        figures = [
+            ("max runs at once per workspace", m, bad if m > 1 else ok),
+            ("invariants", "held" if not viol else f"{viol} broken", ok if not viol else bad),
+            ("stale releases", n.stale_releases, bad if n.stale_releases else None),
+            ("writes refused", n.stale_writes, bad if n.stale_writes else None),
+            ("failed saves", n.failed_saves, bad if n.failed_saves else None),
+            ("holds", len(snap.holds), "#d9480f" if snap.holds else None),
+            ("jobs", f"{n.jobs_finished}/{n.jobs_submitted}", None),
         ]
-        text = " &nbsp;·&nbsp; ".join(parts)
-        if text != self.counters.text():
-            self.counters.setText(text)
+        parts = []
+        for i, (name, value, color) in enumerate(figures):
+            parts += [((" · " if i else "") + f"{name} ", theme.MUTED, False), (str(value), color, True)]
+        if tuple(parts) != self.counters.parts:
+            self.counters.set_parts(parts)
             self.counters.setToolTip("\n".join(ck.violations[:10]) or
                                      "max runs at once: the most runs of one workspace seen at the "
                                      "same time since the window opened (InvariantChecker)")

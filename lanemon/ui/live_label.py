@@ -1,52 +1,67 @@
-"""``LiveLabel``: one line of (rich) text that changes often, without re-laying out the window.
+"""``LiveLabel``: one line of coloured text parts that changes often, cheaply.
 
-A ``QLabel`` asks its parent for a new layout on every ``setText``; with a
-few labels changing ten times a second that is 1–2 ms of layout per change
-on the event loop (``lanemon bench ui`` saw ``LayoutRequest`` events of the
-Lanes tab cost ~0.7 ms each, dozens a second). A ``LiveLabel`` is one line
-tall, takes the width its layout gives it (longer text is clipped, as a
-``QLabel`` with an ignored horizontal size policy is), and on ``setText``
-only repaints itself. The text is laid out once per change (``QStaticText``).
+Two costs of a ``QLabel`` that changes several times a second are avoided:
 
-It accepts what the window's labels use: plain text or the rich-text subset
-``QStaticText`` draws (``<b>``, ``<span style='color:…'>``, ``&nbsp;``).
+- **layout**: a ``QLabel`` asks its parent for a new layout on every
+  ``setText`` (``lanemon bench ui`` saw ``LayoutRequest`` events of the
+  Lanes tab cost ~0.7 ms each, dozens a second). A ``LiveLabel`` is one line
+  tall, takes the width its layout gives it (longer text is clipped, as a
+  ``QLabel`` with an ignored horizontal size policy is) and on a change only
+  repaints itself;
+- **text layout**: rich text is laid out again as a whole document on every
+  change (~0.5 ms for a line of figures). A ``LiveLabel`` is given **parts**,
+  ``(text, colour, bold)``, each drawn from a cache of laid-out strings
+  (``StaticTexts``): when one figure changes, only that figure's few
+  characters are laid out, once.
+
+``set_parts([(text, colour or None, bold), ...])``: ``None`` is the palette's
+text colour. ``setText(text)`` is one plain part. ``text()`` is the plain text.
+
+It paints its own background, the palette's ``Base`` (the window's background,
+``theme.BG``, in both palettes), so a change does not repaint the widgets
+under it (the tab pane and its parents): place it on that background.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QPointF, QSize, Qt
-from PySide6.QtGui import QPainter, QStaticText
+from PySide6.QtGui import QColor, QFont, QPainter
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
+from lanemon.ui.static_texts import StaticTexts
 
-ONE_LINE_PX = 10000.0
+Part = tuple[str, "str | None", bool]
 
 
 class LiveLabel(QWidget):
     def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._text = ""
-        self._static = QStaticText()
-        self._static.setTextFormat(Qt.TextFormat.RichText)
-        self._static.setPerformanceHint(QStaticText.PerformanceHint.AggressiveCaching)
-        # one line: rich text with no width set wraps at a narrow "ideal" width
-        self._static.setTextWidth(ONE_LINE_PX)
+        self._parts: tuple[Part, ...] = ()
+        self._colors: dict[str, QColor] = {}
+        self._texts = StaticTexts(limit=400)
+        self._take_font()
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
         self.setText(text)
 
+    # --- content -------------------------------------------------------------------------
+    @property
+    def parts(self) -> tuple[Part, ...]:
+        return self._parts
+
     def text(self) -> str:
-        return self._text
+        return "".join(t for t, _, _ in self._parts)
+
+    def set_parts(self, parts) -> None:
+        parts = tuple(parts)
+        if parts != self._parts:
+            self._parts = parts
+            self.update()
 
     def setText(self, text: str) -> None:  # noqa: N802 (QLabel's name)
-        if text == self._text:
-            return
-        self._text = text
-        self._static.setText(text)
-        self.update()
+        self.set_parts(((text, None, False),) if text else ())
 
-    def setTextFormat(self, _fmt) -> None:  # noqa: N802 (QLabel's name; rich text always)
-        pass
-
+    # --- size and font -----------------------------------------------------------------------
     def sizeHint(self) -> QSize:  # noqa: N802
         return QSize(100, self._line_height())     # the width is the layout's (ignored policy)
 
@@ -56,16 +71,37 @@ class LiveLabel(QWidget):
     def _line_height(self) -> int:
         return self.fontMetrics().height() + 2
 
+    def _take_font(self) -> None:
+        bold = QFont(self.font())
+        bold.setBold(True)
+        self._texts.set_fonts((QFont(self.font()), bold))
+
     def changeEvent(self, event) -> None:  # noqa: N802
         if event.type() == QEvent.Type.FontChange:
-            # the static text is laid out again by itself when drawn with another font
+            self._take_font()
             self.updateGeometry()                # a font change may change the height
         super().changeEvent(event)
 
+    # --- painting -----------------------------------------------------------------------------
+    def _color(self, name: str | None) -> QColor:
+        if name is None:
+            return self.palette().windowText().color()
+        c = self._colors.get(name)
+        if c is None:
+            c = self._colors[name] = QColor(name)
+        return c
+
     def paintEvent(self, _event) -> None:  # noqa: N802
         p = QPainter(self)
-        p.setFont(self.font())
-        p.setPen(self.palette().windowText().color())
-        y = (self.height() - self.fontMetrics().height()) / 2
-        p.drawStaticText(QPointF(1.0, max(0.0, y)), self._static)
+        p.fillRect(self.rect(), self.palette().base())
+        fonts = self._texts.fonts
+        x, right, h = 1.0, self.width(), self.height()
+        for text, color, bold in self._parts:
+            st, w, th = self._texts.get(int(bold), text)
+            p.setFont(fonts[int(bold)])
+            p.setPen(self._color(color))
+            p.drawStaticText(QPointF(x, max(0.0, (h - th) / 2)), st)
+            x += w
+            if x >= right:
+                break
         p.end()
