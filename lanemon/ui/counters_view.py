@@ -64,6 +64,7 @@ class CountersView(QWidget):
         self._text_at = 0.0          # when the text parts last showed a snapshot
         self._text_stale = False     # they show an older snapshot than the grid
         self._text_urgent = True     # a control was used: show them on the next tick
+        self._figures_due = False    # the staff strip was shown: the tallies and headline next
         self.frames = 0             # repaints done (for tests and the bench)
         self.frame_ms_max = 0.0     # slowest refresh so far (snapshot + repaint request)
         self.last_snapshot = None
@@ -359,21 +360,34 @@ class CountersView(QWidget):
 
     def frame_tick(self) -> None:
         """One tick of ``frame_timer``: refresh if something changed or a countdown runs; else
-        bring the text parts up to the last snapshot (if a tick skipped them) and stop."""
+        bring the text parts up to the last snapshot (if a tick skipped them) and stop.
+
+        The text parts, when due, are split over two ticks (the staff strip, then the
+        tallies and the headline), so no tick repaints all of them; after a control was
+        used they are shown at once."""
         sim = self.sim
         live = sim is not None and sim.state == "running" and sim.clock.speed > 0
         if not self._dirty and not (self._countdown and live):
             if self._text_stale and self.last_snapshot is not None:
-                self._show_text(self.last_snapshot)
+                self._show_text(self.last_snapshot, "all")
             self.frame_timer.stop()
             return
         self._dirty = False
-        self.refresh(text=self._text_urgent or time.perf_counter() - self._text_at >= 1.0 / TEXT_FPS)
+        if self._text_urgent:
+            text = "all"
+        elif self._figures_due:
+            text = "figures"
+        elif time.perf_counter() - self._text_at >= 1.0 / TEXT_FPS:
+            text = "staff"
+        else:
+            text = None
+        self.refresh(text)
 
-    def refresh(self, text: bool = True) -> None:
-        """Read one snapshot and show it: the grid, and (``text``) the staff strip, the
-        tallies and the headline; ``frame_tick`` asks for those at most ``TEXT_FPS``
-        times a second."""
+    def refresh(self, text: str | None = "all") -> None:
+        """Read one snapshot and show it: the grid, and the text parts named by ``text``:
+        ``"all"``, ``"staff"`` (the staff strip), ``"figures"`` (the tallies and the
+        headline) or ``None``; ``frame_tick`` asks for them at most ``TEXT_FPS`` times
+        a second."""
         t0 = time.perf_counter()
         sim = self.sim
         if sim is None:
@@ -383,19 +397,25 @@ class CountersView(QWidget):
         cells = cells_from(snap)
         self._countdown = any(c.ttl_fraction is not None for c in cells)
         self.grid.set_cells(cells)
-        if text:
-            self._show_text(snap)
+        if text is not None:
+            self._show_text(snap, text)
         else:
             self._text_stale = True
         self.frames += 1
         self.frame_ms_max = max(self.frame_ms_max, (time.perf_counter() - t0) * 1000)
 
-    def _show_text(self, snap) -> None:
-        self.staff.set_chips(chips_from(snap))
-        self.tallies.set_tallies(snap.tallies)
-        self.headline.set_parts(self._headline(snap))
-        self._text_at = time.perf_counter()
-        self._text_stale = self._text_urgent = False
+    def _show_text(self, snap, which: str) -> None:
+        if which in ("all", "staff"):
+            self.staff.set_chips(chips_from(snap))
+            self._text_at = time.perf_counter()
+            self._figures_due = which == "staff"
+            self._text_stale = which == "staff"
+        if which in ("all", "figures"):
+            self.tallies.set_tallies(snap.tallies)
+            self.headline.set_parts(self._headline(snap))
+            self._figures_due = False
+            self._text_stale = False
+        self._text_urgent = False
 
     def _headline(self, snap) -> list[tuple[str, str, bool]]:
         fg, muted = theme.FG, theme.MUTED
