@@ -299,10 +299,11 @@ class LanesView(QWidget):
         timeline cost ~4–5 ms at 200 workspaces and 1000 jobs; a step ~1 ms
         plus the paint of what it changed):
 
-        1. read the snapshot; the workspaces table;
-        2. its title and the counters strip;
-        3. each queue's table and title, one queue per tick;
-        4. the timeline's bars.
+        1. read the snapshot;
+        2. the workspaces table;
+        3. its title and the counters strip;
+        4. each queue's table and title, one queue per tick;
+        5. the timeline's bars.
 
         Every step shows the same snapshot, so the tables never disagree with
         each other; the last is shown a few ticks (~0.1 s) after the first. A
@@ -322,6 +323,8 @@ class LanesView(QWidget):
             if force:
                 while self._plan:
                     self._plan.popleft()(now)
+            elif self._live:
+                self.timeline.scroll(now)
         elif self._plan:
             now = self.scheduler.clock()
             step = self._plan.popleft()
@@ -342,7 +345,7 @@ class LanesView(QWidget):
         self.refresh_costs_ms.append((time.perf_counter() - t0) * 1000.0)
 
     def _start_plan(self, now: float, t0: float) -> None:
-        """Read a snapshot, show its first step now, queue the others (one per tick)."""
+        """Read a snapshot (the first step) and queue the others, one per tick."""
         obs = self._observer
         obs.dirty = False
         self._urgent = False
@@ -351,10 +354,10 @@ class LanesView(QWidget):
         snap = self._snap = self.scheduler.snapshot(limit=limit, queue_lanes=False)
         self.frames += 1
         self._plan.clear()
+        self._plan.append(self._show_workspaces)
         self._plan.append(self._show_titles)
         self._plan.extend(partial(self._show_queue, q) for q in snap.queues)
         self._plan.append(self._draw_bars)
-        self._show_workspaces(now)
 
     def _draw_bars(self, now: float) -> None:
         self._live = self.timeline.draw(self._snap, now, self._observer.held_since)
@@ -365,7 +368,7 @@ class LanesView(QWidget):
         return max(t.viewport().height(), 0) // row + 1
 
     def _show_workspaces(self, now: float) -> None:
-        """Step 1: the workspaces table, from ``_snap``."""
+        """Step 2: the workspaces table, from ``_snap``."""
         snap = self._snap
         owners = {lane.workspace: lane for lane in snap.scheduled}
         occupancy = snap.occupancy
@@ -397,7 +400,7 @@ class LanesView(QWidget):
         self._sync_busy_button()
 
     def _show_titles(self, _now: float) -> None:
-        """Step 2: the workspaces title and the counters strip, from ``_snap``."""
+        """Step 3: the workspaces title and the counters strip, from ``_snap``."""
         snap = self._snap
         busy = sum(1 for r in snap.occupancy.values() if r)
         held = len(snap.scheduled)
@@ -408,7 +411,7 @@ class LanesView(QWidget):
         self._update_counters(snap)
 
     def _show_queue(self, q: str, now: float) -> None:
-        """Step 3: one queue's table and title from ``_snap`` (running, waiting, recent)."""
+        """Step 4: one queue's table and title from ``_snap`` (running, waiting, recent)."""
         qv = self._snap.queues[q]
         jobs = (*qv.running, *qv.waiting, *reversed(qv.recent))
         cache = self._job_rows.setdefault(q, {})
