@@ -60,15 +60,19 @@ async def _finish(controller, rec, timeout_s=60):
 
 
 def test_window_opens_and_closes_cleanly(qtbot):
+    import gc
+
     async def scenario(win):
         await wait_until(lambda: win.isVisible() and win.heartbeat.count > 5)
-        return win.heartbeat.count
+        return win.heartbeat.count, gc.get_freeze_count()
 
-    rc, ticks, errors = run_window(scenario)
+    rc, (ticks, frozen), errors = run_window(scenario)
     assert rc == 0
     assert ticks > 5
     assert errors == []
     assert live_worker_pids() == []
+    # the window's own objects were kept out of the collector's walks while it ran, not after
+    assert frozen > 10_000 and gc.get_freeze_count() == 0
 
 
 def test_heartbeat_buffer_receives_ticks(qtbot):
