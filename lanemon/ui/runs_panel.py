@@ -32,6 +32,14 @@ SLICING = ("ms budget", "size")
 DEFAULT_TOTAL = 4_000_000
 
 
+def _restyle(widget, sheet: str) -> None:
+    """Set a widget's style sheet only when it changes: each ``setStyleSheet`` re-polishes the
+    widget and asks for a new layout (~1 ms), and the panel refreshes 4 times a second while a
+    run is in flight."""
+    if widget.styleSheet() != sheet:
+        widget.setStyleSheet(sheet)
+
+
 class RunsPanel(QWidget):
     """Job size, Whole / Sliced / Worker, the results table and exports."""
 
@@ -180,7 +188,7 @@ class RunsPanel(QWidget):
             self.table.setColumnHidden(COLUMNS.index(name), s > 1.25)
         # colours too (the palette may have changed): run buttons, then the texts on the next refresh
         for family, kind in (("whole", "whole"), ("sliced", "sliced"), ("worker", self.worker_kind.currentText())):
-            self.buttons[family].setStyleSheet(theme.run_button_style(kind))
+            _restyle(self.buttons[family], theme.run_button_style(kind))
         if getattr(self, "_refresh_timer", None) is not None:
             self.schedule_refresh()
 
@@ -272,7 +280,7 @@ class RunsPanel(QWidget):
         if error is None:
             error = not text.startswith("Blocking")
         color = theme.REF_LONG if text.startswith("Blocking") else (theme.FG if not error else theme.WARN)
-        self.banner.setStyleSheet(f"color: {color}; font-weight: bold;")
+        _restyle(self.banner, f"color: {color}; font-weight: bold;")
         self.banner.setText(text)
 
     def schedule_refresh(self) -> None:
@@ -295,7 +303,7 @@ class RunsPanel(QWidget):
             est = c.estimate_ms(int(self.slice_value.value()))
             self.slicing_hint.setText(f"≈ {est:.1f} ms per slice" if est else "")
         kind = self.worker_kind.currentText()
-        self.buttons["worker"].setStyleSheet(theme.run_button_style(kind))
+        _restyle(self.buttons["worker"], theme.run_button_style(kind))
         self.worker_hint.setText({"cold": "a process per run", "warm": "pre-started pool",
                                   "thread": "shares the GIL"}[kind])
 

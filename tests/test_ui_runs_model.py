@@ -1,0 +1,44 @@
+"""The results table model announces only what changed (no reset per refresh)."""
+
+from lanemon.ui.runs_model import COLUMNS, RunRecord, RunsTableModel
+from lanemon.work.lag import LagStats
+
+
+def _spy(model):
+    seen = []
+    model.modelReset.connect(lambda: seen.append(("reset",)))
+    model.rowsInserted.connect(lambda _p, a, b: seen.append(("inserted", a, b)))
+    model.dataChanged.connect(lambda tl, br, *_: seen.append(("changed", tl.row(), br.row())))
+    return seen
+
+
+def test_refresh_inserts_new_runs_on_top_and_announces_changed_rows_only(qapp):
+    records = [RunRecord(1, "whole", 1000, 0.0)]
+    model = RunsTableModel(records)
+    seen = _spy(model)
+    model.refresh()
+    assert seen == [("inserted", 0, 0)] and model.rowCount() == 1
+
+    seen.clear()
+    model.refresh()                                   # nothing changed: nothing said
+    assert seen == []
+
+    records.append(RunRecord(2, "sliced", 2000, 1.0))
+    records[1].progress = 0.25
+    seen.clear()
+    model.refresh()                                   # the new run on top, the old one unchanged
+    assert seen == [("inserted", 0, 0)]
+    assert model.data(model.index(0, COLUMNS.index("workMs"))) == "25%"
+
+    records[1].progress = 0.5                         # the sliced run (row 0) moves on
+    records[0].status, records[0].work_ms, records[0].result = "done", 12.5, 7   # the whole run (row 1) ends
+    records[0].stats = LagStats(samples=3, p50=1.0, p99=2.0, max=2.0, late_ms=0.0)
+    seen.clear()
+    model.refresh()
+    assert sorted(seen) == [("changed", 0, 0), ("changed", 1, 1)]
+    assert model.data(model.index(1, COLUMNS.index("result"))) == "7"
+
+    records.pop(0)                                    # a record removed: start again
+    seen.clear()
+    model.refresh()
+    assert seen == [("reset",)] and model.rowCount() == 1
