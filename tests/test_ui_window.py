@@ -91,8 +91,9 @@ def test_heartbeat_buffer_receives_ticks(qtbot):
 
 
 def test_the_chart_header_shows_the_live_figures_in_full(qtbot):
-    """p50 / p99 / max of the last seconds are in the header, with room for all of their text
-    (regression: the label was given no width and showed nothing), in normal and large type."""
+    """p50 / p99 / max of the last seconds are in the header, and the last lag in the status
+    bar, with room for all of their text (regression: the header's label was given no width
+    and showed nothing), in normal and large type."""
     from PySide6.QtGui import QFont, QFontMetrics
 
     async def scenario(win):
@@ -107,12 +108,20 @@ def test_the_chart_header_shows_the_live_figures_in_full(qtbot):
             bold.setBold(True)
             need = sum(QFontMetrics(bold if b else live.font()).horizontalAdvance(t) for t, _, b in live.parts)
             seen.append((live.text(), live.isVisible(), live.width(), need))
+            status = win.lag_label          # the status bar's lag, in full and inside the window
+            seen.append((status.text(), status.isVisible(), status.width(),
+                         QFontMetrics(status.font()).horizontalAdvance(status.text())))
+            right = status.mapTo(win, status.rect().topRight()).x()
+            assert right <= win.width(), (right, win.width())
         return seen
 
     rc, seen, errors = run_window(scenario)
     assert rc == 0 and errors == []
-    for text, visible, width, need in seen:
+    for text, visible, width, need in seen[0::2]:
         assert text.startswith("p50") and "p99" in text and "max" in text
+        assert visible and width >= need
+    for text, visible, width, need in seen[1::2]:
+        assert text.startswith("lag") and "period" in text
         assert visible and width >= need
 
 

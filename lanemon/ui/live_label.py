@@ -17,9 +17,12 @@ Two costs of a ``QLabel`` that changes several times a second are avoided:
 ``set_parts([(text, colour or None, bold), ...])``: ``None`` is the palette's
 text colour. ``setText(text)`` is one plain part. ``text()`` is the plain text.
 
-It paints its own background, the palette's ``Base`` (the window's background,
-``theme.BG``, in both palettes), so a change does not repaint the widgets
-under it (the tab pane and its parents): place it on that background.
+By default it paints its own background, the palette's ``Base`` (the
+window's background, ``theme.BG``, in both palettes), so a change does not
+repaint the widgets under it (the tab pane and its parents): place it on
+that background, or pass ``fill=False`` (elsewhere, e.g. in the status bar).
+``reserve(text)`` keeps room for at least that text (for a label in a
+layout with no stretch to give it).
 """
 
 from __future__ import annotations
@@ -34,14 +37,16 @@ Part = tuple[str, "str | None", bool]
 
 
 class LiveLabel(QWidget):
-    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+    def __init__(self, text: str = "", parent: QWidget | None = None, *, fill: bool = True) -> None:
         super().__init__(parent)
+        self._fill = fill
+        self._reserved = ""
         self._parts: tuple[Part, ...] = ()
         self._colors: dict[str, QColor] = {}
         self._texts = StaticTexts(limit=400)
         self._take_font()
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent, fill)
         self.setText(text)
 
     # --- content -------------------------------------------------------------------------
@@ -62,11 +67,21 @@ class LiveLabel(QWidget):
         self.set_parts(((text, None, False),) if text else ())
 
     # --- size and font -----------------------------------------------------------------------
+    def reserve(self, text: str) -> None:
+        """Keep room for at least ``text`` in this font (followed on font changes)."""
+        self._reserved = text
+        self.setSizePolicy(QSizePolicy.Policy.Minimum, QSizePolicy.Policy.Fixed)
+        self._apply_reserve()
+
+    def _apply_reserve(self) -> None:
+        if self._reserved:
+            self.setMinimumWidth(self.fontMetrics().horizontalAdvance(self._reserved) + 4)
+
     def sizeHint(self) -> QSize:  # noqa: N802
-        return QSize(100, self._line_height())     # the width is the layout's (ignored policy)
+        return QSize(max(100, self.minimumWidth()), self._line_height())   # else the layout's width
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802
-        return QSize(0, self._line_height())
+        return QSize(self.minimumWidth(), self._line_height())
 
     def _line_height(self) -> int:
         return self.fontMetrics().height() + 2
@@ -79,6 +94,7 @@ class LiveLabel(QWidget):
     def changeEvent(self, event) -> None:  # noqa: N802
         if event.type() == QEvent.Type.FontChange:
             self._take_font()
+            self._apply_reserve()
             self.updateGeometry()                # a font change may change the height
         super().changeEvent(event)
 
@@ -93,7 +109,8 @@ class LiveLabel(QWidget):
 
     def paintEvent(self, _event) -> None:  # noqa: N802
         p = QPainter(self)
-        p.fillRect(self.rect(), self.palette().base())
+        if self._fill:
+            p.fillRect(self.rect(), self.palette().base())
         fonts = self._texts.fonts
         x, right, h = 1.0, self.width(), self.height()
         for text, color, bold in self._parts:

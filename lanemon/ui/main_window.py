@@ -20,12 +20,13 @@ from __future__ import annotations
 from typing import Awaitable, Callable
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QSplitter, QTabWidget, QWidget
+from PySide6.QtWidgets import QApplication, QMainWindow, QSplitter, QTabWidget, QWidget
 from PySide6.QtWidgets import QFrame, QScrollArea
 
 from lanemon.ui import exports, theme
 from lanemon.ui.heartbeat import DEFAULT_PERIOD_MS, Heartbeat
 from lanemon.ui.heartbeat_chart import HeartbeatChart
+from lanemon.ui.live_label import LiveLabel
 from lanemon.ui.counters_view import install_counters_view
 from lanemon.ui.lanes_view import install_lanes_view
 from lanemon.ui.placement_panel import PlacementPanel
@@ -71,7 +72,9 @@ class MainWindow(QMainWindow):
         split.setChildrenCollapsible(False)
         self.setCentralWidget(split)
 
-        self.lag_label = QLabel("")
+        # changes 4 times a second: a LiveLabel, so the window is not laid out again each time
+        self.lag_label = LiveLabel("", fill=False)
+        self.lag_label.reserve("lag 0000.00 ms   ·   period 100 ms  ")
         self.statusBar().addPermanentWidget(self.lag_label)
         self.controller.notice.connect(lambda text: self.statusBar().showMessage(text, 8000))
         self._status_timer = QTimer(self)
