@@ -26,7 +26,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QLineF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPainterPath, QPen
-from PySide6.QtWidgets import QGraphicsItem, QGraphicsLineItem, QGraphicsPathItem, QGraphicsRectItem, QGraphicsSimpleTextItem
+from PySide6.QtWidgets import (QGraphicsItem, QGraphicsLineItem, QGraphicsPathItem, QGraphicsRectItem,
+                               QGraphicsSimpleTextItem, QGraphicsView)
 
 PAD = 3          # pixels of plate around the text
 FAR = 1e6        # "any x": a line from -FAR to FAR is clipped by the view
@@ -50,8 +51,13 @@ def cache_axes(plot) -> None:
 
 def live_plot(x_label: str, y_label: str | None = None) -> pg.PlotWidget:
     """A plot for a live picture: no mouse, menu or buttons, no padding around the
-    data range, axes painted from cached pixmaps (``cache_axes``)."""
+    data range, axes painted from cached pixmaps (``cache_axes``), and each frame
+    repaints the one rectangle around what changed: in a picture where most items
+    move, Qt's default (the exact region of every changed item, many rectangles to
+    clip to) costs more than the rectangle around them (~0.2-0.5 ms of a ~2 ms chart
+    frame here, measured interleaved)."""
     plot = pg.PlotWidget()
+    plot.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.BoundingRectViewportUpdate)
     plot.setMenuEnabled(False)
     plot.setMouseEnabled(x=False, y=False)
     plot.hideButtons()
