@@ -204,8 +204,45 @@ def test_claims_alone_never_double_assign(operations):
         elif op == "vacate":
             for name in board.customers(counter):
                 board.vacate(counter, name)
-        for view in board.views():
+        views = board.views()
+        # a view kept from before is exactly the one that would be built now
+        now = board.now()
+        assert views == tuple(board._build_view(i, c, now) for i, c in enumerate(board._counters))
+        for view in views:
             assert len(view.customers) <= 1
             assert not (view.customers and view.state is not CounterState.ASSIGNED)
             assert (view.state is CounterState.FREE) == (view.id in board.assignable())
     assert board.double_assignments == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(
+    st.sampled_from(["claim", "finalize", "release", "advance", "expire", "vacate", "assign", "read"]),
+    st.integers(0, 2), st.integers(0, 5)), max_size=60))
+def test_views_kept_between_reads_are_the_ones_built_afresh(operations):
+    """``views()`` hands back a counter's last view while nothing it shows changed; under any
+    order of claims, blind assignments, vacating, expiry and time passing, what it returns is
+    what a fresh build returns."""
+    board, clock, _ = make(ttl=1.0)
+    tokens = []
+    for op, counter, k in operations:
+        if op == "claim":
+            claim = board.claim(counter, f"S{k}", f"C{len(tokens)}")
+            if claim is not None:
+                tokens.append(claim.token)
+        elif op in ("finalize", "release") and tokens:
+            token = tokens[k % len(tokens)]
+            board.finalize(token) if op == "finalize" else board.release(token)
+        elif op == "advance":
+            clock.advance(k * 0.3)
+        elif op == "expire":
+            board.expire(counter)
+        elif op == "vacate":
+            for name in board.customers(counter)[:1]:
+                board.vacate(counter, name)
+        elif op == "assign":
+            board.assign(counter, f"B{k}", f"S{k}")
+        views = board.views()
+        now = board.now()
+        assert views == tuple(board._build_view(i, c, now) for i, c in enumerate(board._counters))
+        assert [board.view(i) for i in range(len(board))] == list(views)

@@ -172,6 +172,16 @@ def test_cells_model_maps_each_counter_state():
     assert cells[1].ttl_fraction == pytest.approx(0.75) and "S1" in cells[1].main
     assert cells[3].customers == ("C3", "C4") and "C3" in cells[3].main and "C4" in cells[3].main
     assert sim.snapshot().counters[3].state == CounterState.ASSIGNED
+    # with a kept mapping: the same cells; counters that did not change keep their cell objects
+    kept = {}
+    first = cells_from(sim.snapshot(), kept)
+    clock.advance(0.25)
+    board.assign(0, "C5", "S4")
+    second = cells_from(sim.snapshot(), kept)
+    assert second == cells_from(sim.snapshot())
+    assert second[0].kind == "assigned" and second[0] is not first[0]
+    assert second[1].ttl_fraction == pytest.approx(0.625)        # the live claim moves on
+    assert second[2] is first[2] and second[3] is first[3]
 
 
 def test_expire_a_claim_and_walk_away(qtbot):

@@ -88,25 +88,36 @@ class Chip:
     holds_lock: bool
 
 
-def cells_from(snapshot) -> list[Cell]:
+def cells_from(snapshot, kept: dict | None = None) -> list[Cell]:
+    """One ``Cell`` per counter view. With ``kept`` (a dict this function fills: counter id
+    -> (view, cell)), a view that is the very object seen last time (the board hands back
+    the views of counters that did not change) gives the same cell, not a new one."""
     ttl = snapshot.config.ttl
+    if kept is None:
+        return [cell_of(v, ttl) for v in snapshot.counters]
     cells = []
     for v in snapshot.counters:
-        if v.conflict:
-            names = v.customers
-            main = " + ".join(names) if len(names) == 2 else f"{names[0]} +{len(names) - 1}"
-            cells.append(Cell(v.id, DOUBLE, main, f"DOUBLE ×{len(names)}", None, names))
-        elif v.state == CounterState.ASSIGNED:
-            cells.append(Cell(v.id, ASSIGNED, v.customer or "", f"by {v.owner}", None, v.customers))
-        elif v.state == CounterState.CLAIMED:
-            left = v.ttl_left or 0.0
-            frac = max(0.0, min(1.0, left / ttl)) if ttl > 0 else 0.0
-            cells.append(Cell(v.id, CLAIMED, f"{v.owner} → {v.customer}", f"TTL {left:.1f} s", frac,
-                              v.customers))
-        else:
-            sub = f"{v.expired_owner}'s claim expired" if v.expired_owner else ""
-            cells.append(Cell(v.id, FREE, "free", sub, None, v.customers))
+        hit = kept.get(v.id)
+        if hit is None or hit[0] is not v:
+            hit = kept[v.id] = (v, cell_of(v, ttl))
+        cells.append(hit[1])
     return cells
+
+
+def cell_of(v, ttl: float) -> Cell:
+    """What the grid shows for one counter view (``ttl``: the claim TTL, for the countdown bar)."""
+    if v.conflict:
+        names = v.customers
+        main = " + ".join(names) if len(names) == 2 else f"{names[0]} +{len(names) - 1}"
+        return Cell(v.id, DOUBLE, main, f"DOUBLE ×{len(names)}", None, names)
+    if v.state == CounterState.ASSIGNED:
+        return Cell(v.id, ASSIGNED, v.customer or "", f"by {v.owner}", None, v.customers)
+    if v.state == CounterState.CLAIMED:
+        left = v.ttl_left or 0.0
+        frac = max(0.0, min(1.0, left / ttl)) if ttl > 0 else 0.0
+        return Cell(v.id, CLAIMED, f"{v.owner} → {v.customer}", f"TTL {left:.1f} s", frac, v.customers)
+    sub = f"{v.expired_owner}'s claim expired" if v.expired_owner else ""
+    return Cell(v.id, FREE, "free", sub, None, v.customers)
 
 
 def chips_from(snapshot) -> list[Chip]:
@@ -168,7 +179,7 @@ class CountersGrid(QWidget):
             self.update()
             return
         for i, (a, b) in enumerate(zip(old, cells)):
-            if a != b and i < len(self._dirty_rects):
+            if a is not b and a != b and i < len(self._dirty_rects):   # kept cells: same object
                 self.update(self._extent(a))
                 self.update(self._extent(b))
 

@@ -65,6 +65,7 @@ class CountersView(QWidget):
         self._text_stale = False     # they show an older snapshot than the grid
         self._text_urgent = True     # a control was used: show them on the next tick
         self._figures_due = False    # the staff strip was shown: the tallies and headline next
+        self._cells_kept: dict = {}  # counter id -> (view, cell): unchanged counters keep their cell
         self.frames = 0             # repaints done (for tests and the bench)
         self.frame_ms_max = 0.0     # slowest refresh so far (snapshot + repaint request)
         self.last_snapshot = None
@@ -394,7 +395,7 @@ class CountersView(QWidget):
             return
         snap = sim.snapshot()
         self.last_snapshot = snap
-        cells = cells_from(snap)
+        cells = cells_from(snap, self._cells_kept)
         self._countdown = any(c.ttl_fraction is not None for c in cells)
         self.grid.set_cells(cells)
         if text is not None:
