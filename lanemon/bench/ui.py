@@ -82,16 +82,24 @@ FULL_REFRESH = {
 FRAME_SLOTS = {"chart": "redraw", "lanes": "refresh", "counters": "frame_tick"}
 
 
+_POSTED = None
+
+
 def _paint_pending() -> None:
     """The paints what ran so far has asked for, now: the graphics scenes' posted updates
     (``MetaCall``), layout, then the window's ``UpdateRequest``. No timers or sockets run
     here (``processEvents`` would re-enter qasync's loop); without the bench these posted
     events run right after the tick, in the same turn of the loop."""
-    from PySide6.QtCore import QEvent
-    from PySide6.QtWidgets import QApplication
+    global _POSTED
+    if _POSTED is None:      # imported on first use (the offscreen platform is chosen before Qt loads);
+        from PySide6.QtCore import QEvent   # not on every call: an import costs ~10 us inside a frame
+        from PySide6.QtWidgets import QApplication
 
-    for kind in (QEvent.Type.MetaCall, QEvent.Type.LayoutRequest, QEvent.Type.UpdateRequest):
-        QApplication.sendPostedEvents(None, kind)
+        _POSTED = (QApplication.sendPostedEvents,
+                   (QEvent.Type.MetaCall, QEvent.Type.LayoutRequest, QEvent.Type.UpdateRequest))
+    send, kinds = _POSTED
+    for kind in kinds:
+        send(None, kind)
 
 
 async def _frames_as_they_run(window, key: str, seconds: float) -> dict[str, list[float]]:
