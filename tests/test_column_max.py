@@ -59,5 +59,9 @@ def test_a_stall_stays_the_maximum_of_its_column_and_reset_forgets():
     assert list(y) == [45.0] and x[0] == pytest.approx(10.0)
     cm.reset(0.01)
     assert cm.window(10.0, 10.05)[0].size == 0
+    assert cm.window(-1.0, 0.0)[0].size == 0      # column -1 too: an empty slot is not a column
+    cm.add(np.array([-0.015, 0.001]), np.array([3.0, 4.0]))
+    x, y = cm.window(-1.0, 0.005)
+    assert list(y) == [3.0, 4.0] and x[0] == pytest.approx(-0.02)
     with pytest.raises(ValueError):
         cm.reset(0.0)

@@ -285,3 +285,28 @@ def test_timeline_scrolls_by_whole_pixels_only(qtbot):
     assert moved == [False, False, True, False, False, True, False, False, True, False, False]
     assert round(-item.pos().x() * px_per_s, 6) == 3.0
     assert tl.scroll(100.0 + 7.5 / px_per_s) and round(-item.pos().x() * px_per_s, 6) == 7.0
+
+
+def test_events_that_keep_coming_never_starve_the_last_steps_of_a_refresh(qtbot):
+    """A snapshot is shown over a few ticks; when every tick finds new events and the text
+    rate allows a new snapshot, the steps already queued are still all shown first
+    (regression: a new snapshot replaced the unfinished plan, and on a slow loop the
+    timeline was never drawn)."""
+    async def scenario(win):
+        win.show_view("lanes")
+        view = win.views["lanes"]
+        await _add(view, "ws-03", "reservations", 60.0)
+        view.frame_timer.stop()
+        drawn = []
+        draw = view._draw_bars
+        view._draw_bars = lambda now: (drawn.append(now), draw(now))
+        snapshots = view.frames
+        for _ in range(30):                     # ticks, each after events and with text due
+            view._observer.dirty = True
+            view._text_at = 0.0
+            view.refresh()
+        return len(drawn), view.frames - snapshots, "ws-03" in view.timeline.rows
+
+    rc, (bars, snapshots, shown), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert snapshots >= 4 and bars >= snapshots - 1 and shown

@@ -42,3 +42,12 @@ def test_refresh_inserts_new_runs_on_top_and_announces_changed_rows_only(qapp):
     seen.clear()
     model.refresh()
     assert seen == [("reset",)] and model.rowCount() == 1
+
+
+def test_a_theme_change_redraws_every_row(qapp):
+    records = [RunRecord(1, "whole", 1000, 0.0), RunRecord(2, "warm", 1000, 0.0)]
+    model = RunsTableModel(records)
+    model.refresh()
+    seen = _spy(model)
+    model.colours_changed()
+    assert seen == [("changed", 0, 1)]

@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 SMALL = 32     # at most this many ticks: added one by one (a frame brings ~3)
+EMPTY = np.iinfo(np.int64).min   # a slot with no column (any real column index may occur, -1 too)
 
 
 class ColumnMax:
@@ -32,7 +33,7 @@ class ColumnMax:
         cap = 1 << max(4, math.ceil(math.log2(max(columns, 1) + 2)))
         self._mask = cap - 1
         self.capacity = cap
-        self._ids = np.full(cap, -1, dtype=np.int64)     # which column a slot holds (-1: none)
+        self._ids = np.full(cap, EMPTY, dtype=np.int64)  # which column a slot holds (EMPTY: none)
         self._max = np.zeros(cap, dtype=np.float64)
         self.dt = 0.0
         self.last_column = -1
@@ -43,7 +44,7 @@ class ColumnMax:
         if not dt > 0:
             raise ValueError(f"column width must be > 0, got {dt!r}")
         self.dt = float(dt)
-        self._ids.fill(-1)
+        self._ids.fill(EMPTY)
         self.last_column = -1
 
     def add(self, t: np.ndarray, lag: np.ndarray) -> None:

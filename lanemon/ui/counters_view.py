@@ -9,9 +9,11 @@ Data flow (the view decides nothing about counters):
   in the view's message line -- never swallowed;
 - every domain event only marks the view dirty (one attribute write);
 - a 33 ms timer (≤ 30 fps) runs while the view is visible and something is
-  to be drawn: it reads one ``snapshot()`` and repaints the grid, the staff
-  strip and the tallies. It stops itself when nothing changed and no TTL
-  countdown is on screen.
+  to be drawn: it reads one ``snapshot()`` and repaints what changed in the
+  grid; the staff strip, the tallies and the headline follow at most
+  ``TEXT_FPS`` times a second (split over two ticks), and at once after a
+  control was used. It stops itself when nothing changed and no TTL
+  countdown is on screen, after bringing the text up to the last snapshot.
 
 Config changes (strategy, staff, counters, ...) reset the run -- a
 ``Simulation`` runs once -- and restart it if it was running. The speed
@@ -251,6 +253,7 @@ class CountersView(QWidget):
         if self.sim.expire_claim(target):
             self.show_message(f"Claim on counter {counter_label(target)} expired: its owner's finalize "
                               "will be refused.")
+            self.mark_dirty()            # a control was used: grid and text on the next tick
             return True
         self.show_message(f"Counter {counter_label(target)} has no live claim.", error=True)
         return False

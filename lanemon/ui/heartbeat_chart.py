@@ -3,9 +3,10 @@
 Reads the ``Heartbeat`` ring buffer and the controller's run records on its
 own ~30 fps timer (never per sample). The curve has one point per pixel
 column, the column's maximum lag (``column_max``: columns anchored to time,
-only the new ticks folded in per frame), so a stall is never hidden; at most
-``MAX_POINTS`` points; one ``LagTrace`` item paints it and the fill under it;
-pen width 1, no antialiasing.
+only the new ticks folded in per frame), so a stall is never hidden; as many
+points as the plot is pixels wide (plus the two partly shown columns), at most
+``MAX_POINTS``; one ``LagTrace`` item paints it and the fill under it; pen
+width 1, no antialiasing.
 
 ``set_paused(True)`` freezes the picture (the heartbeat keeps recording);
 ``apply_fonts()`` also re-applies the theme's colours (light or dark palette).
@@ -27,7 +28,7 @@ from lanemon.ui import theme
 from lanemon.ui.chart_items import Curve, Label, cosmetic_pen, hline, live_plot
 from lanemon.ui.column_max import ColumnMax
 from lanemon.ui.lag_trace import LagTrace
-from lanemon.ui.live_label import LiveLabel
+from lanemon.ui.live_label import LiveLabel, figure_parts
 from lanemon.ui.heartbeat import MAX_PERIOD_MS, MIN_PERIOD_MS, Heartbeat, lag_stats
 from lanemon.ui.run_controller import RunController
 
@@ -298,17 +299,26 @@ class HeartbeatChart(QWidget):
         self._draw_runs(now)
 
         if self._frame % STATS_EVERY == 0:
-            t, lag = self.heartbeat.recent(w, now)
-            if self._paused_at is not None:          # frozen: leave out what came after the pause
-                lag = lag[:int(np.searchsorted(t, now, side="right"))]
-            self._update_text(lag)
+            self._update_text(self._shown_ticks(w, now)[1])
         self._frame += 1
 
+    def _shown_ticks(self, seconds: float, now: float) -> tuple[np.ndarray, np.ndarray, int]:
+        """The ticks of the ``seconds`` before ``now``; while paused, none after the pause
+        (the heartbeat keeps recording, the picture does not). Also how many recorded
+        ticks were left out (the buffer's last ones)."""
+        t, lag = self.heartbeat.recent(seconds, now)
+        if self._paused_at is None:
+            return t, lag, 0
+        keep = int(np.searchsorted(t, now, side="right"))
+        return t[:keep], lag[:keep], t.size - keep
+
     def _fold_in_ticks(self, now: float) -> ColumnMax:
-        """The per-column maxima for the current window and plot width, with every tick so far.
+        """The per-column maxima for the current window and plot width, with every tick
+        shown (up to the pause while paused).
 
         New columns (a new window or width) are filled from the buffer once; after that
-        each frame adds only the ticks that came since the last."""
+        each frame adds only the ticks that came since the last. While paused no tick is
+        added; on resume the ones recorded meanwhile are."""
         w = self._window_s
         n_cols = min(MAX_POINTS, max(100, int(self._vb_size[0])))
         key = (w, n_cols)
@@ -319,10 +329,10 @@ class HeartbeatChart(QWidget):
                 self._columns = ColumnMax(n_cols + 2, w / n_cols)
             else:
                 self._columns.reset(w / n_cols)
-            t, lag = hb.recent(w + w / n_cols, now)
+            t, lag, later = self._shown_ticks(w + w / n_cols, now)
             self._columns.add(t, lag)
-            self._seen = hb.count
-        elif hb.count != self._seen:
+            self._seen = hb.count - later          # those after the pause: folded in on resume
+        elif hb.count != self._seen and self._paused_at is None:
             t, lag = hb.between(self._seen, hb.count)
             self._seen = hb.count
             self._columns.add(t, lag)
@@ -433,10 +443,9 @@ class HeartbeatChart(QWidget):
         s = lag_stats(lag)
         muted = theme.MUTED
         worst = theme.REF_LONG if s.max >= 50 else (theme.REF_FRAME if s.max >= 1000 / 60 else None)
-        parts = []
-        for name, value, color in (("p50", s.p50, None), ("p99", s.p99, None), ("max", s.max, worst)):
-            parts += [(f"{name} ", muted, False), (f"{value:,.1f}", color, True), ("  ", None, False)]
-        parts.append((f"ms · last {self._window_s:.0f} s", muted, False))
+        parts = figure_parts((("p50", f"{s.p50:,.1f}", None), ("p99", f"{s.p99:,.1f}", None),
+                              ("max", f"{s.max:,.1f}", worst)), muted, "  ")
+        parts.append((f"  ms · last {self._window_s:.0f} s", muted, False))
         self.live.set_parts(parts)
         floor = self.controller.machine.floor
         if floor is not None:

@@ -49,7 +49,7 @@ from lanemon.ui.fast_delegate import FastDelegate
 from lanemon.ui.lanes_controls import LanesControls
 from lanemon.ui.lanes_model import QUEUE_COLORS, QUEUE_LABELS, JobsModel, LaneRow, WorkspacesModel, job_row
 from lanemon.ui.lanes_timeline import LanesTimeline
-from lanemon.ui.live_label import LiveLabel
+from lanemon.ui.live_label import LiveLabel, figure_parts
 from lanemon.tasks import cancel_and_wait
 
 FPS = 30               # the timeline
@@ -306,9 +306,10 @@ class LanesView(QWidget):
         5. the timeline's bars.
 
         Every step shows the same snapshot, so the tables never disagree with
-        each other; the last is shown a few ticks (~0.1 s) after the first. A
-        control used meanwhile starts over with a fresh snapshot on the next
-        tick. Between refreshes only the clock moves: the timeline's bars
+        each other; the last is shown five ticks (~0.17 s) after the first. The
+        next snapshot waits until every step of this one was shown (events
+        that keep coming never starve the last steps), except after a control
+        was used: that starts over with a fresh snapshot on the next tick. Between refreshes only the clock moves: the timeline's bars
         slide left (no bar is rebuilt) and, at ``TEXT_FPS``, the time columns
         tick. ``force`` reads a snapshot and does every step at once.
         """
@@ -316,7 +317,7 @@ class LanesView(QWidget):
             return
         obs = self._observer
         t0 = time.perf_counter()
-        text_due = self._urgent or t0 - self._text_at >= 1.0 / TEXT_FPS
+        text_due = self._urgent or (not self._plan and t0 - self._text_at >= 1.0 / TEXT_FPS)
         if force or self._snap is None or (obs.dirty and text_due):
             now = self.scheduler.clock()
             self._start_plan(now, t0)
@@ -453,9 +454,7 @@ class LanesView(QWidget):
             ("holds", len(snap.holds), "#d9480f" if snap.holds else None),
             ("jobs", f"{n.jobs_finished}/{n.jobs_submitted}", None),
         ]
-        parts = []
-        for i, (name, value, color) in enumerate(figures):
-            parts += [((" · " if i else "") + f"{name} ", theme.MUTED, False), (str(value), color, True)]
+        parts = figure_parts(figures, theme.MUTED, " · ")
         if tuple(parts) != self.counters.parts:
             self.counters.set_parts(parts)
             self.counters.setToolTip("\n".join(ck.violations[:10]) or

@@ -16,6 +16,7 @@ Two costs of a ``QLabel`` that changes several times a second are avoided:
 
 ``set_parts([(text, colour or None, bold), ...])``: ``None`` is the palette's
 text colour. ``setText(text)`` is one plain part. ``text()`` is the plain text.
+``figure_parts`` makes the parts of a line of named figures.
 
 By default it paints its own background, the palette's ``Base`` (the
 window's background, ``theme.BG``, in both palettes), so a change does not
@@ -34,6 +35,16 @@ from PySide6.QtWidgets import QSizePolicy, QWidget
 from lanemon.ui.static_texts import StaticTexts
 
 Part = tuple[str, "str | None", bool]
+
+
+def figure_parts(figures, name_color: str, sep: str) -> list[Part]:
+    """Parts for a line of named figures: ``name`` in ``name_color``, then the value in bold
+    and its own colour (``None``: the text colour), figures separated by ``sep``.
+    ``figures``: ``(name, value, colour)`` triples."""
+    parts: list[Part] = []
+    for i, (name, value, color) in enumerate(figures):
+        parts += [((sep if i else "") + f"{name} ", name_color, False), (str(value), color, True)]
+    return parts
 
 
 class LiveLabel(QWidget):

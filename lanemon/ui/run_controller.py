@@ -160,7 +160,7 @@ class RunController(QObject):
                      slice_ms: float | None = None) -> RunRecord | None:
         if (slice_size is None) == (slice_ms is None):
             raise ValueError("give exactly one of slice_size and slice_ms")
-        how = f"slices of {slice_size:,}" if slice_size is not None else f"slices of ~{slice_ms:g} ms"
+        how = f"slices of {slice_size:,}" if slice_size is not None else f"slices of at most ~{slice_ms:g} ms"
         rec = self._admit("sliced", "sliced", total, how)
         if rec is None:
             return None

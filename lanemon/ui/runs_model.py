@@ -85,6 +85,11 @@ class RunsTableModel(QAbstractTableModel):
         self._rows: list[RunRecord] = []
         self._shown: list[tuple] = []      # what each row showed when last announced
 
+    def colours_changed(self) -> None:
+        """The theme changed: every row is drawn again (``refresh`` only announces changed texts)."""
+        if self._rows:
+            self.dataChanged.emit(self.index(0, 0), self.index(len(self._rows) - 1, len(COLUMNS) - 1))
+
     def _look(self, rec: RunRecord) -> tuple:
         return (rec.status, rec.error, rec.how, *(self.text(rec, name) for name in COLUMNS))
 

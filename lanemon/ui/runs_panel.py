@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 from lanemon.ui import exports, theme
 from lanemon.ui.run_controller import RunController
 from lanemon.ui.runs_model import COLUMNS, RunsTableModel
+from lanemon.work.slicing import AIM
 
 UNITS = ("iterations", "CPU ms")
 SLICING = ("ms budget", "size")
@@ -186,9 +187,11 @@ class RunsPanel(QWidget):
         # large type (presenter mode): the lag columns matter; the rest is in the report and figures
         for name in ("total", "slices", "result"):
             self.table.setColumnHidden(COLUMNS.index(name), s > 1.25)
-        # colours too (the palette may have changed): run buttons, then the texts on the next refresh
+        # colours too (the palette may have changed): run buttons, the results' rows, then the
+        # texts on the next refresh
         for family, kind in (("whole", "whole"), ("sliced", "sliced"), ("worker", self.worker_kind.currentText())):
             _restyle(self.buttons[family], theme.run_button_style(kind))
+        self.model.colours_changed()
         if getattr(self, "_refresh_timer", None) is not None:
             self.schedule_refresh()
 
@@ -297,7 +300,9 @@ class RunsPanel(QWidget):
         else:
             self.size_hint.setText(f"= {total:,} iterations" if total else "calibrating…")
         if self.slicing.currentText() == "ms budget":
-            per = c.iterations_for_ms(self.slice_value.value())
+            # slices aim at AIM of the budget (lanemon.work.slicing), so that one that runs
+            # slow still stays within it
+            per = c.iterations_for_ms(self.slice_value.value() * AIM)
             self.slicing_hint.setText(f"size follows: ≈ {per:,} per slice" if per else "")
         else:
             est = c.estimate_ms(int(self.slice_value.value()))

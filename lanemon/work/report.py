@@ -25,7 +25,7 @@ from typing import Callable
 
 from lanemon.work._kernel import hash_range
 from lanemon.work.lag import LagStats, timed_with_lag
-from lanemon.work.slicing import run_sliced, run_sliced_budget
+from lanemon.work.slicing import AIM, run_sliced, run_sliced_budget
 from lanemon.work.workers import run_in_worker, spawn_cost_ms
 
 DEFAULT_TOTAL = 40_000_000
@@ -98,7 +98,7 @@ async def measure(
         job = lambda: run_sliced(total, slice_size, on_slice=on_slice)  # noqa: E731
     else:
         budget = 8.0 if slice_ms is None else slice_ms
-        say(f"sliced: {total:,} iterations in slices of about {budget:g} ms")
+        say(f"sliced: {total:,} iterations in slices of at most ~{budget:g} ms (aimed at {AIM * budget:g} ms)")
         job = lambda: run_sliced_budget(total, budget, on_slice=on_slice)  # noqa: E731
     work, lag, res = await timed_with_lag(job, lag_period_ms)
     sliced = run_entry(lag, work, res.result, slices=res.slices)

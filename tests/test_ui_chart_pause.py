@@ -1,0 +1,94 @@
+"""The heartbeat chart while paused: the picture stays as it was, whatever arrives meanwhile,
+even when the window or the plot's width changes; on resume what was recorded shows."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from lanemon.ui import heartbeat_chart
+from lanemon.ui.heartbeat_chart import HeartbeatChart
+
+
+class _Clock:
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def perf_counter(self) -> float:
+        return self.t
+
+
+class _Heartbeat:
+    """What the chart reads of a ``Heartbeat``: ticks appended in time order."""
+
+    period_ms = 10
+
+    def __init__(self) -> None:
+        self.t = np.empty(0)
+        self.lag = np.empty(0)
+
+    @property
+    def count(self) -> int:
+        return self.t.size
+
+    def set_period_ms(self, _ms) -> None:
+        pass
+
+    def add(self, t, lag) -> None:
+        self.t = np.r_[self.t, t]
+        self.lag = np.r_[self.lag, lag]
+
+    def between(self, first: int, stop: int):
+        return self.t[first:stop].copy(), self.lag[first:stop].copy()
+
+    def recent(self, seconds: float, now: float):
+        keep = self.t >= now - seconds          # like Heartbeat.recent: up to the newest tick
+        return self.t[keep], self.lag[keep]
+
+
+@pytest.fixture
+def chart(qtbot, monkeypatch):
+    clock = _Clock(1000.0)
+    monkeypatch.setattr(heartbeat_chart, "time", clock)
+    hb = _Heartbeat()
+    ticks = 970.0 + np.arange(3000) * 0.01                  # 30 s of ticks up to t = 1000
+    lag = np.full(ticks.size, 0.5)
+    lag[np.searchsorted(ticks, 995.0)] = 40.0               # a stall 5 s before the pause
+    hb.add(ticks, lag)
+    controller = SimpleNamespace(records=[], phases=[], machine=SimpleNamespace(floor=None))
+    c = HeartbeatChart(hb, controller, window_s=20)
+    c.resize(900, 320)
+    c.show()
+    qtbot.waitExposed(c)
+    c.redraw()
+    return c, hb, clock
+
+
+def test_a_paused_chart_keeps_its_picture_when_the_window_or_width_changes(chart, qtbot):
+    c, hb, clock = chart
+    c.set_paused(True)
+    frozen = c.trace.xData.copy(), c.trace.yData.copy()
+    # a minute of ticks arrives while paused (more columns than the chart keeps), one a stall
+    later = 1000.005 + np.arange(6000) * 0.01
+    lag = np.full(later.size, 0.5)
+    lag[np.searchsorted(later, 1055.0)] = 99.0
+    hb.add(later, lag)
+    clock.t = 1060.0
+    c.redraw()
+    assert np.array_equal(c.trace.xData, frozen[0]) and np.array_equal(c.trace.yData, frozen[1])
+
+    c.set_window_s(10)                          # new columns, built while paused
+    c.redraw()
+    x, y = c.trace.xData, c.trace.yData
+    assert x.min() <= -9.9 and x.max() <= 0.0   # the whole window, up to the pause
+    assert y.max() == 40.0                      # the stall before the pause; nothing after it
+
+    c.resize(600, 320)                          # a new width, still paused
+    qtbot.waitUntil(lambda: c._vb_size[0] < 700)
+    c.redraw()
+    x, y = c.trace.xData, c.trace.yData
+    assert x.min() <= -9.9 and y.max() == 40.0 and x.size <= c._vb_size[0] + 2
+
+    c.set_paused(False)                         # what was recorded meanwhile shows
+    x, y = c.trace.xData, c.trace.yData
+    assert y.max() == 99.0 and x.min() <= -9.9
