@@ -44,12 +44,6 @@ JOB_S = (5.0, 9.0)       # simulated duration of each job: the lanes stay busy t
 WORKSPACES = 200
 
 
-async def _record(window, seconds: float):
-    from lanemon.ui.heartbeat import lag_stats
-
-    return lag_stats(await _lags(window, seconds))
-
-
 async def _lags(window, seconds: float):
     t0 = time.perf_counter()
     await asyncio.sleep(seconds)

@@ -210,14 +210,16 @@ class Board:
             kept = c.view
             if kept is not None and kept[0] is claim and kept[1] == seated:
                 return kept[2]
-            view = self._build_view(i, c, now)
+            view = self._build_view(i, c, now, live)
             c.view = (claim, seated, view)
             return view
-        return self._build_view(i, c, now)
+        return self._build_view(i, c, now, live)
 
-    def _build_view(self, i: int, c: _Counter, now: float) -> CounterView:
+    def _build_view(self, i: int, c: _Counter, now: float, live: bool | None = None) -> CounterView:
+        """A new view of counter ``i`` at ``now`` (``live``: whether its claim is live, if known)."""
         claim = c.claim
-        live = self._is_live(claim, now)
+        if live is None:
+            live = self._is_live(claim, now)
         if c.seated:
             state = CounterState.ASSIGNED
             owner = c.seated[-1][1]

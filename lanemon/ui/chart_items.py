@@ -127,17 +127,14 @@ def hline(y: float, pen: QPen) -> QGraphicsLineItem:
 
 class Curve(QGraphicsPathItem):
     """A polyline through ``(x, y)`` (``connect="pairs"``: a segment from each even point to the
-    next); ``xData`` / ``yData`` are what it was last given."""
+    next)."""
 
     def __init__(self, pen: QPen, connect: str = "all", parent: QGraphicsItem | None = None) -> None:
         super().__init__(parent)
         self.setPen(pen)
         self._connect = connect
-        self.xData: np.ndarray | None = None
-        self.yData: np.ndarray | None = None
 
     def setData(self, x: np.ndarray, y: np.ndarray) -> None:  # noqa: N802 (pyqtgraph's name)
-        self.xData, self.yData = x, y
         self.setPath(pg.arrayToQPath(x, y, connect=self._connect) if len(x) > 1 else QPainterPath())
 
 

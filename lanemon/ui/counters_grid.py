@@ -133,6 +133,14 @@ def chips_from(snapshot) -> list[Chip]:
     return chips
 
 
+def _changed(old: list, new: list) -> list[int] | None:
+    """Indices of the items that differ between two models of the same length (an item kept
+    as the same object is the same); None when the lengths differ (lay out everything again)."""
+    if len(old) != len(new):
+        return None
+    return [i for i, (a, b) in enumerate(zip(old, new)) if a is not b and a != b]
+
+
 def grid_shape(n: int, width: float, height: float, aspect: float = 1.7) -> tuple[int, int]:
     """(columns, rows) giving the largest cells of about ``aspect`` width:height."""
     best, best_size = (max(1, n), 1), -1.0
@@ -170,18 +178,16 @@ class CountersGrid(QWidget):
 
     def set_cells(self, cells: list[Cell]) -> None:
         """Take a new model; repaint only the cells that changed (all of them on a relayout)."""
-        old = self.cells
-        if cells == old:
-            return
-        self.cells = cells
-        if len(cells) != len(old):
+        old, self.cells = self.cells, cells
+        changed = _changed(old, cells)
+        if changed is None:
             self._layout()
             self.update()
             return
-        for i, (a, b) in enumerate(zip(old, cells)):
-            if a is not b and a != b and i < len(self._dirty_rects):   # kept cells: same object
-                self.update(self._extent(a))
-                self.update(self._extent(b))
+        for i in changed:
+            if i < len(self._dirty_rects):
+                self.update(self._extent(old[i]))
+                self.update(self._extent(cells[i]))
 
     def _extent(self, c: Cell) -> QRect:
         """Where a cell paints: its rect, or its whole row when a text is wider than the cell
@@ -326,16 +332,14 @@ class StaffStrip(QWidget):
 
     def set_chips(self, chips: list[Chip]) -> None:
         """Take a new model; repaint only the chips that changed (all of them on a relayout)."""
-        old = self.chips
-        if chips == old:
-            return
-        self.chips = chips
-        if len(chips) != len(old):
+        old, self.chips = self.chips, chips
+        changed = _changed(old, chips)
+        if changed is None:
             self._relayout()
             self.update()
             return
-        for i, (a, b) in enumerate(zip(old, chips)):
-            if a != b and i < len(self._rects):
+        for i in changed:
+            if i < len(self._rects):
                 self.update(self._rects[i].toAlignedRect().adjusted(-2, -2, 2, 2))
 
     def _line_height(self) -> int:
