@@ -136,7 +136,7 @@ def test_each_kind_adds_a_row_with_the_right_result(qtbot):
         for kind in ("cold", "warm", "thread"):
             recs.append(await _finish(c, c.start_worker(total, kind)))
         await asyncio.sleep(0.1)  # let the table repaint
-        return recs, win.runs_panel.model.rowCount(), win.placement_panel.after.rowCount()
+        return recs, win.runs_panel.model.rowCount(), win.placement_panel.placed.rowCount()
 
     rc, (recs, rows, placed), errors = run_window(scenario)
     assert rc == 0 and errors == []

@@ -26,6 +26,7 @@ BENCHES: dict[str, str] = {
     "sched": "lanemon.bench.sched",
     "counters": "lanemon.bench.counters",
     "ui": "lanemon.bench.ui",
+    "history": "lanemon.bench.history",
 }
 
 

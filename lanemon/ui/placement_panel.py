@@ -5,12 +5,19 @@ and the rule branch that chose it, with the threshold that follows from this
 machine's measured cold start-up (and, beside it, from the warm round trip
 and the seed's default). Right: what ``place()`` said for each finished run's
 measured time. Every answer comes from ``lanemon.work.decide``.
+
+The right-hand table is a model (``PlacedRunsModel``) that learns of new
+placed runs without re-reading the history, and its columns have fixed widths
+(``tables.fit_columns``): a refresh and a font change cost the same at run 300
+as at run 3.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QColor, QFont
+import bisect
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, QTimer
+from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -20,6 +27,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QTableView,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -28,6 +36,8 @@ from PySide6.QtWidgets import (
 
 from lanemon.ui import theme
 from lanemon.ui.run_controller import RunController
+from lanemon.ui.runs_model import RunRecord
+from lanemon.ui.tables import fit_columns
 from lanemon.work import DEFAULT_THRESHOLD_MS, decide
 
 
@@ -42,6 +52,103 @@ def _item(text: str, color: str | None = None, bold: bool = False, right: bool =
     if right:
         it.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
     return it
+
+
+PLACED_COLUMNS = ("run", "workMs", "place() · cold threshold", "warm threshold")
+PLACED_LIMIT = 1000      # rows kept (newest first); older placed runs leave the table
+
+
+class PlacedRunsModel(QAbstractTableModel):
+    """What ``place()`` said for each finished run, newest (highest id) first.
+
+    ``refresh()`` reads only the records it has not seen yet and those still
+    running when it last looked (a record is placed once, when it is done, and
+    never changes after that): its cost does not grow with the history.
+    Guaranteed: every record of ``records`` with a ``placement_cold`` is shown
+    once, ordered by id, at most ``limit`` rows (the oldest leave first).
+    Refused: records that are edited after they were placed are not shown
+    again (runs are not edited).
+    """
+
+    def __init__(self, records: list[RunRecord], limit: int = PLACED_LIMIT, parent=None) -> None:
+        super().__init__(parent)
+        self._records = records
+        self._limit = limit
+        self._rows: list[RunRecord] = []     # newest first
+        self._keys: list[int] = []           # -id of each row: ascending, for bisect
+        self._last_id = 0                    # the highest record id read so far
+        self._pending: list[RunRecord] = []  # read, not yet placed (still running)
+
+    def refresh(self) -> None:
+        fresh = []
+        for rec in reversed(self._records):  # new records are at the end
+            if rec.id <= self._last_id:
+                break
+            fresh.append(rec)
+        if fresh:
+            self._last_id = fresh[0].id
+        waiting, self._pending = self._pending + fresh, []
+        for rec in waiting:
+            if rec.placement_cold is not None:
+                self._insert(rec)
+            elif rec.running:
+                self._pending.append(rec)
+        if len(self._rows) > self._limit:
+            self.beginRemoveRows(QModelIndex(), self._limit, len(self._rows) - 1)
+            del self._rows[self._limit:], self._keys[self._limit:]
+            self.endRemoveRows()
+
+    def _insert(self, rec: RunRecord) -> None:
+        at = bisect.bisect_left(self._keys, -rec.id)
+        self.beginInsertRows(QModelIndex(), at, at)
+        self._rows.insert(at, rec)
+        self._keys.insert(at, -rec.id)
+        self.endInsertRows()
+
+    def colours_changed(self) -> None:
+        if self._rows:
+            self.dataChanged.emit(self.index(0, 0), self.index(len(self._rows) - 1, len(PLACED_COLUMNS) - 1))
+
+    def record(self, row: int) -> RunRecord:
+        return self._rows[row]
+
+    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(PLACED_COLUMNS)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return PLACED_COLUMNS[section]
+        return None
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        rec = self._rows[index.row()]
+        col = index.column()
+        placement = rec.placement_cold if col == 2 else rec.placement_warm if col == 3 else None
+        if role == Qt.ItemDataRole.DisplayRole:
+            if col == 0:
+                return f"#{rec.id} {rec.label}"
+            if col == 1:
+                return f"{rec.work_ms:,.1f}"
+            return "–" if placement is None else placement.where
+        if role == Qt.ItemDataRole.ForegroundRole:
+            if col == 0:
+                return QBrush(theme.kind_color(rec.kind).darker(115))
+            if col >= 2:
+                return QBrush(QColor(theme.MUTED if placement is None else theme.PLACE_COLORS[placement.where]))
+        if role == Qt.ItemDataRole.FontRole and col >= 2 and placement is not None:
+            font = QFont()
+            font.setBold(True)
+            return font
+        if role == Qt.ItemDataRole.TextAlignmentRole and col == 1:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ToolTipRole and placement is not None:
+            return placement.rule
+        return None
 
 
 class PlacementPanel(QWidget):
@@ -79,8 +186,9 @@ class PlacementPanel(QWidget):
         g.setColumnStretch(2, 1)
 
         # --- after each run -------------------------------------------------------------------
-        self.after = QTableWidget(0, 4)
-        self.after.setHorizontalHeaderLabels(["run", "workMs", "place() · cold threshold", "warm threshold"])
+        self.placed = PlacedRunsModel(controller.records, parent=self)
+        self.after = QTableView()
+        self.after.setModel(self.placed)
         self._table_style(self.after)
         runs = QGroupBox("After each run: place() for its measured time")
         rl = QVBoxLayout(runs)
@@ -102,7 +210,7 @@ class PlacementPanel(QWidget):
         self.refresh()
 
     @staticmethod
-    def _table_style(t: QTableWidget) -> None:
+    def _table_style(t: QTableView) -> None:
         t.verticalHeader().setVisible(False)
         t.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         t.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
@@ -118,6 +226,9 @@ class PlacementPanel(QWidget):
         f.setPointSizeF(theme.pt(22))
         f.setBold(True)
         self.word.setFont(f)
+        # the widest texts each column holds (not the rows': their count must not matter)
+        fit_columns(self.after, {0: "#00000 worker · thread", 1: "000,000,000.0", 2: "worker"})
+        self.placed.colours_changed()
 
     def schedule_refresh(self) -> None:
         if not self._refresh_timer.isActive():
@@ -153,19 +264,4 @@ class PlacementPanel(QWidget):
                 self.thresholds.setItem(r, 2, _item(f"{threshold:g} ms", right=True))
                 self.thresholds.setItem(r, 3, _item(where, theme.PLACE_COLORS[where], bold=True))
 
-        done = [rec for rec in reversed(self.controller.records) if rec.placement_cold is not None]
-        self.after.setRowCount(len(done))
-        for r, rec in enumerate(done):
-            self.after.setItem(r, 0, _item(f"#{rec.id} {rec.label}", theme.kind_color(rec.kind).darker(115).name()))
-            self.after.setItem(r, 1, _item(f"{rec.work_ms:,.1f}", right=True))
-            pc = rec.placement_cold
-            it = _item(pc.where, theme.PLACE_COLORS[pc.where], bold=True)
-            it.setToolTip(pc.rule)
-            self.after.setItem(r, 2, it)
-            pw = rec.placement_warm
-            if pw is None:
-                self.after.setItem(r, 3, _item("–", theme.MUTED))
-            else:
-                it = _item(pw.where, theme.PLACE_COLORS[pw.where], bold=True)
-                it.setToolTip(pw.rule)
-                self.after.setItem(r, 3, it)
+        self.placed.refresh()

@@ -15,7 +15,6 @@ from PySide6.QtWidgets import (
     QGridLayout,
     QGroupBox,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QPushButton,
     QTableView,
@@ -26,6 +25,7 @@ from PySide6.QtWidgets import (
 from lanemon.ui import exports, theme
 from lanemon.ui.run_controller import RunController
 from lanemon.ui.runs_model import COLUMNS, RunsTableModel
+from lanemon.ui.tables import fit_columns
 from lanemon.work.slicing import AIM
 
 UNITS = ("iterations", "CPU ms")
@@ -39,6 +39,11 @@ def _restyle(widget, sheet: str) -> None:
     run is in flight."""
     if widget.styleSheet() != sheet:
         widget.setStyleSheet(sheet)
+
+
+# the widest text each results column holds (its width does not depend on the rows)
+WIDEST = {"kind": "worker · thread", "total": "4,000,000,000", "workMs": "100,000.0", "samples": "100,000",
+          "p50": "10,000", "p99": "10,000", "max": "10,000", "slices": "100,000", "result": "4294967295"}
 
 
 class RunsPanel(QWidget):
@@ -129,9 +134,8 @@ class RunsPanel(QWidget):
         self.table.verticalHeader().setVisible(False)
         self.table.setShowGrid(False)
         self.table.setWordWrap(False)
-        header = self.table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setStretchLastSection(False)
+        # fixed widths from the widest texts (apply_fonts): ResizeToContents re-measured every
+        # row on each change, so the cost grew with the history
 
         self.figures = QLabel("")
         self.figures.setTextFormat(Qt.TextFormat.RichText)
@@ -187,6 +191,8 @@ class RunsPanel(QWidget):
         # large type (presenter mode): the lag columns matter; the rest is in the report and figures
         for name in ("total", "slices", "result"):
             self.table.setColumnHidden(COLUMNS.index(name), s > 1.25)
+        fit_columns(self.table, {COLUMNS.index(name): text for name, text in WIDEST.items()},
+                    stretch_last=False)
         # colours too (the palette may have changed): run buttons, the results' rows, then the
         # texts on the next refresh
         for family, kind in (("whole", "whole"), ("sliced", "sliced"), ("worker", self.worker_kind.currentText())):
