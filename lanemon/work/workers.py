@@ -182,10 +182,15 @@ def _new_process(target, args: tuple, name: str, duplex: bool, generation: int |
         return proc, parent
 
 
-async def _start_off_loop(target, args: tuple, name: str, duplex: bool):
-    """``_new_process`` in a thread; a cancelled caller never leaks the process."""
+async def _start_off_loop(target, args: tuple, name: str, duplex: bool, generation: int | None = None):
+    """``_new_process`` in a thread; a cancelled caller never leaks the process.
+
+    ``generation`` is the shutdown generation the start belongs to (default:
+    the current one when this coroutine first runs); a start of an older
+    generation is refused."""
     loop = asyncio.get_running_loop()
-    fut = loop.run_in_executor(_waiters, _new_process, target, args, name, duplex, _generation)
+    gen = _generation if generation is None else generation
+    fut = loop.run_in_executor(_waiters, _new_process, target, args, name, duplex, gen)
     try:
         return await asyncio.shield(fut)
     except asyncio.CancelledError:
@@ -251,6 +256,9 @@ class WarmPool:
     _replacing: object = None
     _closed: bool = False
     _loop: object = None
+    # the shutdown generation this pool belongs to: its starts are refused after a shutdown, even
+    # those whose coroutine first runs after it (a gather schedules them a loop turn later)
+    _generation: int = field(default_factory=lambda: _generation)
     last_error: str | None = None
 
     def _adopt(self, proc, conn) -> None:
@@ -315,7 +323,7 @@ class WarmPool:
         if self._closed:
             raise WorkerError("the warm pool is closed")
         while len(self._all) < self.size:
-            self._adopt(*_new_process(_kernel.serve, (), "lanemon-warm", True))
+            self._adopt(*_new_process(_kernel.serve, (), "lanemon-warm", True, self._generation))
         return self
 
     async def astart(self) -> "WarmPool":
@@ -334,7 +342,8 @@ class WarmPool:
         while not self._closed and len(self._all) < self.size:
             missing = self.size - len(self._all)
             started = await asyncio.gather(
-                *(_start_off_loop(_kernel.serve, (), "lanemon-warm", True) for _ in range(missing)))
+                *(_start_off_loop(_kernel.serve, (), "lanemon-warm", True, self._generation)
+                  for _ in range(missing)))
             for proc, conn in started:
                 self._adopt(proc, conn)
 
