@@ -26,7 +26,7 @@ class RunRecord:
     t_start: float             # time.perf_counter()
     how: str = ""              # "8 ms budget", "slices of 100,000", ...
     t_end: float | None = None
-    status: str = "running"    # running | done | failed | cancelled
+    status: str = "running"    # running | done | failed | cancelled | timed out
     progress: float = 0.0      # 0..1 (sliced runs)
     work_ms: float | None = None
     result: int | None = None
@@ -35,6 +35,8 @@ class RunRecord:
     error: str | None = None
     placement_cold: Placement | None = None   # place() with the cold start-up threshold
     placement_warm: Placement | None = None   # place() with the warm round-trip threshold
+    expected_s: float | None = None   # worker runs: the expected time here (None: not calibrated)
+    timeout_s: float | None = None    # worker runs: stopped on their own after this long (None: never)
     extra: dict = field(default_factory=dict)
 
     @property
@@ -154,7 +156,7 @@ class RunsTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ForegroundRole:
             if name == "kind":
                 return QBrush(theme.kind_color(rec.kind).darker(115))
-            if rec.status in ("failed", "cancelled"):
+            if rec.status in ("failed", "cancelled", "timed out"):
                 return QBrush(QColor(theme.MUTED))
         if role == Qt.ItemDataRole.ToolTipRole:
             if rec.error:
