@@ -295,14 +295,14 @@ def test_a_hung_worker_run_is_cancelled_from_the_window_and_worker_runs_work_aga
         try:
             os.kill(victim, signal.SIGSTOP)
             panel.refresh()
-            in_flight = panel.banner.text(), panel.cancel_btn.isEnabled()
+            in_flight = panel.in_flight.text(), panel.banner.text(), panel.cancel_btn.isEnabled()
             refused = c.start_worker(1_000, "cold")              # one worker run at a time, said
             refusal = panel.banner.text()
             panel.cancel_btn.click()
             await wait_until(lambda: not rec.running, 20)
             await wait_until(lambda: _gone(victim) and len(pool.pids()) == pool.size, 20)
             await asyncio.sleep(0.1)                             # the panel's coalesced refresh
-            cancelled = panel.banner.text(), panel.cancel_btn.isEnabled()
+            cancelled = panel.in_flight.text(), panel.banner.text(), panel.cancel_btn.isEnabled()
             again = await _finish(c, c.start_worker(60_000, "warm"))
             await wait_until(lambda: f"#{again.id}" in panel.banner.text(), 5)
             return before, rec, in_flight, refused, refusal, cancelled, again, panel.banner.text()
@@ -310,16 +310,20 @@ def test_a_hung_worker_run_is_cancelled_from_the_window_and_worker_runs_work_aga
             _release(victim)
 
     rc, out, errors = run_window(scenario)
-    before, rec, (flight_text, enabled), refused, refusal, (cancelled_text, still_enabled), again, last = out
+    before, rec, in_flight, refused, refusal, cancelled, again, last = out
+    flight_text, banner_then, enabled = in_flight
+    flight_after, cancelled_text, still_enabled = cancelled
     assert rc == 0 and errors == []
     assert f"#{rec.id - 1}" in before and "done" in before
-    # while in flight: the banner is about the run in flight, not the previous outcome
-    assert f"Run #{rec.id}" in flight_text and "running for" in flight_text and "Esc" in flight_text
-    assert f"#{rec.id - 1}" not in flight_text and enabled
+    # while in flight: the run in flight is described; the previous run's outcome is gone
+    assert f"Run #{rec.id}" in flight_text and "running" in flight_text and "Esc" in flight_text
+    assert banner_then == "" and enabled
     assert refused is None and "One worker run at a time" in refusal and "Esc" in refusal
     assert rec.status == "cancelled" and rec.result is None
+    assert flight_after == ""
     assert f"Run #{rec.id}" in cancelled_text and "cancelled" in cancelled_text
     assert "worker process was stopped" in cancelled_text and not still_enabled
+    assert "One worker run at a time" not in cancelled_text     # that refusal is out of date now
     assert again.result == hash_range(0, 60_000)
     assert f"Run #{again.id}" in last and "done" in last and "cancelled" not in last
     assert live_worker_pids() == []

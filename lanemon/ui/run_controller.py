@@ -9,7 +9,10 @@ changed through two signals:
   running", "blocking the loop for ~420 ms…", an error, a run's outcome);
 - ``said(str, bool)``: the same messages with whether each is an error (the
   "blocking the loop" announcement is only a ``notice``: it is a run in
-  flight, see ``in_flight_lines``).
+  flight, see ``in_flight_lines``), except runs' outcomes:
+- ``outcome(str, bool)``: a run ended: its one-line outcome, and whether it is
+  an error (also a ``notice``). ``started`` and ``ended`` count the runs
+  started and ended, so a view can tell which messages are out of date.
 
 Runs: *whole* calls ``hash_range(0, total)`` on the loop (deliberately
 blocking, after announcing it and letting the window paint); *sliced* awaits
@@ -20,7 +23,7 @@ is in flight and how to stop it. Each finished run's lag figures are the
 heartbeat ticks fired during it plus the first tick after it (which measured a
 whole run's stall).
 
-Every run ends with one outcome message (``said`` and ``notice``): done (with
+Every run ends with one outcome message (``outcome`` and ``notice``): done (with
 its time and result), failed (a worker that died says its pid and exit code),
 cancelled, or timed out. A run whose work finished is recorded done with its
 result even if a cancel (a close) came while it waited for the tick after it;
@@ -74,7 +77,7 @@ PAINT_PAUSE_S = 0.05      # before a whole run: let "blocking the loop…" paint
 FLOOR_SETTLE_S = 0.3      # after start: let the first paints pass
 FLOOR_WINDOW_S = 1.0      # idle floor: this long of idle ticks
 MAX_RECORDS = 500         # runs kept in the history (see the module docstring)
-CANCEL_HINT = "Cancel or Esc stops it"
+CANCEL_HINT = "Esc or Cancel stops it"
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,7 @@ class RunController(QObject):
     changed = Signal()
     notice = Signal(str)
     said = Signal(str, bool)
+    outcome = Signal(str, bool)
 
     def __init__(self, heartbeat: Heartbeat, parent: QObject | None = None, *,
                  max_records: int = MAX_RECORDS) -> None:
@@ -150,6 +154,7 @@ class RunController(QObject):
         self.max_records = max_records
         self.dropped = 0           # runs dropped from ``records`` (oldest first)
         self.started = 0           # runs started so far (a view's messages older than a start are stale)
+        self.ended = 0             # runs ended so far
         self.worker_timeout: WorkerTimeout | None = WORKER_TIMEOUT
         self.machine = MachineFigures()
         self.phases: list[Phase] = []
@@ -196,15 +201,14 @@ class RunController(QObject):
             if rec is None:
                 continue
             if family == "whole":
-                lines.append(self.banner or f"Run #{rec.id} (whole, {rec.total:,}): about to block the loop…")
+                lines.append(self.banner or f"Run #{rec.id} (whole): about to block the loop…")
             elif family == "sliced":
-                lines.append(f"Run #{rec.id} (sliced, {rec.total:,}): {100 * rec.progress:.0f}% done; {CANCEL_HINT}.")
+                lines.append(f"Run #{rec.id} (sliced): {100 * rec.progress:.0f}% done; {CANCEL_HINT}.")
             else:
-                ran = now - rec.t_start
-                exp = f" of ~{_secs(rec.expected_s)} expected" if rec.expected_s is not None else ""
-                limit = (f"; stopped automatically after {_secs(rec.timeout_s)}" if rec.timeout_s is not None
-                         else "; no automatic stop (not calibrated yet)")
-                lines.append(f"Run #{rec.id} ({rec.label}, {rec.total:,}): running for {_secs(ran)}{exp}; "
+                exp = f" of ~{_secs(rec.expected_s)}" if rec.expected_s is not None else ""
+                limit = (f", stops by itself at {_secs(rec.timeout_s)}" if rec.timeout_s is not None
+                         else ", no automatic stop (not calibrated yet)")
+                lines.append(f"Run #{rec.id} ({rec.label}): running {_secs(now - rec.t_start)}{exp}; "
                              f"{CANCEL_HINT}{limit}.")
         return lines
 
@@ -247,8 +251,8 @@ class RunController(QObject):
                 asked.append(rec)
         return asked
 
-    def _say(self, text: str, error: bool = True) -> None:
-        self.said.emit(text, error)
+    def _say(self, text: str, error: bool = True, *, outcome: bool = False) -> None:
+        (self.outcome if outcome else self.said).emit(text, error)
         self.notice.emit(text)
 
     # --- starting runs -----------------------------------------------------------
@@ -398,9 +402,10 @@ class RunController(QObject):
             self._run_tasks.pop(rec.id, None)
             by_user = rec.id in self._cancel_asked
             self._cancel_asked.discard(rec.id)
+            self.ended += 1
             if not (self._closing and rec.status == "cancelled"):
                 text, error = self._outcome(rec, by_user, died)
-                self._say(text, error)
+                self._say(text, error, outcome=True)
             self.changed.emit()
 
     def _finish(self, rec: RunRecord) -> None:
@@ -410,7 +415,7 @@ class RunController(QObject):
 
     def _outcome(self, rec: RunRecord, by_user: bool, died: bool = False) -> tuple[str, bool]:
         """The one-line outcome of an ended run, and whether it is an error."""
-        head = f"Run #{rec.id} ({rec.label}, {rec.total:,})"
+        head = f"Run #{rec.id} ({rec.label})"
         process = rec.kind in ("cold", "warm")
         replaced = "; the warm pool starts a replacement" if rec.kind == "warm" else ""
         if rec.status == "done":

@@ -3,11 +3,14 @@
 A thin view over ``RunController``: buttons call ``start_*``; the table and
 figures repaint (coalesced) when the controller says ``changed``.
 
-The banner under the buttons always describes the present: one line per run
-in flight (what it is, how long it has run, how to stop it), then the latest
-message (a run's outcome, a refusal, an export), unless a run started after
-that message (it described an older state). Cancel (or Esc, while a sliced or
-worker run is in flight) stops the sliced and worker runs in flight.
+Under the buttons, the panel always describes the present: ``in_flight``
+has one line per run in flight (what it is, how long it has run, how to stop
+it) and ``banner`` the latest ``MESSAGES_SHOWN`` messages that are still
+true: the outcomes of the runs that ended since the last run started, and
+other messages (refusals, exports) said since the last run started or ended
+(a refusal naming a run in flight is out of date once that run ends). Cancel
+(or Esc, while a sliced or worker run is in flight and the focus is in the
+window's content) stops the sliced and worker runs in flight.
 
 The job size is at most ``MAX_TOTAL`` iterations (``lanemon.work.report``,
 the same limit as ``lanemon measure``); a CPU ms size beyond it is refused
@@ -45,6 +48,7 @@ from lanemon.work.slicing import AIM
 UNITS = ("iterations", "CPU ms")
 SLICING = ("ms budget", "size")
 DEFAULT_TOTAL = 4_000_000
+MESSAGES_SHOWN = 2
 
 
 def _restyle(widget, sheet: str) -> None:
@@ -116,9 +120,15 @@ class RunsPanel(QWidget):
         app = QApplication.instance()
         if app is not None:              # a layer over the window (the shortcut list) keeps its Esc
             app.focusChanged.connect(self._update_esc)
-        self._message: tuple[str, bool, int] | None = None   # (text, error, runs started then)
+        # (text, error, outcome, runs started then, runs ended then)
+        self._messages: list[tuple[str, bool, bool, int, int]] = []
 
+        self.in_flight = QLabel("")
+        self.in_flight.setWordWrap(True)
+        self.in_flight.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.in_flight.setTextFormat(Qt.TextFormat.PlainText)
         self.banner = QLabel("")
+        self.banner.setTextFormat(Qt.TextFormat.PlainText)
         self.banner.setWordWrap(True)
         self.banner.setMinimumHeight(48)
         self.banner.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
@@ -147,8 +157,9 @@ class RunsPanel(QWidget):
         cancel_row.addStretch(1)
         cancel_row.addWidget(self.cancel_btn)
         grid.addLayout(cancel_row, 6, 0, 1, 3)
-        grid.addWidget(self.banner, 7, 0, 1, 3)
-        grid.setRowStretch(8, 1)
+        grid.addWidget(self.in_flight, 7, 0, 1, 3)
+        grid.addWidget(self.banner, 8, 0, 1, 3)
+        grid.setRowStretch(9, 1)
         grid.setColumnStretch(1, 1)
 
         # --- results -----------------------------------------------------------------
@@ -204,6 +215,7 @@ class RunsPanel(QWidget):
         self._progress_timer.timeout.connect(self.refresh)
         controller.changed.connect(self.schedule_refresh)
         controller.said.connect(self.show_notice)
+        controller.outcome.connect(self._show_outcome)
         controller.notice.connect(self._paint_banner)     # "blocking the loop…" paints before the block
         self.unit.currentIndexChanged.connect(self._unit_changed)
         self.slicing.currentIndexChanged.connect(self._slicing_changed)
@@ -336,22 +348,34 @@ class RunsPanel(QWidget):
 
     # --- drawing --------------------------------------------------------------------------
     def show_notice(self, text: str, error: bool | None = None) -> None:
-        """Show ``text`` in the banner (an error unless ``error`` is False) until the next run
-        starts or the next message, below the runs in flight."""
-        self._message = (text, True if error is None else bool(error), self.controller.started)
+        """Add ``text`` to the banner (an error unless ``error`` is False) until a run starts or
+        ends (or newer messages push it out)."""
+        self._add_message(text, True if error is None else bool(error), outcome=False)
+
+    def _show_outcome(self, text: str, error: bool) -> None:
+        self._add_message(text, error, outcome=True)
+
+    def _add_message(self, text: str, error: bool, *, outcome: bool) -> None:
+        c = self.controller
+        kept = [m for m in self._current_messages() if m[:3] != (text, error, outcome)]   # the same: once
+        self._messages = [*kept, (text, error, outcome, c.started, c.ended)][-MESSAGES_SHOWN:]
         self._paint_banner()
+
+    def _current_messages(self) -> list[tuple[str, bool, bool, int, int]]:
+        c = self.controller
+        return [m for m in self._messages if m[3] == c.started and (m[2] or m[4] == c.ended)]
 
     def _paint_banner(self, *_args) -> None:
         c = self.controller
-        lines = c.in_flight_lines()
-        message = self._message
-        error = False
-        if message is not None and message[2] == c.started:   # no run started since: still true
-            lines.append(message[0])
-            error = message[1]
-        color = theme.REF_LONG if c.banner else (theme.WARN if error else theme.FG)
-        _restyle(self.banner, f"color: {color}; font-weight: bold;")
-        text = "\n".join(lines)
+        self._messages = self._current_messages()
+        flight = "\n".join(c.in_flight_lines())
+        _restyle(self.in_flight, f"color: {theme.REF_LONG if c.banner else theme.FG}; font-weight: bold;")
+        if self.in_flight.text() != flight:
+            self.in_flight.setText(flight)
+        self.in_flight.setVisible(bool(flight))
+        error = bool(self._messages) and self._messages[-1][1]
+        _restyle(self.banner, f"color: {theme.WARN if error else theme.FG}; font-weight: bold;")
+        text = "\n".join(m[0] for m in self._messages)
         if self.banner.text() != text:
             self.banner.setText(text)
 
