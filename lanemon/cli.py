@@ -7,7 +7,17 @@
     lanemon install-desktop       add a launcher entry (--uninstall removes it)
     lanemon --version
 
-Bad input anywhere: one line on stderr and exit status 2, no traceback.
+Bad input anywhere: one line on stderr and exit status 2, no traceback, and
+before any work: ``measure --total`` is 1 to ``MAX_TOTAL`` iterations
+(``lanemon.work.report``), an output file (``--out``, ``--json``) must be
+creatable in an existing folder (checked by creating and removing a temporary
+file there), ``--version`` takes nothing else.
+
+An output file that cannot be written at the end (disk full, folder removed
+during the run): the figures were already printed on stdout; one line
+``lanemon: error: cannot write PATH: REASON`` on stderr, exit status 2, and no
+file half-written (``lanemon.files`` writes a temporary file and renames it;
+the temporary file is removed on failure, an older file of that name stays).
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ import asyncio
 import math
 import os
 import sys
+import tempfile
 
 from lanemon import __version__
 
@@ -34,7 +45,7 @@ class _Parser(argparse.ArgumentParser):
 
 # --- argument types -----------------------------------------------------------
 
-def _int_at_least(low: int):
+def _int_at_least(low: int, high: int | None = None, why_high: str = ""):
     def parse(text: str) -> int:
         try:
             value = int(text.replace("_", ""))
@@ -42,6 +53,8 @@ def _int_at_least(low: int):
             raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
         if value < low:
             raise argparse.ArgumentTypeError(f"{value} must be at least {low}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"{value:,} is more than the maximum, {high:,}{why_high}")
         return value
     return parse
 
@@ -61,16 +74,17 @@ def _ms(*, positive: bool):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from lanemon.work.report import DEFAULT_TOTAL
+    from lanemon.work.report import DEFAULT_TOTAL, MAX_TOTAL
     from lanemon.work.workers import KINDS
 
     parser = _Parser(prog="lanemon", description="Make event-loop responsiveness and scheduling contention visible.")
-    parser.add_argument("--version", action="version", version=f"lanemon {__version__}")
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     m = sub.add_parser("measure", help="run the job whole, sliced and in a worker; write the report")
-    m.add_argument("--total", type=_int_at_least(0), default=DEFAULT_TOTAL,
-                   help=f"iterations of the job (default {DEFAULT_TOTAL:,})")
+    m.add_argument("--total", type=_int_at_least(1, MAX_TOTAL, " (a whole run of it blocks ~50 s at 10 M iterations/s)"),
+                   default=DEFAULT_TOTAL,
+                   help=f"iterations of the job, 1 to {MAX_TOTAL:,} (default {DEFAULT_TOTAL:,})")
     how = m.add_mutually_exclusive_group()
     how.add_argument("--slice-size", type=_int_at_least(1), help="iterations per slice")
     how.add_argument("--slice-ms", type=_ms(positive=True), help="time budget per slice in ms (default 8)")
@@ -96,14 +110,31 @@ def build_parser() -> argparse.ArgumentParser:
 
 # --- commands -------------------------------------------------------------------
 
-def _check_writable(path: str) -> None:
+def _check_writable(path: str, option: str) -> None:
+    """Refuse (``BadInput``) an output path that cannot be written, before any work."""
+    if not path.strip():
+        raise BadInput(f"{option} needs a file name, got {path!r}")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise BadInput(f"cannot write {path}: folder {folder} does not exist")
     if os.path.isdir(path):
         raise BadInput(f"cannot write {path}: it is a folder")
-    if not os.access(folder, os.W_OK):
-        raise BadInput(f"cannot write {path}: folder {folder} is not writable")
+    try:  # the real test: a file can be created there (permissions, read-only disk, ACLs)
+        fd, probe = tempfile.mkstemp(prefix=".lanemon-", suffix=".probe", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise BadInput(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _write_json(path: str, data: object) -> None:
+    """``data`` written atomically to ``path``, or ``BadInput`` saying why not (nothing half-written)."""
+    from lanemon.files import write_json
+
+    try:
+        write_json(path, data)
+    except OSError as exc:
+        raise BadInput(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 class _StderrProgress:
@@ -128,12 +159,11 @@ class _StderrProgress:
 
 
 def cmd_measure(args) -> int:
-    from lanemon.files import write_json
     from lanemon.work.report import measure, summary
     from lanemon.work.workers import shutdown_workers
 
-    if args.out:
-        _check_writable(args.out)
+    if args.out is not None:
+        _check_writable(args.out, "--out")
     progress = _StderrProgress()
 
     async def go():
@@ -145,9 +175,9 @@ def cmd_measure(args) -> int:
 
     report = asyncio.run(go())
     progress.done()
-    print(summary(report))
-    if args.out:
-        write_json(args.out, report)
+    print(summary(report), flush=True)      # on stdout first: a failed write loses nothing
+    if args.out is not None:
+        _write_json(args.out, report)
         print(f"report written to {args.out}")
     return 0
 
@@ -167,10 +197,9 @@ def cmd_place(args) -> int:
 
 def cmd_bench(args) -> int:
     from lanemon import bench
-    from lanemon.files import write_json
 
-    if args.json:
-        _check_writable(args.json)
+    if args.json is not None:
+        _check_writable(args.json, "--json")
     names = bench.available() if args.name == "all" else [args.name]
     figures = {}
     for name in names:
@@ -179,8 +208,9 @@ def cmd_bench(args) -> int:
         print(f"== {name} ==")
         figures[name] = bench.run(name, print)
         print()
-    if args.json:
-        write_json(args.json, figures)
+    if args.json is not None:
+        sys.stdout.flush()                  # the figures are out before a failed write is said
+        _write_json(args.json, figures)
         print(f"figures written to {args.json}")
     return 0
 
@@ -233,6 +263,11 @@ def main(argv: list[str] | None = None) -> int:
     multiprocessing.freeze_support()
     try:
         args = build_parser().parse_args(argv)
+        if args.version:
+            if args.command is not None:
+                raise BadInput("--version takes no other arguments")
+            print(f"lanemon {__version__}")
+            return 0
         return COMMANDS[args.command](args)
     except BadInput as exc:
         print(f"lanemon: error: {exc}", file=sys.stderr)

@@ -26,6 +26,19 @@ def test_place_shared_state_and_threshold(capsys):
     assert capsys.readouterr().out.splitlines()[0] == "loop"
 
 
+@pytest.fixture
+def no_work(monkeypatch):
+    """Bad input is refused before any work: a measure or benchmark that starts fails the test."""
+    import lanemon.bench
+    import lanemon.work.report
+
+    def started(*_args, **_kwargs):
+        raise AssertionError("work started on bad input")
+
+    monkeypatch.setattr(lanemon.work.report, "measure", started)
+    monkeypatch.setattr(lanemon.bench, "run", started)
+
+
 @pytest.mark.parametrize("argv", [
     ["place"],
     ["place", "--cpu-ms", "nan"],
@@ -41,8 +54,19 @@ def test_place_shared_state_and_threshold(capsys):
     ["measure", "--out", "/no/such/folder/r.json"],
     ["bench", "nosuch"],
     ["frobnicate"],
+    # a job of no iterations has no times to compare (the ratios were meaningless)
+    ["measure", "--total", "0"],
+    # above MAX_TOTAL: the whole run never ended in practice
+    ["measure", "--total", "99999999999999999999999"],
+    ["measure", "--total", "500_000_001"],
+    # an empty output name was ignored after the whole run
+    ["measure", "--out", ""],
+    ["measure", "--out", "   "],
+    ["bench", "lag", "--json", ""],
+    ["--version", "extra"],
+    ["--version", "measure"],
 ])
-def test_bad_input_is_one_line_and_exit_2(argv, capsys):
+def test_bad_input_is_one_line_and_exit_2(argv, capsys, no_work):
     assert main(argv) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
@@ -83,3 +107,103 @@ def test_window_without_a_display_is_one_line_not_an_abort():
     out = subprocess.run([sys.executable, "-m", "lanemon"], capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 2
     assert out.stderr.startswith("lanemon: error: no display") and out.stderr.count("\n") == 1
+
+
+def test_the_largest_total_is_accepted(monkeypatch, capsys):
+    """MAX_TOTAL itself is a valid size (the refusal is above it), shared with the window."""
+    import lanemon.work.report
+    from lanemon.ui import runs_panel
+    from lanemon.work.report import MAX_TOTAL
+
+    class Accepted(Exception):
+        """Stop here: the size got through to the measurement."""
+
+    async def fake_measure(total, **_kwargs):
+        raise Accepted(total)
+
+    monkeypatch.setattr(lanemon.work.report, "measure", fake_measure)
+    with pytest.raises(Accepted) as caught:
+        main(["measure", "--total", str(MAX_TOTAL)])
+    assert caught.value.args == (MAX_TOTAL,)
+    assert runs_panel.MAX_TOTAL is MAX_TOTAL
+
+
+def _full_disk(monkeypatch):
+    """Every JSON write lanemon.files makes runs out of space half-way through."""
+    import errno
+    import os
+
+    import lanemon.files
+
+    class FullDisk:
+        @staticmethod
+        def dump(_data, fh, **_kwargs):
+            fh.write('{"runs": {"whole": ')
+            fh.flush()
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(lanemon.files, "json", FullDisk)
+
+
+TINY = ["measure", "--total", "3000", "--slice-size", "1000", "--worker", "thread"]
+
+
+def test_a_report_that_cannot_be_written_is_one_line_exit_2_and_nothing_half_written(tmp_path, monkeypatch, capsys):
+    """Regression: a full disk at the end of measure was a traceback and exit 1."""
+    target = tmp_path / "r.json"
+    target.write_text("the older report\n")
+    _full_disk(monkeypatch)
+    assert main([*TINY, "--out", str(target)]) == 2
+    out, err = capsys.readouterr()
+    assert "all three equal" in out and str(hash_range(0, 3000)) in out   # the result is not lost
+    assert "report written" not in out
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1] == f"lanemon: error: cannot write {target}: No space left on device"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]     # no temporary file left
+    assert target.read_text() == "the older report\n"                   # the older file intact
+
+
+def test_a_folder_removed_during_the_run_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
+    import shutil
+
+    import lanemon.work.report
+
+    folder = tmp_path / "out"
+    folder.mkdir()
+    real = lanemon.work.report.measure
+
+    async def measure_then_remove_the_folder(*args, **kwargs):
+        report = await real(*args, **kwargs)
+        shutil.rmtree(folder)
+        return report
+
+    monkeypatch.setattr(lanemon.work.report, "measure", measure_then_remove_the_folder)
+    target = folder / "r.json"
+    assert main([*TINY, "--out", str(target)]) == 2
+    out, err = capsys.readouterr()
+    assert "all three equal" in out
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1] == f"lanemon: error: cannot write {target}: No such file or directory"
+    assert not folder.exists()
+
+
+def test_bench_figures_that_cannot_be_written_are_one_line_exit_2(tmp_path, monkeypatch, capsys):
+    import lanemon.bench
+
+    def tiny_bench(name, out=print):
+        out(f"{name}: 1.0 ms (a stand-in figure)")
+        return {"ms": 1.0}
+
+    monkeypatch.setattr(lanemon.bench, "run", tiny_bench)
+    _full_disk(monkeypatch)
+    target = tmp_path / "b.json"
+    assert main(["bench", "lag", "--json", str(target)]) == 2
+    out, err = capsys.readouterr()
+    assert "lag: 1.0 ms" in out and "figures written" not in out
+    assert err.strip().splitlines() == [f"lanemon: error: cannot write {target}: No space left on device"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_version_alone_prints_the_version(capsys):
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"lanemon {__version__}"

@@ -254,3 +254,202 @@ def test_report_says_what_is_missing(qtbot):
     rc, message, errors = run_window(scenario)
     assert rc == 0 and errors == []
     assert message and "sliced" in message and "worker" in message
+
+
+# --- runs in flight: cancel, timeout, died, and the banner ---------------------------------
+
+import signal  # noqa: E402
+
+
+def _release(pid: int) -> None:
+    """Leave nothing behind: a stopped test victim is resumed and killed."""
+    for sig in (signal.SIGCONT, signal.SIGKILL):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+async def _busy_warm_worker(win, total=2_000_000_000):
+    """A warm worker run of minutes started from the window, and its worker's pid."""
+    from lanemon.work import warm_pool
+
+    c = win.controller
+    await wait_until(lambda: c.machine.warm_roundtrip_ms is not None or c.machine.errors, 60)
+    assert not c.machine.errors, c.machine.errors
+    pool = warm_pool()
+    rec = c.start_worker(total, "warm")
+    await wait_until(lambda: pool.busy_pids(), 20)
+    return rec, pool, pool.busy_pids()[0]
+
+
+def test_a_hung_worker_run_is_cancelled_from_the_window_and_worker_runs_work_again(qtbot):
+    """Regression: a stopped (SIGSTOP) warm worker held its run for ever, every later worker run
+    was refused, and the banner kept the previous run's message."""
+    async def scenario(win):
+        c, panel = win.controller, win.runs_panel
+        await _finish(c, c.start_worker(50_000, "thread"))   # a previous outcome in the banner
+        await wait_until(lambda: "done" in panel.banner.text(), 5)
+        before = panel.banner.text()
+        rec, pool, victim = await _busy_warm_worker(win)
+        try:
+            os.kill(victim, signal.SIGSTOP)
+            panel.refresh()
+            in_flight = panel.in_flight.text(), panel.banner.text(), panel.cancel_btn.isEnabled()
+            refused = c.start_worker(1_000, "cold")              # one worker run at a time, said
+            refusal = panel.banner.text()
+            panel.cancel_btn.click()
+            await wait_until(lambda: not rec.running, 20)
+            await wait_until(lambda: _gone(victim) and len(pool.pids()) == pool.size, 20)
+            await asyncio.sleep(0.1)                             # the panel's coalesced refresh
+            cancelled = panel.in_flight.text(), panel.banner.text(), panel.cancel_btn.isEnabled()
+            again = await _finish(c, c.start_worker(60_000, "warm"))
+            await wait_until(lambda: f"#{again.id}" in panel.banner.text(), 5)
+            return before, rec, in_flight, refused, refusal, cancelled, again, panel.banner.text()
+        finally:
+            _release(victim)
+
+    rc, out, errors = run_window(scenario)
+    before, rec, in_flight, refused, refusal, cancelled, again, last = out
+    flight_text, banner_then, enabled = in_flight
+    flight_after, cancelled_text, still_enabled = cancelled
+    assert rc == 0 and errors == []
+    assert f"#{rec.id - 1}" in before and "done" in before
+    # while in flight: the run in flight is described; the previous run's outcome is gone
+    assert f"Run #{rec.id}" in flight_text and "running" in flight_text and "Esc" in flight_text
+    assert banner_then == "" and enabled
+    assert refused is None and "One worker run at a time" in refusal and "Esc" in refusal
+    assert rec.status == "cancelled" and rec.result is None
+    assert flight_after == ""
+    assert f"Run #{rec.id}" in cancelled_text and "cancelled" in cancelled_text
+    assert "worker process was stopped" in cancelled_text and not still_enabled
+    assert "One worker run at a time" not in cancelled_text     # that refusal is out of date now
+    assert again.result == hash_range(0, 60_000)
+    assert f"Run #{again.id}" in last and "done" in last and "cancelled" not in last
+    assert live_worker_pids() == []
+
+
+def test_esc_cancels_a_worker_run_in_flight_and_is_free_otherwise(qtbot):
+    """Esc stops the run in flight, except while a layer over the window (the shortcut list)
+    holds the focus: that Esc closes the layer; with nothing in flight Esc is not taken."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QApplication
+
+    def esc():
+        QTest.keyClick(QApplication.focusWidget(), Qt.Key.Key_Escape)
+
+    async def scenario(win):
+        c = win.controller
+        win.activateWindow()
+        await wait_until(lambda: QApplication.activeWindow() is win, 10)
+        win.chart.setFocus()
+        await wait_until(lambda: QApplication.focusWidget() is win.chart, 10)
+        rec = c.start_worker(2_000_000_000, "cold")
+        await wait_until(lambda: win.runs_panel.cancel_btn.isEnabled(), 10)
+        win.talk.toggle_overlay()                  # F1: the shortcut list over the window
+        await wait_until(lambda: win.talk.overlay.isVisible(), 5)
+        esc()                                      # closes the list, not the run
+        await wait_until(lambda: not win.talk.overlay.isVisible(), 5)
+        still_running = rec.running
+        await wait_until(lambda: QApplication.focusWidget() is win.chart, 5)
+        esc()                                      # now: the run
+        await wait_until(lambda: not rec.running, 20)
+        await wait_until(lambda: not win.runs_panel.cancel_btn.isEnabled(), 10)
+        idle_esc = win.runs_panel._esc.isEnabled()
+        return rec, still_running, idle_esc, live_worker_pids()
+
+    rc, (rec, still_running, idle_esc, pids), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert still_running
+    assert rec.status == "cancelled"
+    assert pids == []                  # the cold process was stopped
+    assert not idle_esc                # with nothing in flight, Esc is left to the rest of the window
+
+
+def test_a_hung_worker_run_times_out_and_says_so(qtbot):
+    from lanemon.ui.run_controller import WorkerTimeout
+
+    async def scenario(win):
+        c, panel = win.controller, win.runs_panel
+        c.worker_timeout = WorkerTimeout(factor=0, floor_s=1.0)   # a fixed 1 s limit
+        rec, pool, victim = await _busy_warm_worker(win)
+        try:
+            os.kill(victim, signal.SIGSTOP)
+            await wait_until(lambda: not rec.running, 30)
+            await wait_until(lambda: _gone(victim) and len(pool.pids()) == pool.size, 20)
+            await asyncio.sleep(0.1)
+            return rec, panel.banner.text()
+        finally:
+            _release(victim)
+
+    rc, (rec, banner), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert rec.status == "timed out" and rec.timeout_s == 1.0
+    assert f"Run #{rec.id}" in banner and "timed out" in banner and "1.0 s" in banner
+    assert "replacement" in banner
+
+
+def test_a_worker_that_dies_mid_run_is_said_in_the_banner(qtbot):
+    async def scenario(win):
+        rec, pool, victim = await _busy_warm_worker(win)
+        try:
+            os.kill(victim, signal.SIGKILL)
+            await wait_until(lambda: not rec.running, 20)
+            await asyncio.sleep(0.1)
+            return rec, victim, win.runs_panel.banner.text()
+        finally:
+            _release(victim)
+
+    rc, (rec, victim, banner), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert rec.status == "failed" and "WorkerDied" in rec.error
+    assert f"Run #{rec.id}" in banner and "died" in banner and str(victim) in banner
+    assert "replacement" in banner
+
+
+def test_a_whole_run_that_finished_while_a_close_was_pending_is_recorded_done(qtbot):
+    """Regression: the close came while the run waited for the tick after it (its work done):
+    it was recorded "cancelled". The close is asked the moment the result is in, as a click
+    queued during the block is handled right after it."""
+    total = 300_000
+
+    async def scenario(win):
+        c = win.controller
+        rec = c.start_whole(total)
+        asked = []
+
+        def close_once_the_work_is_done():
+            if rec.result is not None and not asked:
+                asked.append(True)
+                win.close()
+
+        c.changed.connect(close_once_the_work_is_done)
+        await wait_until(lambda: not rec.running, 30)
+        return rec, asked
+
+    rc, (rec, asked), errors = run_window(scenario)
+    assert rc == 0 and errors == [] and asked
+    assert rec.status == "done"
+    assert rec.result == hash_range(0, total) and rec.work_ms > 0
+    assert rec.stats is not None
+
+
+def test_the_job_size_is_limited_by_the_same_constant_as_the_command(qtbot):
+    from lanemon.work.report import MAX_TOTAL
+
+    async def scenario(win):
+        c, panel = win.controller, win.runs_panel
+        await wait_until(lambda: c.machine.rate_per_ms is not None, 30)
+        panel.set_job(10 * MAX_TOTAL, "iterations")
+        clamped = panel.job_total()
+        ms = 2 * MAX_TOTAL / c.machine.rate_per_ms              # twice the limit, in CPU ms
+        panel.set_job(round(ms), "CPU ms")
+        n = len(c.records)
+        panel.run_worker()
+        return clamped, len(c.records) - n, panel.banner.text()
+
+    rc, (clamped, started, banner), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert clamped == MAX_TOTAL
+    assert started == 0 and "too big" in banner and f"{MAX_TOTAL:,}" in banner

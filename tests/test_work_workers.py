@@ -182,3 +182,91 @@ def test_startup_costs_are_measured():
     assert cold > 0 and warm > 0
     # A pre-started worker is cheaper than starting one (same run, wide margin).
     assert warm < cold
+
+
+async def _until(predicate, timeout_s: float = 20.0) -> None:
+    """Yield to the loop until ``predicate()`` holds (``TimeoutError`` after ``timeout_s``)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not predicate():
+        if loop.time() > deadline:
+            raise TimeoutError(f"condition not reached within {timeout_s} s")
+        await asyncio.sleep(0.01)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def _release(pid: int) -> None:
+    """Leave nothing behind: a stopped test victim is resumed and killed."""
+    for sig in (signal.SIGCONT, signal.SIGKILL):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def test_a_warm_worker_that_dies_while_idle_is_replaced_without_waiting_for_a_call():
+    """Regression: the pool showed 1 live + 1 dead worker until the next call found the corpse."""
+    async def main():
+        pool = await warm_pool().astart()
+        victim = pool.pids()[0]
+        try:
+            os.kill(victim, signal.SIGKILL)
+            # no call: the pool must notice on its own
+            await _until(lambda: victim not in pool.pids() and len(pool.pids()) == pool.size)
+            return victim, sorted(pool.pids()), pool.size, len(pool._all)
+        finally:
+            _release(victim)
+
+    victim, pids, size, known = asyncio.run(main())
+    assert victim not in pids and len(pids) == size == known
+
+
+def test_cancelling_a_run_on_a_stopped_warm_worker_kills_it_and_the_pool_replaces_it_at_once():
+    """A hung worker (SIGSTOP) is stopped by a cancel; the replacement starts without a call."""
+    async def main():
+        pool = await warm_pool().astart()
+        job = asyncio.ensure_future(run_in_worker(10**10, "warm"))
+        await _until(lambda: pool.busy_pids())
+        victim = pool.busy_pids()[0]
+        try:
+            os.kill(victim, signal.SIGSTOP)
+            job.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await job
+            await _until(lambda: _gone(victim) and len(pool.pids()) == pool.size)
+            replaced = sorted(pool.pids())
+            after = await run_in_worker(40_000, "warm")
+            return victim, replaced, pool.size, after
+        finally:
+            _release(victim)
+
+    victim, replaced, size, after = asyncio.run(main())
+    assert victim not in replaced and len(replaced) == size
+    assert after == hash_range(0, 40_000)
+
+
+def test_a_timeout_around_a_stopped_worker_stops_it_and_further_runs_work():
+    async def main():
+        pool = await warm_pool().astart()
+        job = asyncio.ensure_future(run_in_worker(10**10, "warm"))
+        await _until(lambda: pool.busy_pids())
+        victim = pool.busy_pids()[0]
+        try:
+            os.kill(victim, signal.SIGSTOP)
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(0.2):
+                    await job
+            await _until(lambda: _gone(victim))
+            return victim, await asyncio.gather(*(run_in_worker(t, "warm") for t in (1_000, 2_000, 3_000)))
+        finally:
+            _release(victim)
+
+    victim, results = asyncio.run(main())
+    assert results == [hash_range(0, t) for t in (1_000, 2_000, 3_000)]

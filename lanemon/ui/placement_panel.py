@@ -35,7 +35,7 @@ from PySide6.QtWidgets import (
 )
 
 from lanemon.ui import theme
-from lanemon.ui.run_controller import RunController
+from lanemon.ui.run_controller import MAX_RECORDS, RunController
 from lanemon.ui.runs_model import RunRecord
 from lanemon.ui.tables import fit_columns
 from lanemon.work import DEFAULT_THRESHOLD_MS, decide
@@ -55,7 +55,7 @@ def _item(text: str, color: str | None = None, bold: bool = False, right: bool =
 
 
 PLACED_COLUMNS = ("run", "workMs", "place() · cold threshold", "warm threshold")
-PLACED_LIMIT = 1000      # rows kept (newest first); older placed runs leave the table
+PLACED_LIMIT = MAX_RECORDS   # rows kept (newest first), as many as the runs history; older ones leave
 
 
 class PlacedRunsModel(QAbstractTableModel):

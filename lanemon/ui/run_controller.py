@@ -6,14 +6,42 @@ changed through two signals:
 
 - ``changed()``: records or machine figures changed (views coalesce repaints);
 - ``notice(str)``: a one-line message for the user ("a sliced run is already
-  running", "blocking the loop for ~420 ms…", an error).
+  running", "blocking the loop for ~420 ms…", an error, a run's outcome);
+- ``said(str, bool)``: the same messages with whether each is an error (the
+  "blocking the loop" announcement is only a ``notice``: it is a run in
+  flight, see ``in_flight_lines``), except runs' outcomes:
+- ``outcome(str, bool)``: a run ended: its one-line outcome, and whether it is
+  an error (also a ``notice``). ``started`` and ``ended`` count the runs
+  started and ended, so a view can tell which messages are out of date.
 
 Runs: *whole* calls ``hash_range(0, total)`` on the loop (deliberately
 blocking, after announcing it and letting the window paint); *sliced* awaits
 ``run_sliced`` / ``run_sliced_budget``; *worker* awaits ``run_in_worker``. One
-run at a time per family (whole, sliced, worker); a refused start says why.
-Each finished run's lag figures are the heartbeat ticks fired during it plus
-the first tick after it (which measured a whole run's stall).
+run at a time per family (whole, sliced, worker): a second start of a family
+whose run is in flight is refused (not queued) and the refusal says which run
+is in flight and how to stop it. Each finished run's lag figures are the
+heartbeat ticks fired during it plus the first tick after it (which measured a
+whole run's stall).
+
+Every run ends with one outcome message (``outcome`` and ``notice``): done (with
+its time and result), failed (a worker that died says its pid and exit code),
+cancelled, or timed out. A run whose work finished is recorded done with its
+result even if a cancel (a close) came while it waited for the tick after it;
+only a run actually interrupted is "cancelled". A start refused because the
+window is closing says so.
+
+``cancel()`` stops the sliced and worker runs in flight (a whole run holds the
+loop: nothing can be clicked during it). A cancelled process worker is
+stopped, even a hung (SIGSTOP) one, and the warm pool starts its replacement.
+Worker runs also stop on their own after ``worker_timeout`` (``WorkerTimeout``:
+``max(floor_s, factor x expected)``, the expected time from this machine's
+calibration; ``None`` disables it); the outcome message says so.
+
+History: ``records`` keeps at most ``max_records`` runs (``MAX_RECORDS`` by
+default), the oldest dropped first, except runs in flight and the latest
+finished run of each family (the report and the placement panel use them);
+``dropped`` counts the runs dropped. The list object itself never changes (the
+results table holds it).
 """
 
 from __future__ import annotations
@@ -29,6 +57,7 @@ from lanemon.ui.runs_model import RunRecord
 from lanemon.work import (
     DEFAULT_THRESHOLD_MS,
     KINDS,
+    WorkerDied,
     calibrate_async,
     decide,
     hash_range,
@@ -47,6 +76,34 @@ from lanemon.work.report import build_report, slicing_figures
 PAINT_PAUSE_S = 0.05      # before a whole run: let "blocking the loop…" paint
 FLOOR_SETTLE_S = 0.3      # after start: let the first paints pass
 FLOOR_WINDOW_S = 1.0      # idle floor: this long of idle ticks
+MAX_RECORDS = 500         # runs kept in the history (see the module docstring)
+CANCEL_HINT = "Esc or Cancel stops it"
+
+
+@dataclass(frozen=True)
+class WorkerTimeout:
+    """When a worker run is stopped on its own: after ``max(floor_s, factor x expected)`` s.
+
+    ``expected`` is the job at this machine's calibrated rate plus, for a
+    process worker, its measured start-up (cold) or round trip (warm). Before
+    the calibration there is no expected time: then only ``factor == 0`` (a
+    fixed limit of ``floor_s``) applies, otherwise the run has no limit.
+    """
+
+    factor: float = 10.0
+    floor_s: float = 30.0
+
+    def seconds(self, expected_s: float | None) -> float | None:
+        if expected_s is None:
+            return self.floor_s if self.factor == 0 else None
+        return max(self.floor_s, self.factor * expected_s)
+
+
+WORKER_TIMEOUT = WorkerTimeout()
+
+
+class RunTimedOut(Exception):
+    """A worker run took longer than its ``WorkerTimeout`` allowed; its worker was stopped."""
 
 
 @dataclass
@@ -84,15 +141,28 @@ class Phase:
 class RunController(QObject):
     changed = Signal()
     notice = Signal(str)
+    said = Signal(str, bool)
+    outcome = Signal(str, bool)
 
-    def __init__(self, heartbeat: Heartbeat, parent: QObject | None = None) -> None:
+    def __init__(self, heartbeat: Heartbeat, parent: QObject | None = None, *,
+                 max_records: int = MAX_RECORDS) -> None:
         super().__init__(parent)
+        if isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 1:
+            raise ValueError(f"max_records must be a positive integer, got {max_records!r}")
         self.heartbeat = heartbeat
         self.records: list[RunRecord] = []
+        self.max_records = max_records
+        self.dropped = 0           # runs dropped from ``records`` (oldest first)
+        self._latest: dict[tuple[str, int | None], RunRecord] = {}   # (family, total or None) -> latest done
+        self.started = 0           # runs started so far (a view's messages older than a start are stale)
+        self.ended = 0             # runs ended so far
+        self.worker_timeout: WorkerTimeout | None = WORKER_TIMEOUT
         self.machine = MachineFigures()
         self.phases: list[Phase] = []
         self.banner = ""           # "blocking the loop for ~N ms…" while a whole run is announced
         self._busy: dict[str, RunRecord] = {}
+        self._run_tasks: dict[int, asyncio.Task] = {}
+        self._cancel_asked: set[int] = set()
         self._tasks: set[asyncio.Task] = set()
         self._next_id = 1
         self._closing = False
@@ -110,11 +180,43 @@ class RunController(QObject):
         rate = self.machine.rate_per_ms
         return max(1, int(round(rate * ms))) if rate else None
 
+    def expected_s(self, total: int, kind: str) -> float | None:
+        """How long a run of ``total`` by ``kind`` should take here, in s (``None``: not calibrated)."""
+        est = self.estimate_ms(total)
+        if est is None:
+            return None
+        m = self.machine
+        extra = {"cold": m.cold_startup_ms, "warm": m.warm_roundtrip_ms}.get(kind) or 0.0
+        return (est + extra) / 1000.0
+
+    def cancellable(self) -> list[RunRecord]:
+        """The runs in flight that ``cancel()`` stops (sliced and worker)."""
+        return [rec for family in ("sliced", "worker") if (rec := self._busy.get(family)) is not None]
+
+    def in_flight_lines(self, now: float | None = None) -> list[str]:
+        """One line per run in flight, saying what it is and how to stop it."""
+        now = time.perf_counter() if now is None else now
+        lines = []
+        for family in ("whole", "sliced", "worker"):
+            rec = self._busy.get(family)
+            if rec is None:
+                continue
+            if family == "whole":
+                lines.append(self.banner or f"Run #{rec.id} (whole): about to block the loop…")
+            elif family == "sliced":
+                lines.append(f"Run #{rec.id} (sliced): {100 * rec.progress:.0f}% done; {CANCEL_HINT}.")
+            else:
+                exp = f" of ~{_secs(rec.expected_s)}" if rec.expected_s is not None else ""
+                limit = (f", stops by itself at {_secs(rec.timeout_s)}" if rec.timeout_s is not None
+                         else ", no automatic stop (not calibrated yet)")
+                lines.append(f"Run #{rec.id} ({rec.label}): running {_secs(now - rec.t_start)}{exp}; "
+                             f"{CANCEL_HINT}{limit}.")
+        return lines
+
     def latest(self, family: str, total: int | None = None) -> RunRecord | None:
-        for rec in reversed(self.records):
-            if rec.status == "done" and rec.family == family and (total is None or rec.total == total):
-                return rec
-        return None
+        """The latest finished run of ``family`` (of ``total`` iterations, if given) still in
+        the history; looked up, not searched (the panels ask on every refresh)."""
+        return self._latest.get((family, total))
 
     # --- tasks ---------------------------------------------------------------------
     def _spawn(self, coro) -> asyncio.Task:
@@ -134,26 +236,74 @@ class RunController(QObject):
         self._closing = True
         await cancel_and_wait(self._tasks)
 
+    def cancel(self) -> list[RunRecord]:
+        """Stop the sliced and worker runs in flight; the records that were asked to stop.
+
+        Each ends "cancelled" (unless its work had already finished: then it
+        is done) with its outcome message; a process worker is stopped, even a
+        hung one, and the warm pool starts a replacement."""
+        asked = []
+        for rec in self.cancellable():
+            task = self._run_tasks.get(rec.id)
+            if task is not None and not task.done():
+                self._cancel_asked.add(rec.id)
+                task.cancel()
+                asked.append(rec)
+        return asked
+
+    def _say(self, text: str, error: bool = True, *, outcome: bool = False) -> None:
+        (self.outcome if outcome else self.said).emit(text, error)
+        self.notice.emit(text)
+
     # --- starting runs -----------------------------------------------------------
     def _admit(self, family: str, kind: str, total: int, how: str = "") -> RunRecord | None:
         if self._closing:
+            self._say(f"Not started: lanemon is closing (no new {family} run).")
             return None
         running = self._busy.get(family)
         if running is not None:
             what = f" ({100 * running.progress:.0f}% done)" if family == "sliced" else ""
-            self.notice.emit(f"One {family} run at a time: run #{running.id} ({running.label}) is still running{what}.")
+            stop = f"; {CANCEL_HINT}" if family != "whole" else ""
+            self._say(f"One {family} run at a time: run #{running.id} ({running.label}) is still running{what}{stop}.")
             return None
         rec = RunRecord(id=self._next_id, kind=kind, total=total, t_start=time.perf_counter(), how=how)
         self._next_id += 1
+        self.started += 1
         self.records.append(rec)
         self._busy[family] = rec
+        self._trim()
         self.changed.emit()
         return rec
+
+    def _trim(self) -> None:
+        """Drop the oldest runs beyond ``max_records`` (see the module docstring)."""
+        excess = len(self.records) - self.max_records
+        if excess <= 0:
+            return
+        keep = {id(rec) for rec in self._busy.values()}
+        families = set()
+        for rec in reversed(self.records):
+            if rec.status == "done" and rec.family not in families:
+                families.add(rec.family)
+                keep.add(id(rec))
+        drop = set()
+        for rec in self.records:
+            if len(drop) == excess:
+                break
+            if id(rec) not in keep:
+                drop.add(id(rec))
+        self.records[:] = [rec for rec in self.records if id(rec) not in drop]
+        self.dropped += len(drop)
+        for key in [k for k, rec in self._latest.items() if id(rec) in drop]:
+            del self._latest[key]        # a size's latest run left the history: none is known now
+
+    def _start(self, rec: RunRecord, body) -> None:
+        self._run_tasks[rec.id] = self._spawn(self._run(rec, body))
 
     def start_whole(self, total: int) -> RunRecord | None:
         rec = self._admit("whole", "whole", total, "one piece, on the loop")
         if rec is not None:
-            self._spawn(self._run(rec, lambda: self._whole_body(rec)))
+            self._start(rec, lambda: self._whole_body(rec))
         return rec
 
     def start_sliced(self, total: int, *, slice_size: int | None = None,
@@ -172,7 +322,7 @@ class RunController(QObject):
             body = lambda: self._sliced_body(run_sliced(total, slice_size, on_slice=progress))  # noqa: E731
         else:
             body = lambda: self._sliced_body(run_sliced_budget(total, slice_ms, on_slice=progress))  # noqa: E731
-        self._spawn(self._run(rec, body))
+        self._start(rec, body)
         return rec
 
     def start_worker(self, total: int, kind: str) -> RunRecord | None:
@@ -180,14 +330,16 @@ class RunController(QObject):
             raise ValueError(f"unknown worker kind {kind!r}")
         rec = self._admit("worker", kind, total, f"{kind} worker")
         if rec is not None:
-            self._spawn(self._run(rec, lambda: self._worker_body(total, kind)))
+            rec.expected_s = self.expected_s(total, kind)
+            rec.timeout_s = self.worker_timeout.seconds(rec.expected_s) if self.worker_timeout else None
+            self._start(rec, lambda: self._worker_body(rec))
         return rec
 
     # --- run bodies: each returns (result, slices) -----------------------------------
     async def _whole_body(self, rec: RunRecord):
         est = self.estimate_ms(rec.total)
-        self.banner = (f"Blocking the loop for ~{est:,.0f} ms…" if est is not None
-                       else "Blocking the loop…")
+        self.banner = (f"Blocking the loop for ~{est:,.0f} ms (run #{rec.id}, whole)…" if est is not None
+                       else f"Blocking the loop (run #{rec.id}, whole)…")
         self.notice.emit(self.banner)
         self.changed.emit()
         try:
@@ -204,34 +356,92 @@ class RunController(QObject):
         return res.result, res.slices
 
     @staticmethod
-    async def _worker_body(total: int, kind: str):
-        return await run_in_worker(total, kind), None
+    async def _worker_body(rec: RunRecord):
+        if rec.timeout_s is None:
+            return await run_in_worker(rec.total, rec.kind), None
+        try:
+            async with asyncio.timeout(rec.timeout_s):
+                return await run_in_worker(rec.total, rec.kind), None
+        except TimeoutError:
+            raise RunTimedOut(f"no answer after {_secs(rec.timeout_s)}") from None
 
     async def _run(self, rec: RunRecord, body) -> None:
         """Run ``body()`` (a coroutine factory returning ``(result, slices)``) as ``rec``."""
+        finished = died = False
         try:
             result, slices = await body()
+            finished = True
             rec.t_end = time.perf_counter()
             rec.work_ms = (rec.t_end - rec.t_start) * 1000.0
             rec.result, rec.slices, rec.progress = result, slices, 1.0
             self.changed.emit()
             # the first tick after the run measured a whole run's stall: wait for it
             await self.heartbeat.wait_tick_after(rec.t_end)
-            rec.stats = lag_stats(self.heartbeat.in_range(rec.t_start, rec.t_end))
-            rec.status = "done"
-            self._place(rec)
+            self._finish(rec)
         except asyncio.CancelledError:
-            rec.status = "cancelled"
+            if not finished:
+                rec.status = "cancelled"
+                raise
+            # finished is finished: the cancel (a close) only cut the wait for the tick that
+            # measured the run's stall; that tick is due now (the heartbeat still runs)
+            try:
+                await self.heartbeat.wait_tick_after(rec.t_end, timeout_s=0.5)
+            except asyncio.CancelledError:
+                pass
+            self._finish(rec)
             raise
+        except RunTimedOut as exc:
+            rec.status = "timed out"
+            rec.error = str(exc)
         except Exception as exc:
             rec.status = "failed"
             rec.error = f"{type(exc).__name__}: {exc}"
-            self.notice.emit(f"Run #{rec.id} ({rec.label}) failed: {rec.error}")
+            died = isinstance(exc, WorkerDied)
         finally:
             if rec.t_end is None:
                 rec.t_end = time.perf_counter()
             self._busy.pop(rec.family, None)
+            self._run_tasks.pop(rec.id, None)
+            by_user = rec.id in self._cancel_asked
+            self._cancel_asked.discard(rec.id)
+            self.ended += 1
+            if not (self._closing and rec.status == "cancelled"):
+                text, error = self._outcome(rec, by_user, died)
+                self._say(text, error, outcome=True)
             self.changed.emit()
+
+    def _finish(self, rec: RunRecord) -> None:
+        rec.stats = lag_stats(self.heartbeat.in_range(rec.t_start, rec.t_end))
+        rec.status = "done"
+        self._place(rec)
+        for key in ((rec.family, None), (rec.family, rec.total)):
+            old = self._latest.get(key)
+            if old is None or old.id < rec.id:     # runs can end out of order
+                self._latest[key] = rec
+
+    def _outcome(self, rec: RunRecord, by_user: bool, died: bool = False) -> tuple[str, bool]:
+        """The one-line outcome of an ended run, and whether it is an error."""
+        head = f"Run #{rec.id} ({rec.label})"
+        process = rec.kind in ("cold", "warm")
+        replaced = "; the warm pool starts a replacement" if rec.kind == "warm" else ""
+        if rec.status == "done":
+            return f"{head} done in {rec.work_ms:,.1f} ms, result {rec.result}.", False
+        if rec.status == "timed out":
+            stopped = f"its worker process was stopped{replaced}" if process else "the thread stops at its next check"
+            expected = f" (expected ~{_secs(rec.expected_s)})" if rec.expected_s is not None else ""
+            return (f"{head} timed out: {rec.error}{expected}; {stopped}. "
+                    f"Was the worker stopped or the machine very busy?"), True
+        if rec.status == "cancelled":
+            if rec.family == "sliced":
+                return f"{head} cancelled at {100 * rec.progress:.0f}%.", not by_user
+            if process:
+                return f"{head} cancelled: its worker process was stopped{replaced}.", not by_user
+            if rec.family == "worker":
+                return f"{head} cancelled: the thread stops at its next check.", not by_user
+            return f"{head} cancelled.", not by_user
+        if died:
+            return f"{head} failed: {rec.error}{replaced}.", True
+        return f"{head} failed: {rec.error}", True
 
     def _place(self, rec: RunRecord) -> None:
         job = {"cpu_ms": rec.work_ms, "shared_state": False}
@@ -303,3 +513,16 @@ class RunController(QObject):
         missing = [f for f in ("whole", "sliced", "worker") if self.latest(f, total) is None]
         raise ValueError(f"The report needs a whole, a sliced and a worker run of the same size; "
                          f"for {total:,} iterations, still missing: {', '.join(missing)}.")
+
+
+def _secs(s: float | None) -> str:
+    """A duration for a message: "0.42 s", "3.1 s", "42 s", "3 min 20 s"."""
+    if s is None:
+        return "?"
+    if s < 1:
+        return f"{s:.2f} s"
+    if s < 10:
+        return f"{s:.1f} s"
+    if s < 120:
+        return f"{s:.0f} s"
+    return f"{int(s // 60)} min {int(s % 60)} s"

@@ -26,7 +26,7 @@ class RunRecord:
     t_start: float             # time.perf_counter()
     how: str = ""              # "8 ms budget", "slices of 100,000", ...
     t_end: float | None = None
-    status: str = "running"    # running | done | failed | cancelled
+    status: str = "running"    # running | done | failed | cancelled | timed out
     progress: float = 0.0      # 0..1 (sliced runs)
     work_ms: float | None = None
     result: int | None = None
@@ -35,6 +35,8 @@ class RunRecord:
     error: str | None = None
     placement_cold: Placement | None = None   # place() with the cold start-up threshold
     placement_warm: Placement | None = None   # place() with the warm round-trip threshold
+    expected_s: float | None = None   # worker runs: the expected time here (None: not calibrated)
+    timeout_s: float | None = None    # worker runs: stopped on their own after this long (None: never)
     extra: dict = field(default_factory=dict)
 
     @property
@@ -79,15 +81,15 @@ class RunsTableModel(QAbstractTableModel):
     run is in flight; a model reset repainted the whole table and its header,
     ~3 ms, each time). Only new records and rows that were still running are
     read, so a refresh costs the same at run 300 as at run 3 (a finished run's
-    row never changes). Records removed from the front (a bounded history) or
-    reordered: a reset."""
+    row never changes). Records dropped by a bounded history leave their rows
+    (found by identity, no text formatted); records reordered: a reset."""
 
     def __init__(self, records: list[RunRecord], parent=None) -> None:
         super().__init__(parent)
         self._records = records
         self._rows: list[RunRecord] = []
         self._shown: list[tuple] = []      # what each row showed when last announced
-        self._live: set[int] = set()       # rows still running when last looked at: the only ones that change
+        self._live: list[RunRecord] = []   # runs still running when last looked at: the only rows that change
 
     def colours_changed(self) -> None:
         """The theme changed: every row is drawn again (``refresh`` only announces changed texts)."""
@@ -106,38 +108,47 @@ class RunsTableModel(QAbstractTableModel):
             if rec is known:
                 break
             new += 1
-        keep = len(records) - new          # rows already shown that are still in the records
-        if (known is not None and keep == 0) or keep > len(self._rows) \
-                or (keep and self._rows[keep - 1] is not records[0]):
-            # records were reordered or replaced (not appended, not dropped from the front)
-            self.beginResetModel()
-            self._rows = list(reversed(records))
-            self._shown = [self._look(r) for r in self._rows]
-            self._live = {i for i, r in enumerate(self._rows) if r.running}
-            self.endResetModel()
+        if known is not None and new == len(records):
+            self._reset()                  # the newest row's record is gone: not a history we grew
             return
-        if keep < len(self._rows):         # the oldest records left the history
-            self.beginRemoveRows(QModelIndex(), keep, len(self._rows) - 1)
-            del self._rows[keep:], self._shown[keep:]
-            self._live = {i for i in self._live if i < keep}
-            self.endRemoveRows()
+        if len(self._rows) + new > len(records):
+            self._drop_departed()          # a bounded history dropped some records
+        if self._rows and (self._rows[-1] is not records[0] or self._rows[0] is not records[len(self._rows) - 1]):
+            self._reset()                  # reordered, not appended or dropped
+            return
         if new:
             self.beginInsertRows(QModelIndex(), 0, new - 1)
             fresh = [records[-1 - i] for i in range(new)]
             self._rows[:0] = fresh
             self._shown[:0] = [self._look(r) for r in fresh]
-            self._live = {i + new for i in self._live} | {i for i, r in enumerate(fresh) if r.running}
+            self._live.extend(r for r in fresh if r.running)
             self.endInsertRows()
-        for i in sorted(self._live):
-            if i < new:
-                continue
-            rec = self._rows[i]
+        for rec in list(self._live):
+            i = self._rows.index(rec)
             look = self._look(rec)
             if look != self._shown[i]:
                 self._shown[i] = look
                 self.dataChanged.emit(self.index(i, 0), self.index(i, len(COLUMNS) - 1))
             if not rec.running:
-                self._live.discard(i)
+                self._live.remove(rec)
+
+    def _drop_departed(self) -> None:
+        present = {id(r) for r in self._records}
+        for i in range(len(self._rows) - 1, -1, -1):     # bottom up: the indices above stay valid
+            rec = self._rows[i]
+            if id(rec) not in present:
+                self.beginRemoveRows(QModelIndex(), i, i)
+                del self._rows[i], self._shown[i]
+                if rec in self._live:
+                    self._live.remove(rec)
+                self.endRemoveRows()
+
+    def _reset(self) -> None:
+        self.beginResetModel()
+        self._rows = list(reversed(self._records))
+        self._shown = [self._look(r) for r in self._rows]
+        self._live = [r for r in self._rows if r.running]
+        self.endResetModel()
 
     def record(self, row: int) -> RunRecord:
         return self._rows[row]
@@ -181,7 +192,7 @@ class RunsTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ForegroundRole:
             if name == "kind":
                 return QBrush(theme.kind_color(rec.kind).darker(115))
-            if rec.status in ("failed", "cancelled"):
+            if rec.status in ("failed", "cancelled", "timed out"):
                 return QBrush(QColor(theme.MUTED))
         if role == Qt.ItemDataRole.ToolTipRole:
             if rec.error:

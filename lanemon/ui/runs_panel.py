@@ -2,13 +2,28 @@
 
 A thin view over ``RunController``: buttons call ``start_*``; the table and
 figures repaint (coalesced) when the controller says ``changed``.
+
+Under the buttons, the panel always describes the present: ``in_flight``
+has one line per run in flight (what it is, how long it has run, how to stop
+it) and ``banner`` the latest ``MESSAGES_SHOWN`` messages that are still
+true: the outcomes of the runs that ended since the last run started, and
+other messages (refusals, exports) said since the last run started or ended
+(a refusal naming a run in flight is out of date once that run ends). Cancel
+(or Esc, while a sliced or worker run is in flight and the focus is in the
+window's content) stops the sliced and worker runs in flight.
+
+The job size is at most ``MAX_TOTAL`` iterations (``lanemon.work.report``,
+the same limit as ``lanemon measure``); a CPU ms size beyond it is refused
+with a message.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QApplication,
     QComboBox,
     QDoubleSpinBox,
     QFileDialog,
@@ -16,6 +31,7 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
+    QMainWindow,
     QPushButton,
     QTableView,
     QVBoxLayout,
@@ -26,11 +42,13 @@ from lanemon.ui import exports, theme
 from lanemon.ui.run_controller import RunController
 from lanemon.ui.runs_model import COLUMNS, RunsTableModel
 from lanemon.ui.tables import fit_columns
+from lanemon.work.report import MAX_TOTAL
 from lanemon.work.slicing import AIM
 
 UNITS = ("iterations", "CPU ms")
 SLICING = ("ms budget", "size")
 DEFAULT_TOTAL = 4_000_000
+MESSAGES_SHOWN = 2
 
 
 def _restyle(widget, sheet: str) -> None:
@@ -59,7 +77,7 @@ class RunsPanel(QWidget):
         self.size = QDoubleSpinBox()
         self.size.setDecimals(0)
         self.size.setGroupSeparatorShown(True)
-        self.size.setRange(1, 2_000_000_000)
+        self.size.setRange(1, MAX_TOTAL)
         self.size.setValue(DEFAULT_TOTAL)
         self.unit = QComboBox()
         self.unit.addItems(UNITS)
@@ -95,7 +113,27 @@ class RunsPanel(QWidget):
         self.buttons["sliced"].clicked.connect(self.run_sliced)
         self.buttons["worker"].clicked.connect(self.run_worker)
 
+        self.cancel_btn = QPushButton("Cancel run (Esc)")
+        self.cancel_btn.setToolTip("stop the sliced and worker runs in flight (a stopped worker "
+                                   "process is killed and the warm pool replaces it)")
+        self.cancel_btn.setEnabled(False)
+        self.cancel_btn.clicked.connect(self.cancel_runs)
+        self._esc = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
+        self._esc.setContext(Qt.ShortcutContext.WindowShortcut)
+        self._esc.setEnabled(False)      # only while a run can be cancelled: Esc is free otherwise
+        self._esc.activated.connect(self.cancel_runs)
+        app = QApplication.instance()
+        if app is not None:              # a layer over the window (the shortcut list) keeps its Esc
+            app.focusChanged.connect(self._update_esc)
+        # (text, error, outcome, runs started then, runs ended then)
+        self._messages: list[tuple[str, bool, bool, int, int]] = []
+
+        self.in_flight = QLabel("")
+        self.in_flight.setWordWrap(True)
+        self.in_flight.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.in_flight.setTextFormat(Qt.TextFormat.PlainText)
         self.banner = QLabel("")
+        self.banner.setTextFormat(Qt.TextFormat.PlainText)
         self.banner.setWordWrap(True)
         self.banner.setMinimumHeight(48)
         self.banner.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
@@ -120,8 +158,13 @@ class RunsPanel(QWidget):
         for b in self.buttons.values():
             row.addWidget(b)
         grid.addLayout(row, 5, 0, 1, 3)
-        grid.addWidget(self.banner, 6, 0, 1, 3)
-        grid.setRowStretch(7, 1)
+        cancel_row = QHBoxLayout()
+        cancel_row.addStretch(1)
+        cancel_row.addWidget(self.cancel_btn)
+        grid.addLayout(cancel_row, 6, 0, 1, 3)
+        grid.addWidget(self.in_flight, 7, 0, 1, 3)
+        grid.addWidget(self.banner, 8, 0, 1, 3)
+        grid.setRowStretch(9, 1)
         grid.setColumnStretch(1, 1)
 
         # --- results -----------------------------------------------------------------
@@ -175,7 +218,9 @@ class RunsPanel(QWidget):
         self._progress_timer.setInterval(250)
         self._progress_timer.timeout.connect(self.refresh)
         controller.changed.connect(self.schedule_refresh)
-        controller.notice.connect(self.show_notice)
+        controller.said.connect(self.show_notice)
+        controller.outcome.connect(self._show_outcome)
+        controller.notice.connect(self._paint_banner)     # "blocking the loop…" paints before the block
         self.unit.currentIndexChanged.connect(self._unit_changed)
         self.slicing.currentIndexChanged.connect(self._slicing_changed)
         for w in (self.size, self.slice_value):
@@ -220,7 +265,7 @@ class RunsPanel(QWidget):
             self.size.setValue(round(est) if est else 400)
         else:
             total = self.controller.iterations_for_ms(self.size.value())
-            self.size.setRange(1, 2_000_000_000)
+            self.size.setRange(1, MAX_TOTAL)
             self.size.setValue(total or DEFAULT_TOTAL)
         self.schedule_refresh()
 
@@ -245,7 +290,30 @@ class RunsPanel(QWidget):
         total = self.job_total()
         if total is None:
             self.show_notice("Still calibrating this machine; the CPU ms size is ready in a moment.")
+        elif total > MAX_TOTAL:
+            est = self.controller.estimate_ms(MAX_TOTAL)
+            here = f" (~{est / 1000:,.0f} s of CPU here)" if est else ""
+            self.show_notice(f"The job is too big: {total:,} iterations; at most {MAX_TOTAL:,}{here}.")
+            return None
         return total
+
+    def _update_esc(self, *_args) -> None:
+        """Esc cancels while a run can be cancelled and the focus is in the window's content
+        (not in a layer over it, such as the shortcut list, which closes on Esc)."""
+        self._esc.setEnabled(bool(self.controller.cancellable()) and self._focus_in_content())
+
+    def _focus_in_content(self) -> bool:
+        focus = QApplication.focusWidget()
+        if focus is None:
+            return True
+        win = self.window()
+        content = win.centralWidget() if isinstance(win, QMainWindow) else win
+        return content is not None and (focus is content or content.isAncestorOf(focus))
+
+    def cancel_runs(self) -> None:
+        """Stop the sliced and worker runs in flight (Cancel, Esc); say so if there is none."""
+        if not self.controller.cancel():
+            self.show_notice("No sliced or worker run in flight to cancel.", error=False)
 
     def run_whole(self) -> None:
         total = self._total_or_say()
@@ -286,11 +354,36 @@ class RunsPanel(QWidget):
 
     # --- drawing --------------------------------------------------------------------------
     def show_notice(self, text: str, error: bool | None = None) -> None:
-        if error is None:
-            error = not text.startswith("Blocking")
-        color = theme.REF_LONG if text.startswith("Blocking") else (theme.FG if not error else theme.WARN)
-        _restyle(self.banner, f"color: {color}; font-weight: bold;")
-        self.banner.setText(text)
+        """Add ``text`` to the banner (an error unless ``error`` is False) until a run starts or
+        ends (or newer messages push it out)."""
+        self._add_message(text, True if error is None else bool(error), outcome=False)
+
+    def _show_outcome(self, text: str, error: bool) -> None:
+        self._add_message(text, error, outcome=True)
+
+    def _add_message(self, text: str, error: bool, *, outcome: bool) -> None:
+        c = self.controller
+        kept = [m for m in self._current_messages() if m[:3] != (text, error, outcome)]   # the same: once
+        self._messages = [*kept, (text, error, outcome, c.started, c.ended)][-MESSAGES_SHOWN:]
+        self._paint_banner()
+
+    def _current_messages(self) -> list[tuple[str, bool, bool, int, int]]:
+        c = self.controller
+        return [m for m in self._messages if m[3] == c.started and (m[2] or m[4] == c.ended)]
+
+    def _paint_banner(self, *_args) -> None:
+        c = self.controller
+        self._messages = self._current_messages()
+        flight = "\n".join(c.in_flight_lines())
+        _restyle(self.in_flight, f"color: {theme.REF_LONG if c.banner else theme.FG}; font-weight: bold;")
+        if self.in_flight.text() != flight:
+            self.in_flight.setText(flight)
+        self.in_flight.setVisible(bool(flight))
+        error = bool(self._messages) and self._messages[-1][1]
+        _restyle(self.banner, f"color: {theme.WARN if error else theme.FG}; font-weight: bold;")
+        text = "\n".join(m[0] for m in self._messages)
+        if self.banner.text() != text:
+            self.banner.setText(text)
 
     def schedule_refresh(self) -> None:
         if not self._refresh_timer.isActive():
@@ -304,7 +397,8 @@ class RunsPanel(QWidget):
             est = c.estimate_ms(total)
             self.size_hint.setText(f"≈ {est:,.0f} ms of CPU on this machine" if est else "calibrating…")
         else:
-            self.size_hint.setText(f"= {total:,} iterations" if total else "calibrating…")
+            over = f", over the maximum of {MAX_TOTAL:,}" if total and total > MAX_TOTAL else ""
+            self.size_hint.setText(f"= {total:,} iterations{over}" if total else "calibrating…")
         if self.slicing.currentText() == "ms budget":
             # slices aim at AIM of the budget (lanemon.work.slicing), so that one that runs
             # slow still stays within it
@@ -330,10 +424,9 @@ class RunsPanel(QWidget):
                 b.setText(f"{base} {100 * rec.progress:.0f}%" if family == "sliced" else f"{base}…")
             b.setToolTip(self._tips[family] + ("" if rec is None else
                          f"\nRun #{rec.id} is running: one {family} run at a time."))
-        if c.banner:
-            self.show_notice(c.banner)
-        elif self.banner.text().startswith("Blocking"):
-            self.banner.setText("")
+        self.cancel_btn.setEnabled(bool(c.cancellable()))
+        self._update_esc()
+        self._paint_banner()
         if running and not self._progress_timer.isActive():
             self._progress_timer.start()
         elif not running:

@@ -21,9 +21,15 @@ Guarantees:
 - A worker process that dies (killed, crashed) makes the caller raise
   ``WorkerDied`` with the pid and exit code; it never hangs. The warm pool
   replaces the dead worker, so the next call works.
+- A warm worker that dies while idle is noticed when it dies (a helper thread
+  per worker waits on its process sentinel and tells the pool's loop), not at
+  the next call: the pool retires it and starts a replacement off the loop.
 - Cancelling the awaiting task stops the work: a cold process or the busy warm
-  worker is terminated (and replaced in the pool); a thread run stops at its
-  next checkpoint (every ``THREAD_CHECK_EVERY`` iterations).
+  worker is stopped, even a stopped (SIGSTOP) one, and the pool starts a
+  replacement at once; a thread run stops at its next checkpoint (every
+  ``THREAD_CHECK_EVERY`` iterations). No timeout is applied here: callers
+  that want one cancel (``asyncio.timeout``), which stops the worker the same
+  way.
 - ``shutdown_workers()`` leaves no worker process behind.
 - Process starts (and the first forkserver start) happen in a helper thread,
   never on the event loop, so starting a worker does not stall the loop.
@@ -37,6 +43,7 @@ import asyncio
 import multiprocessing
 import multiprocessing.connection
 import os
+import signal
 import sys
 import threading
 import time
@@ -134,8 +141,18 @@ def _unwrap(reply, proc, what: str):
 
 
 def _stop_process(proc, grace: float = 0.5) -> None:
+    """Terminate ``proc`` (then kill it after ``grace`` s) and wait for it.
+
+    A stopped process (SIGSTOP) gets SIGCONT after SIGTERM, so the SIGTERM is
+    delivered now instead of pending (which cost the whole grace period).
+    """
     if proc.is_alive():
         proc.terminate()
+        if hasattr(signal, "SIGCONT"):
+            try:
+                os.kill(proc.pid, signal.SIGCONT)
+            except (ProcessLookupError, PermissionError):
+                pass
         proc.join(grace)
     if proc.is_alive():
         proc.kill()
@@ -165,10 +182,15 @@ def _new_process(target, args: tuple, name: str, duplex: bool, generation: int |
         return proc, parent
 
 
-async def _start_off_loop(target, args: tuple, name: str, duplex: bool):
-    """``_new_process`` in a thread; a cancelled caller never leaks the process."""
+async def _start_off_loop(target, args: tuple, name: str, duplex: bool, generation: int | None = None):
+    """``_new_process`` in a thread; a cancelled caller never leaks the process.
+
+    ``generation`` is the shutdown generation the start belongs to (default:
+    the current one when this coroutine first runs); a start of an older
+    generation is refused."""
     loop = asyncio.get_running_loop()
-    fut = loop.run_in_executor(_waiters, _new_process, target, args, name, duplex, _generation)
+    gen = _generation if generation is None else generation
+    fut = loop.run_in_executor(_waiters, _new_process, target, args, name, duplex, gen)
     try:
         return await asyncio.shield(fut)
     except asyncio.CancelledError:
@@ -214,9 +236,16 @@ class _Worker:
 class WarmPool:
     """Processes started ahead and reused; see the module docstring.
 
-    The pool keeps ``size`` workers. A worker that died or was stopped
-    mid-job is retired and a replacement is started off the event loop; callers
-    waiting for a worker are served first come, first served.
+    The pool keeps ``size`` workers. A worker that died (busy or idle) or was
+    stopped mid-job (cancelled) is retired and a replacement is started off
+    the event loop right away; callers waiting for a worker are served first
+    come, first served.
+
+    An idle worker's death is noticed by a watcher thread (one per worker,
+    blocked on the process sentinel until the process ends), which hands the
+    news to the loop the pool was last used on; the loop retires the worker
+    and starts the replacement. A replacement that cannot be started is kept
+    in ``last_error`` (the next call tries again).
     """
 
     size: int = field(default_factory=lambda: max(2, os.cpu_count() or 2))
@@ -226,6 +255,11 @@ class WarmPool:
     _topup: object = None
     _replacing: object = None
     _closed: bool = False
+    _loop: object = None
+    # the shutdown generation this pool belongs to: its starts are refused after a shutdown, even
+    # those whose coroutine first runs after it (a gather schedules them a loop turn later)
+    _generation: int = field(default_factory=lambda: _generation)
+    last_error: str | None = None
 
     def _adopt(self, proc, conn) -> None:
         worker = _Worker(proc, conn)
@@ -233,7 +267,55 @@ class WarmPool:
             self._retire(worker)
             return
         self._all.append(worker)
+        threading.Thread(target=self._watch, args=(worker,), name="lanemon-warm-watch",
+                         daemon=True).start()
         self._release(worker)
+
+    def _watch(self, worker: _Worker) -> None:
+        """Watcher thread: wait for the process to end, then tell the loop.
+
+        The thread keeps ``worker`` (so its sentinel stays open) until the
+        process has ended; it only waits, never reads, so the loop's own
+        ``is_alive``/``join`` see the exit status as before."""
+        try:
+            multiprocessing.connection.wait([worker.proc.sentinel])
+        except (OSError, ValueError):
+            return
+        loop = self._loop
+        if loop is None:
+            return
+        try:
+            loop.call_soon_threadsafe(self._ended, worker)
+        except RuntimeError:  # that loop is closed: the next call finds the dead worker
+            pass
+
+    def _ended(self, worker: _Worker) -> None:
+        """On the loop: ``worker``'s process ended. Idle: retire and replace it
+        (a busy worker's call sees the death itself; a retired one is done)."""
+        if self._closed or worker not in self._idle:
+            return
+        self._retire(worker)
+        self._replace()
+
+    def _note_loop(self) -> None:
+        self._loop = asyncio.get_running_loop()
+
+    def _replace(self) -> None:
+        """Start the missing workers in the background (on the running loop)."""
+        if self._closed:
+            return
+        task = asyncio.get_running_loop().create_task(self.astart())
+        task.add_done_callback(self._replaced)
+        self._replacing = task
+
+    def _replaced(self, task: asyncio.Task) -> None:
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None and not self._closed:
+            self.last_error = f"{type(exc).__name__}: {exc}"
+        elif exc is None:
+            self.last_error = None
 
     def start(self) -> "WarmPool":
         """Start the missing workers now, blocking (call it off the loop or
@@ -241,13 +323,14 @@ class WarmPool:
         if self._closed:
             raise WorkerError("the warm pool is closed")
         while len(self._all) < self.size:
-            self._adopt(*_new_process(_kernel.serve, (), "lanemon-warm", True))
+            self._adopt(*_new_process(_kernel.serve, (), "lanemon-warm", True, self._generation))
         return self
 
     async def astart(self) -> "WarmPool":
         """Start the missing workers without blocking the event loop."""
         if self._closed:
             raise WorkerError("the warm pool is closed")
+        self._note_loop()
         loop = asyncio.get_running_loop()
         task = self._topup
         if task is None or task.done() or task.get_loop() is not loop:
@@ -259,7 +342,8 @@ class WarmPool:
         while not self._closed and len(self._all) < self.size:
             missing = self.size - len(self._all)
             started = await asyncio.gather(
-                *(_start_off_loop(_kernel.serve, (), "lanemon-warm", True) for _ in range(missing)))
+                *(_start_off_loop(_kernel.serve, (), "lanemon-warm", True, self._generation)
+                  for _ in range(missing)))
             for proc, conn in started:
                 self._adopt(proc, conn)
 
@@ -281,6 +365,7 @@ class WarmPool:
             self._idle.remove(worker)
 
     async def _acquire(self) -> _Worker:
+        self._note_loop()
         while True:
             if self._closed:
                 raise WorkerError("the warm pool is closed")
@@ -288,7 +373,7 @@ class WarmPool:
                 worker = self._idle.pop()
                 if worker.proc.is_alive():
                     return worker
-                self._retire(worker)  # died while idle
+                self._retire(worker)  # died while idle, its watcher's news not in yet
                 continue
             if len(self._all) < self.size:
                 await self.astart()
@@ -333,8 +418,7 @@ class WarmPool:
                 self._release(worker)
             else:  # died, failed to talk, cancelled mid-job, or closed: retire it
                 self._retire(worker, close_conn=not cancelled)
-                if not self._closed and not cancelled:  # died: start the replacement now
-                    self._replacing = asyncio.get_running_loop().create_task(self.astart())
+                self._replace()  # the replacement starts now, not at the next call
 
     def close(self) -> None:
         """Stop every worker; the pool refuses further calls."""

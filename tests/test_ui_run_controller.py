@@ -1,0 +1,83 @@
+"""RunController without the window: its history stays bounded, its refusals are said.
+
+The heartbeat is a real one that is not started: runs then end without waiting
+for a tick, and their lag figures are empty (these tests are about the records,
+not the figures). Worker runs use the thread kind: no process is started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from lanemon.ui.heartbeat import Heartbeat
+from lanemon.ui.run_controller import MAX_RECORDS, RunController
+from lanemon.ui.runs_model import RunsTableModel
+from lanemon.work import hash_range
+
+
+async def _done(rec, timeout_s: float = 30.0):
+    assert rec is not None
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while rec.running:
+        assert loop.time() < deadline, "the run did not end"
+        await asyncio.sleep(0.005)
+    assert rec.status == "done", rec.error
+    return rec
+
+
+def test_the_default_history_bound_is_a_named_constant(qapp):
+    assert RunController(Heartbeat()).max_records == MAX_RECORDS == 500
+    with pytest.raises(ValueError):
+        RunController(Heartbeat(), max_records=0)
+
+
+def test_the_history_is_bounded_and_the_table_and_report_keep_working(qapp):
+    """Regression: ``records`` grew by one per run for as long as the window was open."""
+    total = 3_000
+    c = RunController(Heartbeat(), max_records=5)
+    c.machine.cold_startup_ms = 5.0          # the report needs this machine's start-up figure
+    model = RunsTableModel(c.records)
+    records = c.records
+
+    async def main():
+        first_whole = await _done(c.start_whole(total))
+        sizes = []
+        for i in range(12):                  # far more runs than the bound
+            await _done(c.start_sliced(total + (i % 2), slice_size=500))
+            sizes.append(len(c.records))
+            model.refresh()
+        await _done(c.start_sliced(total, slice_size=1_000))
+        worker = await _done(c.start_worker(total, "thread"))
+        model.refresh()
+        return first_whole, worker, sizes
+
+    first_whole, worker, sizes = asyncio.run(main())
+    assert c.records is records                            # the table's list, trimmed in place
+    assert max(sizes) <= 5 and len(c.records) == 5
+    assert c.dropped == 15 - 5
+    ids = [r.id for r in c.records]
+    assert ids == sorted(ids) and ids[-1] == 15            # the newest kept, in order
+    assert first_whole in c.records                        # the latest whole run is kept however old
+    assert model.rowCount() == 5
+    assert [model.record(i) for i in range(5)] == list(reversed(c.records))
+    report = c.report()                                    # whole, the latest sliced and worker of one size
+    assert report["total"] == total
+    assert {r["result"] for r in report["runs"].values()} == {hash_range(0, total)}
+    assert report["runs"]["worker"]["workMs"] == round(worker.work_ms, 3)
+
+
+def test_a_start_refused_because_the_controller_is_closing_is_said(qapp):
+    c = RunController(Heartbeat())
+    said = []
+    c.said.connect(lambda text, error: said.append((text, error)))
+
+    async def main():
+        await c.shutdown()
+        return c.start_worker(1_000, "thread"), c.start_whole(1_000)
+
+    assert asyncio.run(main()) == (None, None)
+    assert c.records == []
+    assert len(said) == 2 and all("closing" in text and error for text, error in said)
