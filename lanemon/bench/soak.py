@@ -37,7 +37,9 @@ released ("release save" with no job chosen: every hold), presenter mode and
 the chart pause are turned off, as a user leaving would.
 
 Figures, per bucket of ``min(60 s, N min / 6)`` (so a short soak still has
-six), from the window's own heartbeat (``window.heartbeat``, 10 ms):
+six; a bucket closes once no whole run is under way and stays open half a
+bucket at least, so late closes shift the next), from the window's own
+heartbeat (``window.heartbeat``, 10 ms):
 
 - RSS at the bucket's end (``/proc/self/statm``; "n/a" where there is none),
   in MB of 2^20 bytes;
@@ -226,6 +228,7 @@ class Soak:
     buckets: list = field(default_factory=list)
     dialogs: dict = field(default_factory=dict)      # export -> save dialogs answered
     held: list = field(default_factory=list)         # job ids whose final save this script held
+    workers_seen: set = field(default_factory=set)   # worker pids alive at a bucket's end
     start: float = 0.0                               # the soak's start (perf_counter)
     _wholes: list = field(default_factory=list)      # whole runs not yet given to a bucket
 
@@ -312,12 +315,16 @@ class Soak:
         if not ids:
             return
         view = self.window.views["lanes"]
-        store = view.scheduler.store
+        sched, store = view.scheduler, view.scheduler.store
+        # the first not yet finished: it runs soonest, so its hold engages soon
+        target = next((j for j in ids if (v := sched.job(j)) is not None and v.phase != "done"), None)
+        if target is None:
+            return
         before = len(store.holds())
-        view.controls.set_job(ids[0])            # the first: runs soonest, so its hold engages
+        view.controls.set_job(target)
         view.controls.hold_button.click()
         if len(store.holds()) > before:
-            self.held.append(ids[0])
+            self.held.append(target)
             self.holds["set"] += 1
 
     async def _release(self, rng, _size) -> None:
@@ -410,9 +417,11 @@ class Soak:
 
     async def sample(self, bucket_s: float, n: int, driver: asyncio.Task) -> None:
         """Close ``n`` buckets of ``bucket_s`` (the last at the soak's end, once the driver is
-        done too)."""
+        done too). A bucket closes once no whole run is under way, and is open for at
+        least half a bucket."""
         from lanemon.ui.heartbeat import lag_stats
         from lanemon.ui.testing import wait_until
+        from lanemon.work import live_worker_pids
 
         w = self.window
         hb, c = w.heartbeat, w.controller
@@ -420,7 +429,10 @@ class Soak:
         carry: list[tuple[float, float]] = []    # the bench's own sample, before this bucket
         acted = 0
         for k in range(n):
-            delay = self.start + min(self.seconds, (k + 1) * bucket_s) - time.perf_counter()
+            # at its nominal end, but open for half a bucket at least (a bucket that closed
+            # late, after a whole run, does not leave the next one a sliver)
+            due = max(self.start + min(self.seconds, (k + 1) * bucket_s), open_t + bucket_s / 2)
+            delay = due - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
             if k == n - 1:
@@ -451,6 +463,7 @@ class Soak:
                             stats.p99, stats.max, actions, len(wholes), whole_stall, (b - a) * 1000.0, after)
             self.buckets.append(bucket)
             self.out(row(bucket))
+            self.workers_seen.update(live_worker_pids())
             carry = [(a, b)]
             open_t, open_n = b, hb.count
 
@@ -502,6 +515,16 @@ def summarize(buckets: list[Bucket]) -> dict:
 
 def _num(v: float | None, fmt: str) -> str:
     return "n/a" if v is None else format(v, fmt)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _children() -> list[str]:
@@ -607,7 +630,9 @@ def run(out, minutes: float = DEFAULT_MINUTES, *, seed: int = SEED, gap_s: float
         f"{h['atQuit']} still held at quit (released before closing)")
     out(f"save dialogs answered: {sum(soak.dialogs.values())} ({', '.join(f'{k!r} {v}' for k, v in soak.dialogs.items()) or 'none'}); "
         f"files written: {', '.join(files) or 'none'}")
+    gone = sum(1 for pid in soak.workers_seen if not _alive(pid))
     out(f"quit (every hold released first): window shut down and workers stopped in {shutdown_s:.2f} s; "
+        f"worker processes seen at bucket ends {len(soak.workers_seen)}, gone {gone}; "
         f"worker processes left: {len(left)}; child processes left: {len(children)}")
 
     met = [v["met"] for v in g.values()]
@@ -616,6 +641,7 @@ def run(out, minutes: float = DEFAULT_MINUTES, *, seed: int = SEED, gap_s: float
         "buckets": [b.as_dict() for b in buckets],
         "firstHalf": s["first"], "secondHalf": s["second"], "goals": g,
         "actions": kinds, "holds": dict(soak.holds), "saveDialogs": dict(soak.dialogs), "files": files,
-        "shutdownS": round(shutdown_s, 3), "workerPidsLeft": left, "childrenLeft": children,
+        "shutdownS": round(shutdown_s, 3), "workerPidsSeen": sorted(soak.workers_seen),
+        "workerPidsLeft": left, "childrenLeft": children,
         "goalMet": all(m is True for m in met),
     }
