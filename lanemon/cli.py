@@ -97,10 +97,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threshold-ms", type=_ms(positive=True), default=None,
                    help="worker threshold in ms (default 50)")
 
-    from lanemon.bench import BENCHES
+    from lanemon.bench import BENCHES, parse_minutes
 
     b = sub.add_parser("bench", help="print measured performance figures")
-    b.add_argument("name", nargs="?", default="all", choices=["all", *BENCHES])
+    b.add_argument("name", nargs="?", default="all", choices=["all", *BENCHES],
+                   help="one benchmark, or all (every one but soak: it takes minutes, run it by name)")
+    b.add_argument("--minutes", type=parse_minutes, help="soak only: how long to drive the window (default 10)")
     b.add_argument("--json", help="also write the figures to this JSON file")
 
     d = sub.add_parser("install-desktop", help="add lanemon to the desktop's application launcher")
@@ -200,13 +202,16 @@ def cmd_bench(args) -> int:
 
     if args.json is not None:
         _check_writable(args.json, "--json")
-    names = bench.available() if args.name == "all" else [args.name]
+    if args.minutes is not None and args.name != "soak":
+        raise BadInput("--minutes is for the soak benchmark only: lanemon bench soak --minutes N")
+    options = {} if args.minutes is None else {"minutes": args.minutes}
+    names = bench.in_all() if args.name == "all" else [args.name]
     figures = {}
     for name in names:
         if args.name != "all" and name not in bench.available():
             raise BadInput(f"benchmark {name!r} is not available in this install")
         print(f"== {name} ==")
-        figures[name] = bench.run(name, print)
+        figures[name] = bench.run(name, print, **options)
         print()
     if args.json is not None:
         sys.stdout.flush()                  # the figures are out before a failed write is said

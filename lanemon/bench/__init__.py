@@ -5,16 +5,23 @@ Each benchmark is a module ``lanemon.bench.<name>`` with one function::
     def run(out: Callable[[str], None]) -> dict
 
 ``run`` prints human-readable lines through ``out`` (each figure with how it
-was measured) and returns the figures as a JSON-ready dict. Benchmarks never
+was measured) and returns the figures as a JSON-ready dict. A benchmark may
+take keyword options (``soak``: ``minutes``); ``run(name, out, **options)``
+passes them on. Benchmarks never
 assert timings; they print figures and, where a goal exists, the goal beside
 the figure. A benchmark that checks invariants (e.g. ``sched``) raises
 ``AssertionError`` when they do not hold.
+
+``lanemon bench all`` runs every benchmark but those in ``OPT_IN`` (``soak``
+drives the window for minutes): those run by name only.
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import importlib.util
+import math
 from typing import Callable
 
 # name -> module; the order is the order of ``lanemon bench all``.
@@ -27,7 +34,10 @@ BENCHES: dict[str, str] = {
     "counters": "lanemon.bench.counters",
     "ui": "lanemon.bench.ui",
     "history": "lanemon.bench.history",
+    "soak": "lanemon.bench.soak",
 }
+OPT_IN = frozenset({"soak"})    # by name only, never in ``all``
+MAX_MINUTES = 24 * 60
 
 
 def available() -> list[str]:
@@ -39,9 +49,26 @@ def available() -> list[str]:
     return names
 
 
-def run(name: str, out: Callable[[str], None] = print) -> dict:
-    """Run one benchmark by name and return its figures."""
+def in_all() -> list[str]:
+    """The benchmarks ``lanemon bench all`` runs: the available ones but ``OPT_IN``."""
+    return [name for name in available() if name not in OPT_IN]
+
+
+def parse_minutes(text: str) -> float:
+    """``--minutes``: a finite number of minutes, more than 0, at most a day
+    (``argparse.ArgumentTypeError`` saying what is wrong)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of minutes") from None
+    if not math.isfinite(value) or not 0 < value <= MAX_MINUTES:
+        raise argparse.ArgumentTypeError(f"{text} must be more than 0 and at most {MAX_MINUTES} minutes")
+    return value
+
+
+def run(name: str, out: Callable[[str], None] = print, **options) -> dict:
+    """Run one benchmark by name (``options`` passed to its ``run``) and return its figures."""
     if name not in BENCHES:
         raise ValueError(f"unknown benchmark {name!r}; choose from {', '.join(BENCHES)}")
     module = importlib.import_module(BENCHES[name])
-    return module.run(out)
+    return module.run(out, **options)
