@@ -14,20 +14,18 @@ Without Xvfb or xdotool the test is skipped, unless ``LANEMON_REQUIRE_XVFB=1``
 from __future__ import annotations
 
 import os
-import queue
-import re
 import select
 import shutil
 import signal
 import struct
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from pathlib import Path
 
 import pytest
+from procs import Lines, wait_until_none_left
 
 pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Xvfb and /proc: Linux only"),
               pytest.mark.timeout(180)]
@@ -91,68 +89,6 @@ def display(tmp_path):
             proc.wait()
 
 
-def _marked_processes(marker: str) -> list[tuple[int, str]]:
-    """Processes whose environment holds ``MARKER=marker`` (those we may read)."""
-    needle = f"{MARKER}={marker}".encode()
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as fh:
-                if needle not in fh.read().split(b"\0"):
-                    continue
-            with open(f"/proc/{name}/cmdline", "rb") as fh:
-                cmd = fh.read().replace(b"\0", b" ").decode(errors="replace")
-            with open(f"/proc/{name}/stat") as fh:
-                state = fh.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":          # a zombie has exited; its parent has yet to reap it
-            found.append((int(name), cmd))
-    return found
-
-
-class _Lines:
-    """Lines of a pipe, read on a thread; ``wait_for(pattern)`` with a timeout."""
-
-    def __init__(self, pipe) -> None:
-        self.lines: list[str] = []
-        self._queue: queue.Queue = queue.Queue()
-        self._thread = threading.Thread(target=self._read, args=(pipe,), daemon=True)
-        self._thread.start()
-
-    def _read(self, pipe) -> None:
-        for line in pipe:
-            self._queue.put(line.rstrip("\n"))
-        self._queue.put(None)
-
-    def wait_for(self, pattern: str, timeout_s: float) -> re.Match:
-        rx = re.compile(pattern)
-        for line in self.lines:
-            if m := rx.search(line):
-                return m
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                line = self._queue.get(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
-                raise AssertionError(f"no line matching {pattern!r} within {timeout_s} s; got {self.lines}")
-            if line is None:
-                raise AssertionError(f"output ended without {pattern!r}; got {self.lines}")
-            self.lines.append(line)
-            if m := rx.search(line):
-                return m
-
-    def rest(self, timeout_s: float = 10) -> list[str]:
-        self._thread.join(timeout_s)
-        while not self._queue.empty():
-            line = self._queue.get()
-            if line is not None:
-                self.lines.append(line)
-        return self.lines
-
-
 def _png_size(path: str) -> tuple[int, int]:
     with open(path, "rb") as fh:
         head = fh.read(24)
@@ -184,7 +120,7 @@ def test_the_lanemon_command_in_a_real_x_window(display, tmp_path):
 
     proc = subprocess.Popen([lanemon], env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
-    out, err = _Lines(proc.stdout), _Lines(proc.stderr)
+    out, err = Lines(proc.stdout), Lines(proc.stderr)
     try:
         # the window: mapped and shown; then the keyboard focus, as a click would give it
         window = xdo("search", "--sync", "--onlyvisible", "--name", "^lanemon — ").split()[0]
@@ -213,9 +149,5 @@ def test_the_lanemon_command_in_a_real_x_window(display, tmp_path):
     assert (home / ".config" / "lanemon" / "lanemon.conf").exists()   # settings saved, in the temp home
 
     # nothing it started outlives it (multiprocessing's helpers leave when their parent has gone)
-    deadline = time.monotonic() + 20
-    left = _marked_processes(marker)
-    while left and time.monotonic() < deadline:
-        time.sleep(0.1)
-        left = _marked_processes(marker)
+    left = wait_until_none_left(MARKER, marker, 20)
     assert left == [], f"processes left behind: {left}\nstdout: {stdout}"

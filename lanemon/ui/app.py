@@ -10,8 +10,19 @@ quit on its own when the last window closes). Then it cancels and gathers its
 tasks, stops every worker process (``shutdown_workers``) and returns, all
 while the loop still runs; nothing is awaited after the loop has quit.
 
+Ways out, all through the same shutdown: the window's close button, Ctrl+Q
+(File → Quit), and the signals SIGINT (Ctrl+C in a terminal), SIGTERM and
+SIGHUP. A signal is caught by ``SignalDoor`` and closes the window as Ctrl+Q
+does; the exit status is then 128 + the signal's number (130, 143, 129), 0
+after a close by the user. A signal that arrives while a whole run blocks the
+loop interrupts that run at once (the run is recorded "cancelled"): the loop
+would otherwise answer only when the run ends. Further signals during the
+shutdown are ignored: the shutdown is bounded (held saves are let go, runs and
+compares cancelled, worker processes stopped).
+
 Settings (``lanemon.ui.settings``): restored before the window shows, saved
-when it is closed.
+when it is closed. A settings file that cannot be written is said in the
+window at start (status bar), and on stderr if the save at close fails.
 
 Once the window is up, the objects that make it (modules, Qt wrappers, the
 plots: ~80,000) are moved out of the garbage collector's way (``gc.freeze``
@@ -24,14 +35,73 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import signal
+import socket
 import sys
 
 import qasync
+from PySide6.QtCore import QSocketNotifier
 from PySide6.QtWidgets import QApplication
 
 from lanemon.ui import first_paint, settings, theme
 from lanemon.ui.main_window import MainWindow
-from lanemon.work import shutdown_workers
+from lanemon.work import _kernel, shutdown_workers
+
+SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+_WHOLE_RUN_CODE = _kernel.hash_range.__code__
+
+
+class SignalDoor:
+    """SIGINT, SIGTERM and SIGHUP close the window, as Ctrl+Q does.
+
+    Guaranteed: the first of these signals calls ``on_signal(signum)`` once,
+    from the event loop (a socket pair is the signal module's wake-up file, so
+    the loop wakes up even when no Python code runs); ``received`` is that
+    signal's number. A whole run computing on the loop when the signal arrives
+    is interrupted by ``CancelledError`` raised in it (its task is cancelled, as
+    a cancel from the loop would do). Later signals are ignored. ``close()``
+    puts back the previous handlers and wake-up file.
+    Refused: other threads never run these handlers (Python runs signal
+    handlers in the main thread), so a thread run is stopped by the shutdown.
+    """
+
+    def __init__(self, on_signal) -> None:
+        self.received: int | None = None
+        self._on_signal = on_signal
+        self._told = False
+        self._read, self._write = socket.socketpair()
+        for sock in (self._read, self._write):
+            sock.setblocking(False)
+        self._old_wakeup = signal.set_wakeup_fd(self._write.fileno(), warn_on_full_buffer=False)
+        self._notifier = QSocketNotifier(self._read.fileno(), QSocketNotifier.Type.Read)
+        self._notifier.activated.connect(self._drain)
+        self._old = {sig: signal.signal(sig, self._handler) for sig in SIGNALS}
+
+    def _handler(self, signum, frame) -> None:
+        if self.received is not None:
+            return
+        self.received = signum
+        if frame is not None and frame.f_code is _WHOLE_RUN_CODE and asyncio.current_task() is not None:
+            raise asyncio.CancelledError(f"interrupted by signal {signal.Signals(signum).name}")
+
+    def _drain(self) -> None:
+        try:
+            while self._read.recv(512):
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
+        if self.received is not None and not self._told:
+            self._told = True
+            self._on_signal(self.received)
+
+    def close(self) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+        signal.set_wakeup_fd(self._old_wakeup)
+        self._notifier.setEnabled(False)
+        self._notifier.deleteLater()
+        self._read.close()
+        self._write.close()
 
 
 def application(argv: list[str] | None = None) -> QApplication:
@@ -47,14 +117,22 @@ def application(argv: list[str] | None = None) -> QApplication:
 
 
 async def main(window: MainWindow | None = None) -> int:
-    """Show ``window`` (a new ``MainWindow`` by default) until it is closed."""
+    """Show ``window`` (a new ``MainWindow`` by default) until it is closed.
+
+    Returns the exit status: 0 after a close by the user, 128 + the signal's
+    number after a close by SIGINT, SIGTERM or SIGHUP (see the module docstring).
+    """
     win = window if window is not None else MainWindow()
     closed = asyncio.Event()
     win.close_requested.connect(closed.set)
+    door = SignalDoor(lambda signum: win.close())
     store = settings.open_store()
     settings.restore(win, store)
+    problem = settings.unwritable(store)
     first_paint.install(win)
     win.show()
+    if problem:
+        win.warn(f"Settings will not be kept: {problem}")
     win.start()
     gc.collect()
     gc.freeze()
@@ -63,7 +141,7 @@ async def main(window: MainWindow | None = None) -> int:
         try:
             settings.save(win, store)
         except Exception as exc:  # never in the way of a clean shutdown
-            print(f"lanemon: settings not saved: {type(exc).__name__}: {exc}", file=sys.stderr)
+            print(f"lanemon: settings not saved: {exc}", file=sys.stderr)
     finally:
         try:
             await win.shutdown()
@@ -71,7 +149,8 @@ async def main(window: MainWindow | None = None) -> int:
             shutdown_workers()
             win.hide()
             gc.unfreeze()
-    return 0
+            door.close()
+    return 0 if door.received is None else 128 + door.received
 
 
 def run_app(argv: list[str] | None = None) -> int:

@@ -10,6 +10,11 @@ Hooks for later views and presenter mode:
   on the chart and on every view that has one.
 - ``close_requested`` (signal) is emitted by ``closeEvent``; ``app.main``
   turns it into an asyncio Event.
+- ``warn(text)``: a fault the user should know of and that lasts (settings
+  that cannot be kept): a warning on the right of the status bar until the
+  window closes.
+- ``export_chart_to(path)``: write the chart's PNG and say the outcome (written,
+  or why not) in the Runs tab's banner; returns whether it was written.
 - ``talk`` (``lanemon/ui/talk_mode.py``): menus, shortcuts, presenter mode,
   full screen, the shortcut overlay and About; ``app.main`` restores and saves
   the settings (``lanemon/ui/settings.py``).
@@ -21,7 +26,7 @@ from typing import Awaitable, Callable
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QApplication, QMainWindow, QSplitter, QTabWidget, QWidget
-from PySide6.QtWidgets import QFrame, QScrollArea
+from PySide6.QtWidgets import QFrame, QLabel, QScrollArea
 
 from lanemon.ui import exports, theme
 from lanemon.ui.heartbeat import DEFAULT_PERIOD_MS, Heartbeat
@@ -76,6 +81,9 @@ class MainWindow(QMainWindow):
         self.lag_label = LiveLabel("", fill=False)
         self.lag_label.reserve("lag 0000.00 ms   ·   period 100 ms  ")
         self.statusBar().addPermanentWidget(self.lag_label)
+        self.warning = QLabel("")
+        self.warning.setVisible(False)
+        self.statusBar().addPermanentWidget(self.warning)
         self.controller.notice.connect(lambda text: self.statusBar().showMessage(text, 8000))
         self._status_timer = QTimer(self)
         self._status_timer.setInterval(250)
@@ -114,6 +122,7 @@ class MainWindow(QMainWindow):
     def set_font_scale(self, scale: float) -> None:
         app = QApplication.instance()
         theme.apply(app, scale)
+        self._style_warning()
         for w in (self.chart, *self.views.values()):
             if hasattr(w, "apply_fonts"):
                 w.apply_fonts()
@@ -150,13 +159,31 @@ class MainWindow(QMainWindow):
         lag = self.heartbeat.last_lag_ms
         self.lag_label.setText(f"lag {lag:6.2f} ms   ·   period {self.heartbeat.period_ms} ms  ")
 
+    def warn(self, text: str) -> None:
+        self.warning.setText(text)
+        self.warning.setToolTip(text)
+        self._style_warning()
+        self.warning.setVisible(True)
+        self.statusBar().showMessage(text, 15000)
+
+    def _style_warning(self) -> None:
+        self.warning.setStyleSheet(f"color: {theme.WARN}; font-weight: bold;")
+
     def export_chart_png(self, path: str) -> None:
         exports.save_png(self.chart, path)
+
+    def export_chart_to(self, path: str) -> bool:
+        try:
+            self.export_chart_png(path)
+        except OSError as exc:
+            self.runs_panel.show_notice(f"Chart not written: {exports.reason(exc, path)}", error=True)
+            return False
+        self.runs_panel.show_notice(f"Chart written to {path}", error=False)
+        return True
 
     def _export_chart(self) -> None:
         from PySide6.QtWidgets import QFileDialog
 
         path, _ = QFileDialog.getSaveFileName(self, "Export chart", "lanemon-heartbeat.png", "PNG (*.png)")
         if path:
-            self.export_chart_png(path)
-            self.runs_panel.show_notice(f"Chart written to {path}", error=False)
+            self.export_chart_to(path)

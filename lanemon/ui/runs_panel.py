@@ -343,14 +343,38 @@ class RunsPanel(QWidget):
             return
         path, _ = QFileDialog.getSaveFileName(self, "Export report", "lanemon-report.json", "JSON (*.json)")
         if path:
-            exports.write_report(path, report)
-            self.show_notice(f"Report written to {path}", error=False)
+            self.export_report_to(path, report)
+
+    def export_report_to(self, path: str, report: dict | None = None) -> bool:
+        """Write the report (the current one unless given) to ``path``; the banner says the
+        outcome: written, what the report still needs, or why the file was not written (the
+        write is atomic: an old file of that name stays as it was). Whether it was written."""
+        try:
+            exports.write_report(path, self.controller.report() if report is None else report)
+        except ValueError as exc:
+            self.show_notice(str(exc))
+            return False
+        except OSError as exc:
+            self.show_notice(f"Report not written: {exports.reason(exc, path)}", error=True)
+            return False
+        self.show_notice(f"Report written to {path}", error=False)
+        return True
 
     def _export_csv(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Export heartbeat", "lanemon-heartbeat.csv", "CSV (*.csv)")
         if path:
+            self.export_csv_to(path)
+
+    def export_csv_to(self, path: str) -> bool:
+        """Write the heartbeat's ticks as CSV to ``path``; the banner says the outcome (as
+        ``export_report_to``). Whether it was written."""
+        try:
             n = exports.write_heartbeat_csv(path, self.controller.heartbeat)
-            self.show_notice(f"{n:,} heartbeat ticks written to {path}", error=False)
+        except OSError as exc:
+            self.show_notice(f"Heartbeat CSV not written: {exports.reason(exc, path)}", error=True)
+            return False
+        self.show_notice(f"{n:,} heartbeat ticks written to {path}", error=False)
+        return True
 
     # --- drawing --------------------------------------------------------------------------
     def show_notice(self, text: str, error: bool | None = None) -> None:

@@ -6,6 +6,9 @@ on Windows, a plist on macOS. Kept: the window geometry, presenter mode, the
 theme (palette outside presenter mode), the heartbeat period, the job size and
 its unit. ``restore(window, store)`` before the window shows;
 ``save(window, store)`` when it closes (``app.main`` does both).
+``unwritable(store)`` says, before anything is lost, why a store cannot be
+written (the window shows it at start); ``save`` raises ``OSError`` when the
+write fails, instead of losing the settings silently.
 
 Tests never touch the user's settings: with ``LANEMON_NO_SETTINGS`` set
 (``tests/conftest.py`` sets it) ``open_store()`` returns a new, empty store
@@ -72,8 +75,36 @@ def _number(value, kind=float):
         return None
 
 
+def unwritable(store: QSettings) -> str | None:
+    """Why ``store`` cannot be saved, as a sentence naming its file; ``None`` when it can.
+
+    A file store (ini, or the native format on Linux) must be a writable file,
+    or a file that can be created: its folder (or the nearest existing parent
+    folder) writable and a folder. Other stores (the registry, plists) are
+    judged by ``QSettings.isWritable`` alone."""
+    path = store.fileName()
+    if not store.isWritable():
+        return f"{path} is read-only"
+    if not os.path.isabs(path):
+        return None
+    if os.path.exists(path):
+        if os.path.isdir(path):
+            return f"{path} is a folder"
+        return None if os.access(path, os.W_OK) else f"{path} is read-only"
+    folder = os.path.dirname(path)
+    while not os.path.exists(folder):
+        folder = os.path.dirname(folder)
+    if not os.path.isdir(folder):
+        return f"cannot create {path}: {folder} is not a folder"
+    if not os.access(folder, os.W_OK):
+        return f"cannot create {path}: folder {folder} is not writable"
+    return None
+
+
 def save(window, store: QSettings) -> None:
-    """Write the window's state (geometry before full screen, if it is full screen)."""
+    """Write the window's state (geometry before full screen, if it is full screen).
+
+    Raises ``OSError`` naming the file when the store could not be written."""
     talk = getattr(window, "talk", None)
     geometry = talk.normal_geometry() if talk is not None else window.saveGeometry()
     store.setValue(GEOMETRY, geometry)
@@ -85,6 +116,8 @@ def save(window, store: QSettings) -> None:
     store.setValue(JOB_SIZE, float(panel.size.value()))
     store.setValue(JOB_UNIT, panel.unit.currentText())
     store.sync()
+    if store.status() != QSettings.Status.NoError:
+        raise OSError(f"cannot write {store.fileName()} ({store.status().name})")
 
 
 def restore(window, store: QSettings) -> None:

@@ -1,0 +1,80 @@
+"""Helpers for the tests that start lanemon in its own process (real window, ways out)."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import threading
+import time
+
+def marked_processes(name: str, marker: str) -> list[tuple[int, str]]:
+    """Live processes whose environment holds ``name=marker`` (those we may read)."""
+    needle = f"{name}={marker}".encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as fh:
+                if needle not in fh.read().split(b"\0"):
+                    continue
+            with open(f"/proc/{name}/cmdline", "rb") as fh:
+                cmd = fh.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{name}/stat") as fh:
+                state = fh.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":          # a zombie has exited; its parent has yet to reap it
+            found.append((int(name), cmd))
+    return found
+
+
+class Lines:
+    """Lines of a pipe, read on a thread; ``wait_for(pattern)`` with a timeout."""
+
+    def __init__(self, pipe) -> None:
+        self.lines: list[str] = []
+        self._queue: queue.Queue = queue.Queue()
+        self._thread = threading.Thread(target=self._read, args=(pipe,), daemon=True)
+        self._thread.start()
+
+    def _read(self, pipe) -> None:
+        for line in pipe:
+            self._queue.put(line.rstrip("\n"))
+        self._queue.put(None)
+
+    def wait_for(self, pattern: str, timeout_s: float) -> re.Match:
+        rx = re.compile(pattern)
+        for line in self.lines:
+            if m := rx.search(line):
+                return m
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                line = self._queue.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no line matching {pattern!r} within {timeout_s} s; got {self.lines}")
+            if line is None:
+                raise AssertionError(f"output ended without {pattern!r}; got {self.lines}")
+            self.lines.append(line)
+            if m := rx.search(line):
+                return m
+
+    def rest(self, timeout_s: float = 10) -> list[str]:
+        self._thread.join(timeout_s)
+        while not self._queue.empty():
+            line = self._queue.get()
+            if line is not None:
+                self.lines.append(line)
+        return self.lines
+
+
+def wait_until_none_left(name: str, marker: str, timeout_s: float) -> list[tuple[int, str]]:
+    """Poll until no process carries ``name=marker`` (or ``timeout_s`` passed); those left."""
+    deadline = time.monotonic() + timeout_s
+    left = marked_processes(name, marker)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = marked_processes(name, marker)
+    return left
