@@ -321,7 +321,7 @@ def run_in_virtual_time(coro, *, cancel: threading.Event | None = None):
     else:
         coro.close()
         raise RuntimeError("a virtual-time run needs its own thread: this thread's loop is "
-                           "running (use asyncio.to_thread, e.g. counters.compare_async)")
+                           "running (run it in a thread, e.g. counters.compare_async)")
     if cancel is not None and cancel.is_set():
         coro.close()
         raise asyncio.CancelledError("cancelled before the start")
