@@ -268,3 +268,78 @@ def test_grid_and_staff_partial_repaints_match_a_full_paint(qapp):
             assert on_screen == w.grab().toImage()
     grid.close()
     staff.close()
+
+
+def test_shutdown_during_a_long_compare_ends_the_compare_and_its_thread(qtbot, monkeypatch):
+    """Issue 20: Ctrl+Q during "Compare all three" over 1,000,000 customers. The view's
+    shutdown hook (run by the window's shutdown) returns only when the compare's worker
+    thread has stopped computing; no task of the view is left running."""
+    import threading
+
+    from lanemon.counters import simulation
+
+    real_compare = simulation.compare
+    seen = {"entered": threading.Event(), "running": False, "outcome": None}
+
+    def watched_compare(*args, **kwargs):
+        seen["running"] = True
+        seen["entered"].set()
+        try:
+            seen["outcome"] = real_compare(*args, **kwargs)
+        except BaseException as exc:
+            seen["outcome"] = exc
+            raise
+        finally:
+            seen["running"] = False
+        return seen["outcome"]
+
+    monkeypatch.setattr(simulation, "compare", watched_compare)
+
+    async def scenario(win):
+        v = _view(win)
+        v.form.customers.setValue(1_000_000)
+        assert v.start()                       # a live run too
+        task = v.compare_all()
+        await wait_until(seen["entered"].is_set, 30)
+        await asyncio.sleep(0.1)               # deep in the work (any amount will do)
+        await win.shutdown()                   # what closing the window runs
+        return (task.done(), seen["running"], seen["outcome"], v.sim, v.compare_btn.isEnabled(),
+                [t.name for t in threading.enumerate() if t.name.startswith("lanemon-compare")])
+
+    done, running, outcome, sim, enabled, threads = _run(scenario)
+    assert done and not running and threads == []
+    assert isinstance(outcome, asyncio.CancelledError)
+    assert sim is None and enabled
+
+
+def test_customers_turned_away_show_in_the_tallies_and_the_compare_table(qtbot):
+    from lanemon.ui import theme
+
+    async def scenario(win):
+        v = _view(win)
+        v.form.arrival_rate.setValue(10_000)   # the default queue fills in a tenth of a second
+        v.form.customers.setValue(3_000)
+        task = v.compare_all()
+        await wait_until(task.done, 60)
+        t = v.compare.table
+        served = {t.item(r, 0).text(): t.item(r, 1) for r in range(t.rowCount())}
+        compared = {name: (item.text(), item.foreground().color().name(), item.toolTip())
+                    for name, item in served.items()}
+        v.form.customers.setValue(0)           # endless, live
+        v.form.speed.setValue(1.0)
+        v.start()
+        await wait_until(lambda: v.last_snapshot is not None and v.last_snapshot.tallies.turned_away > 0, 30)
+        v.stop()
+        await wait_until(lambda: v.last_snapshot.state == "stopped" and not v.frame_timer.isActive(), 10)
+        return (v.compare.results, compared, v.last_snapshot.tallies, v.tallies.text_of("turned_away"),
+                v.tallies.color_of("turned_away"), v.sim.config)
+
+    results, compared, t, shown, color, config = _run(scenario)
+    for key, label in (("short_lock", "short lock"), ("long_lock", "long lock"), ("claim", "claim")):
+        r = results[key]
+        assert r.turned_away > 0 and r.arrived == 3_000
+        text, cell_color, tip = compared[label]
+        assert text == f"{r.served:,}" and cell_color == theme.WARN and f"{r.turned_away:,} turned away" in tip
+    assert t.turned_away > 0 and shown == f"{t.turned_away:,}" and color == theme.WARN
+    assert t.arrived == t.served + t.queued + t.with_staff + t.turned_away
+    assert t.queued <= config.queue_limit + config.staff

@@ -12,8 +12,12 @@ numbers:
   written as the seed writes them, over a ``Desk``.
 - ``Simulation`` / ``SimConfig``: S staff, a seeded stream of customers,
   faults; ``run_virtual`` and ``compare`` run on virtual time (instant,
-  deterministic), ``Simulation(config, speed=...).start()`` runs live on the
-  current loop. ``snapshot()`` and ``subscribe()`` feed the window.
+  deterministic; cancellable from another thread), ``compare_async`` runs a
+  compare in a worker thread that a cancel stops, and
+  ``Simulation(config, speed=...).start()`` runs live on the current loop.
+  Memory stays bounded however long a run is: a full queue turns arrivals
+  away (counted), waits keep exact totals plus a recent window for the p99.
+  ``snapshot()`` and ``subscribe()`` feed the window.
 """
 
 from lanemon.counters.board import Board, Claim, ClaimToken, CounterState, CounterView, Outcome
@@ -22,6 +26,7 @@ from lanemon.counters.events import Event, EventHub
 from lanemon.counters.simulation import (
     AWAY,
     CHOOSING,
+    DEFAULT_QUEUE_LIMIT,
     DONE,
     FINISHED,
     GUIDING,
@@ -31,6 +36,7 @@ from lanemon.counters.simulation import (
     STOPPED,
     WAITING_COUNTER,
     WAITING_LOCK,
+    WAIT_WINDOW,
     SimConfig,
     Simulation,
     Snapshot,
@@ -53,8 +59,8 @@ from lanemon.stats import percentile
 from lanemon.counters.workload import Customer, workload
 
 __all__ = [
-    "AWAY", "CHOOSING", "DONE", "FINISHED", "GUIDING", "IDLE", "READY", "RUNNING", "STOPPED",
-    "WAITING_COUNTER", "WAITING_LOCK",
+    "AWAY", "CHOOSING", "DEFAULT_QUEUE_LIMIT", "DONE", "FINISHED", "GUIDING", "IDLE", "READY",
+    "RUNNING", "STOPPED", "WAITING_COUNTER", "WAITING_LOCK", "WAIT_WINDOW",
     "Attempt", "Board", "Claim", "ClaimToken", "CounterState", "CounterView", "Customer", "Desk",
     "Event", "EventHub", "LABELS", "ManualClock", "Outcome", "STRATEGIES", "ScaledClock",
     "SimConfig", "Simulation", "Snapshot", "StaffView", "Tallies", "VirtualTimeLoop",

@@ -23,6 +23,12 @@ Time here is always **simulation seconds** (a float that starts at 0).
   (speed 1) on this loop is the simulation's virtual clock; the same
   strategy code runs on either.
 
+  ``run_in_virtual_time(coro, cancel=event)`` runs one on a fresh loop;
+  setting the ``threading.Event`` -- from any thread -- cancels the run at
+  the loop's next iteration (``VirtualTimeLoop.cancel_when``), so a run
+  never does more than one iteration's work after the cancel: a compare in
+  a worker thread stops when the window closes.
+
 Refused / not supported: a negative speed or sleep; ``ScaledClock.sleep``
 after ``freeze()`` (raises ``RuntimeError``, nothing would ever wake it).
 On a ``VirtualTimeLoop`` a timer always wins over a real-world event (a
@@ -36,6 +42,8 @@ import asyncio
 import heapq
 import math
 import selectors
+import threading
+from typing import Callable
 
 
 class ManualClock:
@@ -200,12 +208,48 @@ class _VirtualNow:
         self.now = 0.0
 
 
-class _VirtualSelector(selectors.BaseSelector):
-    """A real selector whose waits are replaced by jumps of virtual time."""
+class _CancelWatches:
+    """(event, future) pairs: cancel the future once the event is set."""
 
-    def __init__(self, vnow: _VirtualNow) -> None:
+    def __init__(self) -> None:
+        self._pairs: list[tuple[threading.Event, asyncio.Future]] = []
+
+    def __bool__(self) -> bool:
+        return bool(self._pairs)
+
+    def add(self, event: threading.Event, future: asyncio.Future) -> None:
+        self._pairs.append((event, future))
+
+    def fire(self) -> bool:
+        """Cancel the futures whose event is set and forget them (and the done ones);
+        True if something was cancelled."""
+        if not self._pairs:
+            return False
+        fired = False
+        kept = []
+        for event, future in self._pairs:
+            if future.done():
+                continue
+            if event.is_set():
+                fired = future.cancel() or fired
+            else:
+                kept.append((event, future))
+        self._pairs = kept
+        return fired
+
+
+class _VirtualSelector(selectors.BaseSelector):
+    """A real selector whose waits are replaced by jumps of virtual time.
+
+    Each call (once per loop iteration) first fires the cancel watches; if one
+    cancelled something, the loop neither jumps nor blocks."""
+
+    IDLE_POLL_S = 0.05  # real seconds between looks at the watches while nothing is scheduled
+
+    def __init__(self, vnow: _VirtualNow, watches: _CancelWatches) -> None:
         self._real = selectors.DefaultSelector()
         self._vnow = vnow
+        self._watches = watches
 
     def register(self, fileobj, events, data=None):
         return self._real.register(fileobj, events, data)
@@ -223,10 +267,13 @@ class _VirtualSelector(selectors.BaseSelector):
         self._real.close()
 
     def select(self, timeout=None):
+        if self._watches.fire():
+            return self._real.select(0)
         if timeout is None:
             # No timer pending and nothing ready: only a real event can
             # wake the loop (e.g. an executor thread finishing at shutdown).
-            return self._real.select(None)
+            # While a cancel is watched, look at it again now and then.
+            return self._real.select(self.IDLE_POLL_S if self._watches else None)
         if timeout > 0:
             self._vnow.now += timeout
         return self._real.select(0)
@@ -241,17 +288,31 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
 
     def __init__(self) -> None:
         self._vnow = _VirtualNow()
-        super().__init__(_VirtualSelector(self._vnow))
+        self._watches = _CancelWatches()
+        super().__init__(_VirtualSelector(self._vnow, self._watches))
 
     def time(self) -> float:
         return self._vnow.now
 
+    def cancel_when(self, event: threading.Event, future: asyncio.Future) -> None:
+        """Cancel ``future`` (a task, say) once ``event`` is set, from any thread.
 
-def run_in_virtual_time(coro):
+        The loop looks at every iteration, before it jumps time or waits (and
+        every 50 ms of real time while nothing is scheduled at all),
+        so ``future`` is cancelled at the first iteration after the set. A
+        watch ends when it fired or ``future`` is done."""
+        self._watches.add(event, future)
+
+
+def run_in_virtual_time(coro, *, cancel: threading.Event | None = None):
     """Run a coroutine to completion on a fresh ``VirtualTimeLoop``.
 
+    ``cancel``: once it is set (from any thread), the run is cancelled at the
+    loop's next iteration and ``asyncio.CancelledError`` is raised here; set
+    before the start, the coroutine never runs.
+
     Must not be called from a thread whose loop is running (asyncio refuses
-    nested loops); from the UI use ``asyncio.to_thread``.
+    nested loops); from the UI run it in a thread (``counters.compare_async``).
     """
     try:
         asyncio.get_running_loop()
@@ -260,6 +321,16 @@ def run_in_virtual_time(coro):
     else:
         coro.close()
         raise RuntimeError("a virtual-time run needs its own thread: this thread's loop is "
-                           "running (use asyncio.to_thread, e.g. counters.compare_async)")
+                           "running (run it in a thread, e.g. counters.compare_async)")
+    if cancel is not None and cancel.is_set():
+        coro.close()
+        raise asyncio.CancelledError("cancelled before the start")
     with asyncio.Runner(loop_factory=VirtualTimeLoop) as runner:
-        return runner.run(coro)
+        if cancel is None:
+            return runner.run(coro)
+        return runner.run(_cancelled_when(cancel, coro))
+
+
+async def _cancelled_when(cancel: threading.Event, coro):
+    asyncio.get_running_loop().cancel_when(cancel, asyncio.current_task())
+    return await coro

@@ -35,6 +35,7 @@ VACATED = "vacated"
 EXPIRED = "expired"
 # Simulation events
 ARRIVED = "arrived"
+TURNED_AWAY = "turned_away"  # arrived to a full queue: never served
 SERVED = "served"
 RETRY = "retry"
 ABANDONED = "abandoned"

@@ -26,14 +26,33 @@ Guaranteed:
 - Double assignments are the board's count (``Board.double_assignments``),
   never adjusted here. ``served`` counts every customer seated, including
   those seated on an occupied counter.
-- A finite run ends when every customer has been served (state
-  ``finished``, ``Tallies.completed``) or at ``time_limit`` (state
+- Bounded memory, however long the run: the queue holds at most
+  ``queue_limit`` new arrivals -- an arrival that finds it that full is
+  **turned away** (counted in ``turned_away``, announced as a
+  ``turned_away`` event, never served); a customer a staff member gives
+  back (no counter, claim lost) goes back to its head even when it is full,
+  so ``queue_length <= queue_limit + staff``. Every arrival is accounted
+  for at every event: ``arrived == served + queued + with_staff +
+  turned_away``. Waits are kept as exact running figures (count =
+  ``served``, sum -> ``wait_mean``, ``wait_max``) plus the most recent
+  ``wait_window`` waits, over which ``wait_p99`` is taken
+  (``Tallies.wait_p99_of`` says how many: equal to ``served``, the p99 is
+  over every wait).
+- A finite run ends when every customer has been served or turned away
+  (state ``finished``, ``Tallies.completed``) or at ``time_limit`` (state
   ``stopped``); ``run()`` returns the final ``Tallies`` and time then
   stands still. A claim TTL shorter than the guide time serves nobody (every
   claim expires first): that live-lock is shown, not prevented, so virtual
   runs always carry a time limit. Cancelling ``run()``
   (``stop()``) cancels every staff member; the claim strategy releases its
-  claims on the way out. A ``Simulation`` runs once: reset = a new one.
+  claims on the way out; nothing of the run is left behind (no task, no
+  unretrieved exception). A ``Simulation`` runs once: reset = a new one.
+- Cancellable from any thread on virtual time: ``run_virtual``,
+  ``compare`` take a ``threading.Event`` ``cancel``; once it is set the run
+  stops at its loop's next iteration (at most one more customer seated per
+  staff member) and ``asyncio.CancelledError`` is raised. Cancelling
+  ``compare_async`` stops its worker thread that way and returns only once
+  the thread has ended.
 - ``snapshot()`` is plain immutable data taken at one instant (one
   synchronous call), cheap enough for 30 fps with 64 counters.
 
@@ -47,7 +66,8 @@ assignable, or the claim died before finalize); ``claims_refused`` counts
 claims that found the counter already taken (the claim doing its job).
 
 Refused: an unknown strategy, fewer than one staff member or counter,
-negative times, a non-positive TTL or choose time < 0 (``ValueError``);
+negative times, a non-positive TTL or choose time < 0, a ``queue_limit`` or
+``wait_window`` below 1 (``ValueError``);
 calling ``run`` twice (``RuntimeError``).
 """
 
@@ -59,6 +79,7 @@ import collections
 import contextlib
 import dataclasses
 import math
+import threading
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -79,6 +100,12 @@ GUIDING = "guiding"
 AWAY = "away"  # abandoned mid-guide (fault)
 WAITING_COUNTER = "waiting_counter"  # no counter assignable
 DONE = "done"
+
+# Memory bounds (SimConfig defaults)
+DEFAULT_QUEUE_LIMIT = 1_000  # the default workload (50/s arriving, ~39/s assigned) queues ~11
+                             # more customers a simulated second: full after ~90 s, then arrivals
+                             # are turned away; a 300-customer compare never comes near it
+WAIT_WINDOW = 10_000  # recent waits kept for the p99 (80 kB); count, sum and max are exact
 
 # Run states
 READY = "ready"
@@ -102,6 +129,8 @@ class SimConfig:
     abandon_time: float = 2.0  # seconds the staff member stays away
     seed: int = 1
     time_limit: float | None = None  # stop the run at this simulation time
+    queue_limit: int = DEFAULT_QUEUE_LIMIT  # arrivals finding this many queued are turned away
+    wait_window: int = WAIT_WINDOW  # the p99 wait is over this many most recent waits
 
     # A claim whose TTL is shorter than the guide always expires before its
     # finalize: no customer is ever served (a live-lock worth watching live).
@@ -110,7 +139,7 @@ class SimConfig:
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {self.strategy!r}; choose from {', '.join(STRATEGIES)}")
-        for name in ("staff", "counters"):
+        for name in ("staff", "counters", "queue_limit", "wait_window"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, not {value!r}")
@@ -163,9 +192,9 @@ class Tallies:
     double_assignments: int
     arrived: int
     queued: int  # customers waiting for a staff member right now
-    wait_mean: float
-    wait_p99: float
-    wait_max: float
+    wait_mean: float  # exact: over every wait
+    wait_p99: float  # over the ``wait_p99_of`` most recent waits
+    wait_max: float  # exact: over every wait
     throughput: float  # served per simulation second
     elapsed: float  # simulation seconds
     lock_wait: float  # staff-seconds spent waiting to acquire the lock
@@ -178,7 +207,10 @@ class Tallies:
     release_refused: int
     abandoned: int
     retries: int
-    completed: bool  # a finite run that served every customer
+    completed: bool  # a finite run that served (or turned away) every customer
+    turned_away: int  # arrivals that found the queue full (never served)
+    with_staff: int  # customers a staff member is assigning right now
+    wait_p99_of: int  # how many recent waits ``wait_p99`` is over (== served: all)
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -196,6 +228,40 @@ class Snapshot:
     lock_holder: str | None
     tallies: Tallies
     config: SimConfig
+
+
+class _Waits:
+    """Customer waits in bounded memory: exact count, sum and max over every wait;
+    the most recent ``window`` waits (arrival order, and sorted) for the p99."""
+
+    def __init__(self, window: int) -> None:
+        self.count = 0
+        self.total = 0.0
+        self.max = 0.0
+        self._recent: collections.deque[float] = collections.deque(maxlen=window)
+        self._sorted: list[float] = []
+        self._p99: tuple[int, float] = (0, 0.0)  # (count, p99) last computed
+
+    def __len__(self) -> int:
+        return len(self._recent)
+
+    def add(self, wait: float) -> None:
+        self.count += 1
+        self.total += wait
+        if wait > self.max:
+            self.max = wait
+        recent = self._recent
+        if len(recent) == recent.maxlen:
+            oldest = recent[0]
+            del self._sorted[bisect.bisect_left(self._sorted, oldest)]
+        recent.append(wait)
+        bisect.insort(self._sorted, wait)
+
+    def p99(self) -> float:
+        """Nearest-rank p99 of the recent waits."""
+        if self._p99[0] != self.count:
+            self._p99 = (self.count, percentile(self._sorted, 99))
+        return self._p99[1]
 
 
 class _CustomerQueue:
@@ -327,20 +393,20 @@ class Simulation:
         self._abandon_requests: set[str] = set()
         self._abandoned_customers: set[str] = set()
         self._arrivals_done = False
-        self._outstanding = 0
+        self._outstanding = 0  # admitted and not yet seated
         self._time_limited = False
         # tallies
         self.arrived = 0
         self.served = 0
+        self.turned_away = 0
+        self._with_staff = 0
         self.retries = 0
         self.abandoned = 0
         self.lock_wait = 0.0
         self.lock_wait_max = 0.0
         self.lock_acquisitions = 0
         self.idle_counter_seconds = 0.0
-        self._waits: list[float] = []
-        self._wait_sum = 0.0
-        self._wait_stats: tuple[int, float, float] = (0, 0.0, 0.0)  # (n, p99, max)
+        self._waits = _Waits(self.config.wait_window)
         self._lock_waiting = 0
         self._free_cache = self.config.counters
         self._acc_t = 0.0
@@ -349,6 +415,21 @@ class Simulation:
     @property
     def state(self) -> str:
         return self._state
+
+    @property
+    def queue_length(self) -> int:
+        """Customers waiting for a staff member now (at most ``queue_limit + staff``)."""
+        return len(self._queue)
+
+    @property
+    def with_staff(self) -> int:
+        """Customers a staff member has taken from the queue and not yet seated."""
+        return self._with_staff
+
+    @property
+    def waits_stored(self) -> int:
+        """Waits kept for the p99 (at most ``wait_window``)."""
+        return len(self._waits)
 
     def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
         """Board and simulation events; returns ``unsubscribe``."""
@@ -397,8 +478,11 @@ class Simulation:
         if self.config.time_limit is not None:
             limiter = loop.create_task(self.clock.sleep(self.config.time_limit))
             self._tasks.append(limiter)
+        work = asyncio.gather(*(t for t in self._tasks if t is not limiter))
+        # Cancelled (by the time limit, or with the run), a gather ends holding a
+        # CancelledError as its *exception*: read it, or asyncio logs it as never retrieved.
+        work.add_done_callback(_retrieve)
         try:
-            work = asyncio.gather(*(t for t in self._tasks if t is not limiter))
             if limiter is None:
                 await work
             else:
@@ -421,11 +505,8 @@ class Simulation:
     # -- reading ---------------------------------------------------------
     def tallies(self) -> Tallies:
         now = self.clock.now()
-        ordered = self._waits  # kept sorted
-        n = len(ordered)
-        if self._wait_stats[0] != n:
-            self._wait_stats = (n, percentile(ordered, 99), ordered[-1] if ordered else 0.0)
-        _, p99, wmax = self._wait_stats
+        waits = self._waits
+        n = waits.count
         b = self.board
         return Tallies(
             strategy=self.config.strategy,
@@ -433,9 +514,9 @@ class Simulation:
             double_assignments=b.double_assignments,
             arrived=self.arrived,
             queued=len(self._queue),
-            wait_mean=self._wait_sum / n if n else 0.0,
-            wait_p99=p99,
-            wait_max=wmax,
+            wait_mean=waits.total / n if n else 0.0,
+            wait_p99=waits.p99(),
+            wait_max=waits.max,
             throughput=self.served / now if now > 0 else 0.0,
             elapsed=now,
             lock_wait=self.lock_wait,
@@ -450,6 +531,9 @@ class Simulation:
             retries=self.retries,
             completed=(self.config.customers is not None and self._arrivals_done
                        and self._outstanding == 0),
+            turned_away=self.turned_away,
+            with_staff=self._with_staff,
+            wait_p99_of=len(waits),
         )
 
     def snapshot(self) -> Snapshot:
@@ -474,6 +558,10 @@ class Simulation:
             if delay > 0:
                 await self.clock.sleep(delay)
             self.arrived += 1
+            if len(self._queue) >= self.config.queue_limit:
+                self.turned_away += 1
+                self._emit(ev.TURNED_AWAY, customer=customer.name, detail=f"{len(self._queue)} queued")
+                continue
             self._outstanding += 1
             self._queue.put(customer)
             self._emit(ev.ARRIVED, customer=customer.name)
@@ -486,13 +574,15 @@ class Simulation:
             customer = await self._queue.get()
             if customer is None:
                 break
+            self._with_staff += 1
             self._set_staff(name, CHOOSING, customer.name)
             attempt = await self._strategy(self._desk, name, customer)
             if attempt is Attempt.SERVED:
-                continue
+                continue  # _seated counted it
+            self._with_staff -= 1
             self.retries += 1
-            self._emit(ev.RETRY, None, name, customer.name, attempt.value)
             self._queue.put(customer, front=True)
+            self._emit(ev.RETRY, None, name, customer.name, attempt.value)
             if attempt is Attempt.NO_COUNTER:
                 await self._wait_for_counter(name)
         self._set_staff(name, DONE)
@@ -528,10 +618,11 @@ class Simulation:
     def _seated(self, staff: str, customer: Customer, counter: int) -> None:
         now = self.clock.now()
         wait = now - customer.arrival
-        bisect.insort(self._waits, wait)
-        self._wait_sum += wait
+        self._waits.add(wait)
         self.served += 1
+        self._with_staff -= 1
         self._outstanding -= 1
+        self._abandoned_customers.discard(customer.name)  # seated: never guided again
         self._emit(ev.SERVED, counter, staff, customer.name, f"waited {wait:.3f}s")
         task = asyncio.get_running_loop().create_task(self._service(counter, customer))
         self._service_tasks.add(task)
@@ -597,25 +688,82 @@ class Simulation:
 VIRTUAL_TIME_LIMIT = 3600.0
 
 
-def run_virtual(config: SimConfig) -> Tallies:
+def run_virtual(config: SimConfig, *, cancel: threading.Event | None = None) -> Tallies:
     """Run one config to the end on virtual time (instant, deterministic).
 
     Without a ``time_limit`` the run stops at ``VIRTUAL_TIME_LIMIT``
-    simulation seconds (``Tallies.completed`` is then False).
+    simulation seconds (``Tallies.completed`` is then False). ``cancel``: see
+    ``compare``.
     """
     if config.customers is None:
         raise ValueError("an endless workload (customers=None) never ends in virtual time")
     if config.time_limit is None:
         config = config.replace(time_limit=VIRTUAL_TIME_LIMIT)
-    return run_in_virtual_time(Simulation(config).run())
+    return run_in_virtual_time(Simulation(config).run(), cancel=cancel)
 
 
-def compare(config: SimConfig, strategies: tuple[str, ...] | None = None) -> dict[str, Tallies]:
-    """The same seeded workload under each strategy, on virtual time."""
+def compare(config: SimConfig, strategies: tuple[str, ...] | None = None, *,
+            cancel: threading.Event | None = None) -> dict[str, Tallies]:
+    """The same seeded workload under each strategy, on virtual time.
+
+    ``cancel`` (set from any thread): the run under way stops at its loop's
+    next iteration, no further strategy starts, and ``asyncio.CancelledError``
+    is raised.
+    """
     names = tuple(STRATEGIES) if strategies is None else strategies
-    return {name: run_virtual(config.replace(strategy=name)) for name in names}
+    results = {}
+    for name in names:
+        if cancel is not None and cancel.is_set():
+            raise asyncio.CancelledError("compare cancelled")
+        results[name] = run_virtual(config.replace(strategy=name), cancel=cancel)
+    return results
 
 
 async def compare_async(config: SimConfig, strategies: tuple[str, ...] | None = None) -> dict[str, Tallies]:
-    """``compare`` from inside a running loop (the window): runs in a thread."""
-    return await asyncio.to_thread(compare, config, strategies)
+    """``compare`` from inside a running loop (the window), in a worker thread.
+
+    Cancelling it signals the compare's ``cancel``, waits -- further
+    cancellations included -- until the thread has ended (one loop iteration
+    of the virtual run), then raises ``asyncio.CancelledError``: nothing is
+    left computing. A compare that fails raises its error here.
+    """
+    loop = asyncio.get_running_loop()
+    cancel = threading.Event()
+    ended: asyncio.Future = loop.create_future()  # result: (results, None) or (None, error)
+
+    def settle(outcome: tuple) -> None:
+        if not ended.done():
+            ended.set_result(outcome)
+
+    def work() -> None:
+        try:
+            outcome = (compare(config, strategies, cancel=cancel), None)
+        except BaseException as exc:  # noqa: BLE001 -- handed to the awaiting side
+            outcome = (None, exc)
+        try:
+            loop.call_soon_threadsafe(settle, outcome)
+        except RuntimeError:
+            pass  # the loop is closed: nobody waits for it any more
+
+    thread = threading.Thread(target=work, name="lanemon-compare", daemon=True)
+    thread.start()
+    try:
+        results, error = await asyncio.shield(ended)
+    except asyncio.CancelledError:
+        cancel.set()
+        while not ended.done():
+            try:
+                await asyncio.shield(ended)
+            except asyncio.CancelledError:
+                pass  # cancelled again: still let the thread end first
+        thread.join()  # it has settled ``ended``: only its return is left
+        raise
+    thread.join()
+    if error is not None:
+        raise error
+    return results
+
+
+def _retrieve(future: asyncio.Future) -> None:
+    if not future.cancelled():
+        future.exception()

@@ -165,18 +165,23 @@ TALLY_FIELDS = (
     ("claims", "claims", "{:,}"),
     ("claims_expired", "expired", "{:,}"),
     ("queued", "queued", "{:,}"),
+    ("turned_away", "turned away", "{:,}"),
     ("retries", "retries", "{:,}"),
 )
+# figures drawn in a theme colour (its name) once they are > 0: a double assignment is a
+# fault (red); a customer turned away by the full queue is a warning (the queue is bounded)
+TALLY_ALARMS = {"double_assignments": "REF_LONG", "turned_away": "WARN"}
 
 
 class TalliesPanel(QWidget):
     """Live tallies in two columns, painted in one go (no label per number);
-    double assignments in red when > 0. ``text_of(key)`` reads a value back."""
+    double assignments in red and customers turned away in the warning colour
+    when > 0 (``TALLY_ALARMS``). ``text_of(key)`` reads a value back."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.texts: dict[str, str] = {key: "–" for key, _, _ in TALLY_FIELDS}
-        self.doubles = 0
+        self._alarmed: frozenset[str] = frozenset()  # keys shown in their alarm colour
         self._rows = (len(TALLY_FIELDS) + 1) // 2
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent, True)
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
@@ -189,20 +194,20 @@ class TalliesPanel(QWidget):
         self._bold.setBold(True)
         self._line = QFontMetrics(self._font).height() + 2
         self._texts = StaticTexts((self._font, self._bold))
-        self.setFixedHeight(self._rows * self._line + 2)
+        self.setFixedHeight(self._rows * self._line)
         self.update()
 
     def set_tallies(self, tallies) -> None:
         """Take new values; repaint only the rows whose text (or alarm colour) changed."""
         texts = {key: fmt.format(getattr(tallies, key)) for key, _, fmt in TALLY_FIELDS}
-        doubles = tallies.double_assignments
-        if texts == self.texts and doubles == self.doubles:
+        alarmed = frozenset(key for key in TALLY_ALARMS if getattr(tallies, key) > 0)
+        if texts == self.texts and alarmed == self._alarmed:
             return
-        alarm_changed = (doubles > 0) != (self.doubles > 0)
-        old, self.texts, self.doubles = self.texts, texts, doubles
+        flipped = alarmed ^ self._alarmed
+        old, self.texts, self._alarmed = self.texts, texts, alarmed
         half_w = self.width() / 2
         for i, (key, _, _) in enumerate(TALLY_FIELDS):
-            if texts[key] != old[key] or (alarm_changed and key == "double_assignments"):
+            if texts[key] != old[key] or key in flipped:
                 col, row = divmod(i, self._rows)
                 self.update(int(col * half_w), row * self._line, int(half_w) + 2, self._line + 2)
 
@@ -210,14 +215,15 @@ class TalliesPanel(QWidget):
         return self.texts[key]
 
     def color_of(self, key: str) -> str:
-        """The colour a value is drawn in (double assignments: red once there are any)."""
-        return theme.REF_LONG if key == "double_assignments" and self.doubles > 0 else theme.FG
+        """The colour a value is drawn in (double assignments: red once there are any;
+        customers turned away: the warning colour)."""
+        return getattr(theme, TALLY_ALARMS[key]) if key in self._alarmed else theme.FG
 
     def paintEvent(self, event) -> None:  # noqa: N802
         p = QPainter(self)
         p.fillRect(event.rect(), QColor(theme.PANEL_BG))
         half_w = self.width() / 2
-        muted, fg, red = QColor(theme.MUTED), QColor(theme.FG), QColor(theme.REF_LONG)
+        muted = QColor(theme.MUTED)
         get, draw = self._texts.get, p.drawStaticText
         region = event.region()
         for i, (key, label, _) in enumerate(TALLY_FIELDS):
@@ -225,13 +231,14 @@ class TalliesPanel(QWidget):
             x0, top = col * half_w + 2, row * self._line + 1
             if not region.intersects(QRect(int(col * half_w), row * self._line, int(half_w) + 2, self._line + 2)):
                 continue
-            alarm = key == "double_assignments" and self.doubles > 0
+            alarm = key in self._alarmed
+            value = QColor(self.color_of(key))
             p.setFont(self._font)
-            p.setPen(red if alarm else muted)
+            p.setPen(value if alarm else muted)
             draw(QPointF(x0, top), get(0, label)[0])
             st, w, _h = get(1, self.texts[key])
             p.setFont(self._bold)
-            p.setPen(red if alarm else fg)
+            p.setPen(value)
             draw(QPointF(x0 + half_w - 14 - w, top), st)
         p.end()
 
@@ -295,8 +302,13 @@ class CompareTable(QWidget):
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)  # widths: _fit_columns
         header.setMinimumSectionSize(20)
-        tips = ("", "customers seated", "double assignments (the board's count)", "served per simulated second",
-                "p99 wait: 99th percentile of arrival → seated, simulated s",
+        tips = ("",
+                "customers seated (in the warning colour when others were turned away by the full "
+                "queue: hover for how many)",
+                "double assignments (the board's count)",
+                "served per simulated second",
+                "p99 wait: 99th percentile of arrival → seated, simulated s "
+                "(over the most recent waits, at most SimConfig.wait_window)",
                 "lock wait: staff-seconds spent waiting to acquire the lock")
         for c, tip in enumerate(tips):
             self.table.horizontalHeaderItem(c).setToolTip(tip)
@@ -342,6 +354,10 @@ class CompareTable(QWidget):
                 item = QTableWidgetItem(text)
                 item.setTextAlignment((Qt.AlignmentFlag.AlignLeft if c == 0 else Qt.AlignmentFlag.AlignRight)
                                       | Qt.AlignmentFlag.AlignVCenter)
+                if c == 1 and t.turned_away > 0:
+                    item.setForeground(QColor(theme.WARN))
+                    item.setToolTip(f"{t.turned_away:,} turned away: the queue was full "
+                                    f"({config.queue_limit:,} waiting)")
                 if c == 2 and t.double_assignments > 0:
                     item.setForeground(QColor(theme.REF_LONG))
                     f = item.font()
