@@ -34,7 +34,7 @@ def _app(qapp):
             w.deleteLater()
     app.sendPostedEvents(None, QEvent.Type.DeferredDelete)
     theme.set_palette("light")     # presenter mode changes the module's look: back to the default
-    theme.apply(app, 1.0)
+    theme.apply_font_and_palette(app, 1.0)   # style sheets belong to windows (theme.apply)
 
 
 async def _ready(win):
@@ -224,7 +224,7 @@ def test_settings_round_trip_in_a_temporary_store(qtbot, tmp_path):
     settings.save(first, settings.open_store(ini))
     first.deleteLater()
     theme.set_palette("light")
-    theme.apply(QApplication.instance(), 1.0)
+    theme.apply_font_and_palette(QApplication.instance(), 1.0)
 
     second = MainWindow()
     assert (second.talk.presenter, second.heartbeat.period_ms) == (False, 10)

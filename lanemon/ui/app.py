@@ -111,7 +111,7 @@ def application(argv: list[str] | None = None) -> QApplication:
         app = QApplication(sys.argv if argv is None else argv)
         app.setApplicationName("lanemon")
         app.setDesktopFileName("lanemon")   # matches the launcher entry (install-desktop)
-        theme.apply(app)
+        theme.apply_font_and_palette(app)     # the style sheet is the main window's (theme.apply)
     app.setQuitOnLastWindowClosed(False)
     return app
 

@@ -46,6 +46,7 @@ class MainWindow(QMainWindow):
 
     def __init__(self, period_ms: int = DEFAULT_PERIOD_MS, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.setStyleSheet(theme.stylesheet())   # before the children exist: nothing to restyle yet
         self.setWindowTitle("lanemon — event-loop lag")
         self.resize(*DEFAULT_SIZE)
         self.heartbeat = Heartbeat(period_ms, parent=self)
@@ -121,7 +122,7 @@ class MainWindow(QMainWindow):
 
     def set_font_scale(self, scale: float) -> None:
         app = QApplication.instance()
-        theme.apply(app, scale)
+        theme.apply(app, scale, sheet_on=self)
         self._style_warning()
         for w in (self.chart, *self.views.values()):
             if hasattr(w, "apply_fonts"):

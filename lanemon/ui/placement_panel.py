@@ -7,8 +7,8 @@ and the seed's default). Right: what ``place()`` said for each finished run's
 measured time. Every answer comes from ``lanemon.work.decide``.
 
 The right-hand table is a model (``PlacedRunsModel``) that learns of new
-placed runs without re-reading the history, and its columns have fixed widths
-(``tables.fit_columns``): a refresh and a font change cost the same at run 300
+placed runs without re-reading the history, and its columns are fitted to the newest rows
+only (``tables.fit_columns``): a refresh and a font change cost the same at run 300
 as at run 3.
 """
 
@@ -226,8 +226,7 @@ class PlacementPanel(QWidget):
         f.setPointSizeF(theme.pt(22))
         f.setBold(True)
         self.word.setFont(f)
-        # the widest texts each column holds (not the rows': their count must not matter)
-        fit_columns(self.after, {0: "#00000 worker · thread", 1: "000,000,000.0", 2: "worker"})
+        fit_columns(self.after, bold_cells=True)
         self.placed.colours_changed()
 
     def schedule_refresh(self) -> None:
@@ -265,3 +264,4 @@ class PlacementPanel(QWidget):
                 self.thresholds.setItem(r, 3, _item(where, theme.PLACE_COLORS[where], bold=True))
 
         self.placed.refresh()
+        fit_columns(self.after, bold_cells=True)

@@ -59,11 +59,6 @@ def _restyle(widget, sheet: str) -> None:
         widget.setStyleSheet(sheet)
 
 
-# the widest text each results column holds (its width does not depend on the rows)
-WIDEST = {"kind": "worker · thread", "total": "4,000,000,000", "workMs": "100,000.0", "samples": "100,000",
-          "p50": "10,000", "p99": "10,000", "max": "10,000", "slices": "100,000", "result": "4294967295"}
-
-
 class RunsPanel(QWidget):
     """Job size, Whole / Sliced / Worker, the results table and exports."""
 
@@ -177,8 +172,8 @@ class RunsPanel(QWidget):
         self.table.verticalHeader().setVisible(False)
         self.table.setShowGrid(False)
         self.table.setWordWrap(False)
-        # fixed widths from the widest texts (apply_fonts): ResizeToContents re-measured every
-        # row on each change, so the cost grew with the history
+        # widths from the newest rows (fit_columns, on each refresh and font change):
+        # ResizeToContents re-measured every row on each change, a cost that grew with the history
 
         self.figures = QLabel("")
         self.figures.setTextFormat(Qt.TextFormat.RichText)
@@ -236,8 +231,7 @@ class RunsPanel(QWidget):
         # large type (presenter mode): the lag columns matter; the rest is in the report and figures
         for name in ("total", "slices", "result"):
             self.table.setColumnHidden(COLUMNS.index(name), s > 1.25)
-        fit_columns(self.table, {COLUMNS.index(name): text for name, text in WIDEST.items()},
-                    stretch_last=False)
+        fit_columns(self.table, stretch_last=False)
         # colours too (the palette may have changed): run buttons, the results' rows, then the
         # texts on the next refresh
         for family, kind in (("whole", "whole"), ("sliced", "sliced"), ("worker", self.worker_kind.currentText())):
@@ -457,6 +451,7 @@ class RunsPanel(QWidget):
             self._progress_timer.stop()
 
         self.model.refresh()
+        fit_columns(self.table, stretch_last=False)
         self.figures.setText(self._figures_html())
 
     def _figures_html(self) -> str:

@@ -1,34 +1,54 @@
-"""Column widths that do not depend on how many rows a table holds.
+"""Column widths whose cost does not grow with the rows a table holds.
 
-``QHeaderView.ResizeToContents`` measures the rows' texts again on every
-change of data or font (up to 1,000 rows each time): a results table's cost
-then grows with the history it shows (with 300 runs a presenter-mode toggle
-took 1.5 s). ``fit_columns`` sets each column's width once from the widest
-text it can hold, measured with the view's font: the same cost at run 3 and
-at run 300. Call it again when the font changes.
+``QHeaderView.ResizeToContents`` measures the rows' texts on every change of
+data or font (up to 1,000 rows each time, and its precision setting did not
+bound it here): a results table's cost then grew with the history it shows
+(with 300 runs a presenter-mode toggle took 1.5 s). ``fit_columns`` sizes each
+column to its header and to its texts in the newest ``rows`` rows (the top of
+a newest-first table, what is in view), measured with the view's font: the
+same cost at run 3 and at run 300. Call it when rows arrive or the font
+changes.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QHeaderView, QTableView
 
-PADDING = 18          # a cell's margins, both sides
+from lanemon.ui import theme
+
+ROWS = 20             # rows measured, from the top
+CELL_PADDING = 8      # theme.stylesheet's ``QTableView::item`` padding, each side, at scale 1
+HEADER_PADDING = 6    # its ``QHeaderView::section`` padding, each side
+MARGIN = 7            # the style's focus frame and text margins (what ResizeToContents added, measured)
+_DISPLAY = Qt.ItemDataRole.DisplayRole
 _HORIZONTAL = Qt.Orientation.Horizontal
 
 
-def fit_columns(view: QTableView, samples: dict[int, str], stretch_last: bool = True) -> None:
-    """Width of column ``c`` = the wider of its header text and ``samples[c]``
-    (the widest text the column holds), in the view's font; guaranteed not to
-    read the model's rows. Columns not in ``samples`` keep their width."""
+def fit_columns(view: QTableView, rows: int = ROWS, stretch_last: bool = True,
+                bold_cells: bool = False) -> None:
+    """Size every shown column to its header and its texts in the first ``rows`` rows.
+
+    Guaranteed: reads at most ``rows`` rows of the model, whatever it holds; hidden
+    columns are left alone. ``bold_cells``: the cells are drawn bold (the headers are)."""
+    model = view.model()
     header = view.horizontalHeader()
     header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
     header.setStretchLastSection(stretch_last)
-    cells = view.fontMetrics()
-    heads = header.fontMetrics()
-    model = view.model()
-    for column, sample in samples.items():
-        title = model.headerData(column, _HORIZONTAL) if model is not None else ""
-        width = max(cells.horizontalAdvance(sample), heads.horizontalAdvance(str(title or "")))
-        header.resizeSection(column, width + PADDING)
-
+    bold = QFont(view.font())
+    bold.setBold(True)
+    cells, heads = QFontMetrics(bold if bold_cells else view.font()), QFontMetrics(bold)
+    pad = 2 * CELL_PADDING * theme.font_scale() + MARGIN
+    shown = min(rows, model.rowCount())
+    for column in range(model.columnCount()):
+        if view.isColumnHidden(column):
+            continue
+        title = str(model.headerData(column, _HORIZONTAL, _DISPLAY) or "")
+        width = heads.horizontalAdvance(title) + 2 * HEADER_PADDING + MARGIN
+        for row in range(shown):
+            text = model.data(model.index(row, column), _DISPLAY)
+            if text:
+                width = max(width, cells.horizontalAdvance(str(text)) + pad)
+        if header.sectionSize(column) != int(width + 0.5):
+            header.resizeSection(column, int(width + 0.5))
