@@ -158,13 +158,15 @@ def test_a_short_soak_drives_every_kind_and_leaves_nothing_behind(tmp_path):
     buckets = figures["buckets"]
     assert len(buckets) == 6
     keys = {"t0Min", "t1Min", "ticks", "rssMb", "gcObjects", "p99Ms", "longestStallMs", "actions",
-            "wholeRuns", "wholeRunLongestStallMs", "sampleMs", "longestStallAfter"}
+            "wholeRuns", "wholeRunLongestStallMs", "sampleMs", "longestStallAfter",
+            "longestStallOutsideThreadRunsMs"}
     for before, b in zip([None, *buckets], buckets):
         assert set(b) == keys
         assert b["t1Min"] > b["t0Min"] >= (before["t1Min"] if before else 0.0)
         assert b["t1Min"] - b["t0Min"] >= 0.5 / 60 - 2e-4      # half a bucket at least (rounded)
         assert b["ticks"] >= 0 and b["gcObjects"] > 0
         assert b["p99Ms"] <= b["longestStallMs"]
+        assert b["longestStallOutsideThreadRunsMs"] <= b["longestStallMs"]   # fewer ticks: never longer
         if sys.platform.startswith("linux"):
             assert b["rssMb"] > 0
     # every kind ran, each action counted once in a bucket

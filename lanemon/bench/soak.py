@@ -202,6 +202,7 @@ class Bucket:
     whole_stall: float = 0.0    # the longest stall a whole run made here, ms
     sample_ms: float = 0.0      # the bench's own sample at the end (RSS + gc count)
     stall_after: str = ""       # the last action started before the longest stall began
+    stall_no_thread: float = 0.0   # longest, ms, outside whole runs and thread-worker runs
 
     def as_dict(self) -> dict:
         return {"t0Min": round(self.t0 / 60, 4), "t1Min": round(self.t1 / 60, 4), "ticks": self.ticks,
@@ -209,7 +210,8 @@ class Bucket:
                 "gcObjects": self.objects, "p99Ms": round(self.p99, 3),
                 "longestStallMs": round(self.stall, 3), "actions": self.actions,
                 "wholeRuns": self.whole_runs, "wholeRunLongestStallMs": round(self.whole_stall, 3),
-                "sampleMs": round(self.sample_ms, 3), "longestStallAfter": self.stall_after}
+                "sampleMs": round(self.sample_ms, 3), "longestStallAfter": self.stall_after,
+                "longestStallOutsideThreadRunsMs": round(self.stall_no_thread, 3)}
 
 
 @dataclass
@@ -231,6 +233,7 @@ class Soak:
     workers_seen: set = field(default_factory=set)   # worker pids alive at a bucket's end
     start: float = 0.0                               # the soak's start (perf_counter)
     _wholes: list = field(default_factory=list)      # whole runs not yet given to a bucket
+    _threads: list = field(default_factory=list)     # thread-worker runs (their GIL stalls are the lesson)
 
     # --- what a user does ----------------------------------------------------------------------
     async def drive(self) -> None:
@@ -288,7 +291,9 @@ class Soak:
         await self._run("worker", size_ms, "warm")
 
     async def _worker_thread(self, rng, size_ms) -> None:
-        await self._run("worker", size_ms, "thread")
+        rec = await self._run("worker", size_ms, "thread")
+        if rec is not None:
+            self._threads.append(rec)
 
     async def _burst(self, rng) -> list[int]:
         w = self.window
@@ -454,13 +459,18 @@ class Soak:
             else:
                 after = ""
             whole_stall = max((float(lag[excluded(t, [iv])].max(initial=0.0)) for iv in runs), default=0.0)
+            threads = [(r.t_start, r.t_end or close_t) for r in self._threads
+                       if r.t_start < close_t and (r.t_end or close_t) > open_t]
+            self._threads = [r for r in self._threads if r.running]
+            no_thread = float(lag[~excluded(t, runs + carry + threads)].max(initial=0.0))
             actions = sum(1 for _, at, _ in self.done[acted:] if at <= close_t)
             acted += actions
             a = time.perf_counter()
             rss, objects = rss_bytes(), len(gc.get_objects())
             b = time.perf_counter()
             bucket = Bucket(open_t - self.start, close_t - self.start, int(rest.size), rss, objects,
-                            stats.p99, stats.max, actions, len(wholes), whole_stall, (b - a) * 1000.0, after)
+                            stats.p99, stats.max, actions, len(wholes), whole_stall, (b - a) * 1000.0, after,
+                            no_thread)
             self.buckets.append(bucket)
             self.out(row(bucket))
             self.workers_seen.update(live_worker_pids())
@@ -510,6 +520,8 @@ def summarize(buckets: list[Bucket]) -> dict:
                               "met": None if rise is None else rise <= P99_RISE_GOAL_MS},
         "longestStallOutsideWholeRuns": {"value": stall, "goal": STALL_GOAL_MS, "met": stall <= STALL_GOAL_MS},
     }
+    # thread-worker runs stall the loop on purpose (the GIL: the lesson of that kind); said apart
+    result["longestStallOutsideWholeAndThreadRunsMs"] = max((b.stall_no_thread for b in buckets), default=0.0)
     return result
 
 
@@ -624,6 +636,8 @@ def run(out, minutes: float = DEFAULT_MINUTES, *, seed: int = SEED, gap_s: float
         f"{'n/a' if rise['met'] is None else goal(rise['met'])}")
     out(f"longest stall outside whole runs: {stall['value']:.1f} ms   (goal <= {STALL_GOAL_MS:g} ms) -> "
         f"{goal(stall['met'])}")
+    out(f"longest stall outside whole runs and thread-worker runs (those hold the GIL: the stall is "
+        f"what that kind shows): {s['longestStallOutsideWholeAndThreadRunsMs']:.1f} ms")
     out("actions done: " + ", ".join(f"{k} {v}" for k, v in kinds.items()))
     h = soak.holds
     out(f"held final saves: {h['set']} set, {h['released']} released by job while soaking, "
