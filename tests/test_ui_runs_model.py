@@ -8,6 +8,7 @@ def _spy(model):
     seen = []
     model.modelReset.connect(lambda: seen.append(("reset",)))
     model.rowsInserted.connect(lambda _p, a, b: seen.append(("inserted", a, b)))
+    model.rowsRemoved.connect(lambda _p, a, b: seen.append(("removed", a, b)))
     model.dataChanged.connect(lambda tl, br, *_: seen.append(("changed", tl.row(), br.row())))
     return seen
 
@@ -38,10 +39,25 @@ def test_refresh_inserts_new_runs_on_top_and_announces_changed_rows_only(qapp):
     assert sorted(seen) == [("changed", 0, 0), ("changed", 1, 1)]
     assert model.data(model.index(1, COLUMNS.index("result"))) == "7"
 
-    records.pop(0)                                    # a record removed: start again
+    records.pop(0)                                    # the oldest dropped (a bounded history): its row goes
     seen.clear()
     model.refresh()
-    assert seen == [("reset",)] and model.rowCount() == 1
+    assert seen == [("removed", 1, 1)] and model.rowCount() == 1
+    assert model.record(0) is records[0]
+
+    records.append(RunRecord(3, "warm", 3000, 2.0))   # dropped from the middle, and a new run on top
+    records.append(RunRecord(4, "cold", 3000, 3.0))
+    model.refresh()
+    del records[1]
+    seen.clear()
+    model.refresh()
+    assert seen == [("removed", 1, 1)]
+    assert [model.record(i).id for i in range(model.rowCount())] == [4, 2]
+
+    records.reverse()                                 # reordered: start again
+    seen.clear()
+    model.refresh()
+    assert seen == [("reset",)] and [model.record(i).id for i in range(model.rowCount())] == [2, 4]
 
 
 def test_a_theme_change_redraws_every_row(qapp):
