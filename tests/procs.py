@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import queue
+import signal
 import re
 import threading
 import time
@@ -78,3 +79,21 @@ def wait_until_none_left(name: str, marker: str, timeout_s: float) -> list[tuple
         time.sleep(0.05)
         left = marked_processes(name, marker)
     return left
+
+
+def gone(pid: int) -> bool:
+    """The process ``pid`` no longer exists (reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def release(pid: int) -> None:
+    """Leave nothing behind: a stopped test victim is resumed and killed."""
+    for sig in (signal.SIGCONT, signal.SIGKILL):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass

@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 import pytest
+from procs import gone
 
 from lanemon import bench
 from lanemon.bench import soak
@@ -123,14 +124,6 @@ def test_all_leaves_soak_out_and_minutes_is_soak_only(monkeypatch, capsys):
 
 # --- a few seconds of it ----------------------------------------------------------------------------
 
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
-
-
 def test_a_short_soak_drives_every_kind_and_leaves_nothing_behind(tmp_path):
     """The command as a user runs it, in its own process (presenter mode restyles the whole
     application: a test process would keep that look for the tests after it)."""
@@ -192,4 +185,4 @@ def test_a_short_soak_drives_every_kind_and_leaves_nothing_behind(tmp_path):
     # quit: nothing left running, inside the process before it ended and after it
     assert figures["workerPidsLeft"] == [] and figures["childrenLeft"] == []
     assert figures["workerPidsSeen"], "the warm pool should have been running"
-    assert all(_gone(pid) for pid in figures["workerPidsSeen"])
+    assert all(gone(pid) for pid in figures["workerPidsSeen"])

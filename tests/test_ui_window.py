@@ -12,6 +12,9 @@ import os
 
 import numpy as np
 import pytest
+from procs import gone, release
+
+from lanemon.bench._common import child_processes
 
 from lanemon.ui.testing import run_window, wait_until
 from lanemon.work import hash_range, live_worker_pids
@@ -22,34 +25,6 @@ def _app(qapp):
     from lanemon.ui.app import application
 
     return application()
-
-
-def _children_of_this_process() -> list[int]:
-    """Pids whose parent is this process (Linux /proc; empty elsewhere)."""
-    me = os.getpid()
-    kids = []
-    if not os.path.isdir("/proc"):
-        return kids
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == me and fields[0] != "Z":
-            with open(f"/proc/{name}/cmdline", "rb") as fh:
-                kids.append((int(name), fh.read().replace(b"\0", b" ").decode(errors="replace")))
-    return kids
-
-
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
 
 
 async def _finish(controller, rec, timeout_s=60):
@@ -200,9 +175,9 @@ def test_closing_during_a_warm_run_leaves_no_child_process(qtbot):
     assert pids, "the warm pool should have been running"
     assert rec.status == "cancelled"
     assert live_worker_pids() == []
-    assert all(_gone(pid) for pid in pids)
+    assert all(gone(pid) for pid in pids)
     # multiprocessing's resource tracker is the stdlib's, not a worker: it exits with us
-    assert [k for k in _children_of_this_process() if "resource_tracker" not in k[1]] == []
+    assert child_processes() == []
 
 
 def test_export_writes_the_seed_report(qtbot, tmp_path):
@@ -261,15 +236,6 @@ def test_report_says_what_is_missing(qtbot):
 import signal  # noqa: E402
 
 
-def _release(pid: int) -> None:
-    """Leave nothing behind: a stopped test victim is resumed and killed."""
-    for sig in (signal.SIGCONT, signal.SIGKILL):
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
-
-
 async def _busy_warm_worker(win, total=2_000_000_000):
     """A warm worker run of minutes started from the window, and its worker's pid."""
     from lanemon.work import warm_pool
@@ -300,14 +266,14 @@ def test_a_hung_worker_run_is_cancelled_from_the_window_and_worker_runs_work_aga
             refusal = panel.banner.text()
             panel.cancel_btn.click()
             await wait_until(lambda: not rec.running, 20)
-            await wait_until(lambda: _gone(victim) and len(pool.pids()) == pool.size, 20)
+            await wait_until(lambda: gone(victim) and len(pool.pids()) == pool.size, 20)
             await asyncio.sleep(0.1)                             # the panel's coalesced refresh
             cancelled = panel.in_flight.text(), panel.banner.text(), panel.cancel_btn.isEnabled()
             again = await _finish(c, c.start_worker(60_000, "warm"))
             await wait_until(lambda: f"#{again.id}" in panel.banner.text(), 5)
             return before, rec, in_flight, refused, refusal, cancelled, again, panel.banner.text()
         finally:
-            _release(victim)
+            release(victim)
 
     rc, out, errors = run_window(scenario)
     before, rec, in_flight, refused, refusal, cancelled, again, last = out
@@ -377,11 +343,11 @@ def test_a_hung_worker_run_times_out_and_says_so(qtbot):
         try:
             os.kill(victim, signal.SIGSTOP)
             await wait_until(lambda: not rec.running, 30)
-            await wait_until(lambda: _gone(victim) and len(pool.pids()) == pool.size, 20)
+            await wait_until(lambda: gone(victim) and len(pool.pids()) == pool.size, 20)
             await asyncio.sleep(0.1)
             return rec, panel.banner.text()
         finally:
-            _release(victim)
+            release(victim)
 
     rc, (rec, banner), errors = run_window(scenario)
     assert rc == 0 and errors == []
@@ -399,7 +365,7 @@ def test_a_worker_that_dies_mid_run_is_said_in_the_banner(qtbot):
             await asyncio.sleep(0.1)
             return rec, victim, win.runs_panel.banner.text()
         finally:
-            _release(victim)
+            release(victim)
 
     rc, (rec, victim, banner), errors = run_window(scenario)
     assert rc == 0 and errors == []

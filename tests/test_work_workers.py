@@ -5,6 +5,7 @@ import os
 import signal
 
 import pytest
+from procs import gone, release
 
 from lanemon.work import (
     WorkerDied,
@@ -194,23 +195,6 @@ async def _until(predicate, timeout_s: float = 20.0) -> None:
         await asyncio.sleep(0.01)
 
 
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
-
-
-def _release(pid: int) -> None:
-    """Leave nothing behind: a stopped test victim is resumed and killed."""
-    for sig in (signal.SIGCONT, signal.SIGKILL):
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
-
-
 def test_a_warm_worker_that_dies_while_idle_is_replaced_without_waiting_for_a_call():
     """Regression: the pool showed 1 live + 1 dead worker until the next call found the corpse."""
     async def main():
@@ -222,7 +206,7 @@ def test_a_warm_worker_that_dies_while_idle_is_replaced_without_waiting_for_a_ca
             await _until(lambda: victim not in pool.pids() and len(pool.pids()) == pool.size)
             return victim, sorted(pool.pids()), pool.size, len(pool._all)
         finally:
-            _release(victim)
+            release(victim)
 
     victim, pids, size, known = asyncio.run(main())
     assert victim not in pids and len(pids) == size == known
@@ -240,12 +224,12 @@ def test_cancelling_a_run_on_a_stopped_warm_worker_kills_it_and_the_pool_replace
             job.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await job
-            await _until(lambda: _gone(victim) and len(pool.pids()) == pool.size)
+            await _until(lambda: gone(victim) and len(pool.pids()) == pool.size)
             replaced = sorted(pool.pids())
             after = await run_in_worker(40_000, "warm")
             return victim, replaced, pool.size, after
         finally:
-            _release(victim)
+            release(victim)
 
     victim, replaced, size, after = asyncio.run(main())
     assert victim not in replaced and len(replaced) == size
@@ -263,10 +247,10 @@ def test_a_timeout_around_a_stopped_worker_stops_it_and_further_runs_work():
             with pytest.raises(TimeoutError):
                 async with asyncio.timeout(0.2):
                     await job
-            await _until(lambda: _gone(victim))
+            await _until(lambda: gone(victim))
             return victim, await asyncio.gather(*(run_in_worker(t, "warm") for t in (1_000, 2_000, 3_000)))
         finally:
-            _release(victim)
+            release(victim)
 
     victim, results = asyncio.run(main())
     assert results == [hash_range(0, t) for t in (1_000, 2_000, 3_000)]

@@ -78,7 +78,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from lanemon.bench._common import goal
+from lanemon.bench._common import child_processes, goal
 
 DEFAULT_MINUTES = 10.0
 MIN_BUCKETS = 6
@@ -539,29 +539,6 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _children() -> list[str]:
-    """Command lines of this process's live children (Linux ``/proc``; empty elsewhere),
-    multiprocessing's resource tracker aside (the stdlib's; it exits with us)."""
-    me, kids = os.getpid(), []
-    if not os.path.isdir("/proc"):
-        return kids
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-            if int(fields[1]) != me or fields[0] == "Z":
-                continue
-            with open(f"/proc/{name}/cmdline", "rb") as fh:
-                cmd = fh.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if "resource_tracker" not in cmd:
-            kids.append(f"{name} {cmd}")
-    return kids
-
-
 def run(out, minutes: float = DEFAULT_MINUTES, *, seed: int = SEED, gap_s: float = GAP_S) -> dict:
     """Soak the window for ``minutes``; print the buckets, slopes and goals through ``out``;
     return the figures. Raises ``RuntimeError`` when the window ends badly or a run never
@@ -612,7 +589,7 @@ def run(out, minutes: float = DEFAULT_MINUTES, *, seed: int = SEED, gap_s: float
         shutdown_s = time.perf_counter() - marks["closing"]
         files = sorted(os.listdir(folder))
     left = live_worker_pids()
-    children = _children()
+    children = [f"{pid} {cmd}" for pid, cmd in child_processes()]
 
     buckets = soak.buckets
     s = summarize(buckets)
