@@ -212,15 +212,22 @@ def test_a_warm_worker_that_dies_while_idle_is_replaced_without_waiting_for_a_ca
     assert victim not in pids and len(pids) == size == known
 
 
+async def _hung_warm_run():
+    """A long warm run whose worker is then stopped (SIGSTOP): the pool, the run, the worker's pid.
+    The caller resumes and kills the worker in a ``finally`` (``release``)."""
+    pool = await warm_pool().astart()
+    job = asyncio.ensure_future(run_in_worker(10**10, "warm"))
+    await _until(lambda: pool.busy_pids())
+    victim = pool.busy_pids()[0]
+    os.kill(victim, signal.SIGSTOP)
+    return pool, job, victim
+
+
 def test_cancelling_a_run_on_a_stopped_warm_worker_kills_it_and_the_pool_replaces_it_at_once():
     """A hung worker (SIGSTOP) is stopped by a cancel; the replacement starts without a call."""
     async def main():
-        pool = await warm_pool().astart()
-        job = asyncio.ensure_future(run_in_worker(10**10, "warm"))
-        await _until(lambda: pool.busy_pids())
-        victim = pool.busy_pids()[0]
+        pool, job, victim = await _hung_warm_run()
         try:
-            os.kill(victim, signal.SIGSTOP)
             job.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await job
@@ -238,12 +245,8 @@ def test_cancelling_a_run_on_a_stopped_warm_worker_kills_it_and_the_pool_replace
 
 def test_a_timeout_around_a_stopped_worker_stops_it_and_further_runs_work():
     async def main():
-        pool = await warm_pool().astart()
-        job = asyncio.ensure_future(run_in_worker(10**10, "warm"))
-        await _until(lambda: pool.busy_pids())
-        victim = pool.busy_pids()[0]
+        pool, job, victim = await _hung_warm_run()
         try:
-            os.kill(victim, signal.SIGSTOP)
             with pytest.raises(TimeoutError):
                 async with asyncio.timeout(0.2):
                     await job
