@@ -8,7 +8,8 @@ Public API (see each module's docstring for the exact contract):
 - :mod:`.records`      ``Reservation``, ``State``, ``RecordStore`` (awaitable,
   fenced saves; holds and injected failures), ``SaveHold``.
 - :mod:`.queues`       ``Scheduler`` (the two queues ``reservations`` and
-  ``cafe`` sharing ``scheduled_lanes``), ``ReservationQueue``.
+  ``cafe`` sharing ``scheduled_lanes``; ``aclose()`` ends promptly whatever is
+  held or running), ``ReservationQueue``, ``SchedulerClosed``.
 - :mod:`.work`         pluggable work: ``SimulatedWork``, ``GatedWork``,
   ``CpuWork`` (placed by ``lanemon.work.place``), ``RunContext``.
 - :mod:`.occupancy`    ``Occupancy``: outside reasons that make a workspace busy.
@@ -22,7 +23,7 @@ from .events import Event, EventHub
 from .invariants import InvariantChecker
 from .lanes import LaneToken, LaneView, ProjectLanes
 from .occupancy import Occupancy
-from .queues import QUEUE_NAMES, Phase, ReservationQueue, Scheduler
+from .queues import QUEUE_NAMES, Phase, ReservationQueue, Scheduler, SchedulerClosed
 from .record_lock import RecordLock
 from .records import (
     TERMINAL, InvalidTransition, RecordStore, Reservation, SaveError, SaveFailed, SaveHold,
@@ -35,7 +36,8 @@ from .work import (
 
 __all__ = [
     "Event", "EventHub", "InvariantChecker", "LaneToken", "LaneView", "ProjectLanes",
-    "Occupancy", "QUEUE_NAMES", "Phase", "ReservationQueue", "Scheduler", "RecordLock",
+    "Occupancy", "QUEUE_NAMES", "Phase", "ReservationQueue", "Scheduler", "SchedulerClosed",
+    "RecordLock",
     "TERMINAL", "InvalidTransition", "RecordStore", "Reservation", "SaveError", "SaveFailed",
     "SaveHold", "StaleWrite", "State", "Counts", "JobView", "QueueView", "RunSpan", "Snapshot",
     "CpuWork", "GatedWork", "RunContext", "SimulatedWork", "StopRequested", "Work",

@@ -30,6 +30,9 @@ Guarantees of :meth:`RecordStore.save`
 * ``saved`` events are emitted after each successful write; ``save_held``
   when a save starts waiting on a hold; ``save_failed`` / ``stale_write`` when
   a save raises.
+* ``close_holds()`` releases every hold and makes every later hold inert
+  (released at creation): from then on no save waits on a hold.  A closing
+  scheduler calls it so that its final saves can complete.
 
 Single event loop; not thread-safe.
 """
@@ -183,6 +186,7 @@ class RecordStore:
     def __init__(self, *, events: EventHub | None = None,
                  before_write: Callable[[Reservation], Awaitable[None]] | None = None) -> None:
         self._records: dict[int, Reservation] = {}
+        self._holds_closed = False
         self._events = events or EventHub()
         self._holds: list[SaveHold] = []
         self._fails: list[_Fail] = []
@@ -209,11 +213,24 @@ class RecordStore:
         """Hold matching saves open until the returned hold is released."""
         h = SaveHold(self, id=id, workspace=workspace, queue=queue, state=state,
                      terminal=terminal, once=once)
+        if self._holds_closed:
+            h._open.set()  # inert: holds nothing (see close_holds)
+            return h
         self._holds.append(h)
         return h
 
     def holds(self) -> tuple[SaveHold, ...]:
         return tuple(self._holds)
+
+    def close_holds(self) -> int:
+        """Release every hold and make every later ``hold()`` inert (released at
+        creation), so that no save waits on a hold any more; returns how many
+        holds were released.  Used by a closing scheduler."""
+        self._holds_closed = True
+        holds = list(self._holds)
+        for h in holds:
+            h.release()
+        return len(holds)
 
     def _drop_hold(self, h: SaveHold) -> None:
         try:
