@@ -385,3 +385,34 @@ def test_a_job_whose_final_record_could_not_be_saved_reads_unsaved(qtbot):
     assert "unsaved finals 1" in counters
     assert stored == "running" and owner is None and violations == []
 
+
+def test_the_view_keeps_only_a_window_of_finished_jobs(qtbot):
+    """Thousands of jobs through a view's scheduler: the view's invariant checker
+    keeps a bounded window, its tables hold at most what they show, and what they
+    show is the newest."""
+    import asyncio
+
+    from lanemon.lanes import Scheduler
+    from lanemon.ui.lanes_view import LanesView
+
+    view = LanesView(Scheduler(keep_finished=100, recent_limit=30, history_limit=4,
+                               history_total=200))
+    qtbot.addWidget(view)
+    view.resize(1200, 700)
+    s = view.scheduler
+
+    async def push():
+        for start in range(0, 6_000, 300):
+            for i in range(300):
+                await s.submit(("reservations", "cafe")[i % 2], f"ws-{(start + i) % 97:02d}")
+            await s.join()
+
+    asyncio.run(push())
+    view.refresh(force=True)
+    stats = view.checker.stats()
+    assert view.checker.violations == [] and view.checker.runs == 6_000
+    assert stats["live"] == 0 and stats["finished_ids"] <= view.checker.keep_finished
+    assert s.stats()["records"] <= 100
+    for q, m in view.queue_models.items():
+        assert 0 < m.rowCount() <= 30
+        assert m.job_id(0) == s.snapshot().queues[q].recent[-1].id   # the last one finished

@@ -17,16 +17,20 @@ Public API (see each module's docstring for the exact contract):
 - :mod:`.snapshot`     immutable views: ``Snapshot``, ``QueueView``,
   ``JobView``, ``LaneView``, ``RunSpan``, ``Counts``.
 - :mod:`.invariants`   ``InvariantChecker`` used by tests and the bench.
+
+Hours of use cost bounded memory: the store, the scheduler's finished history
+and the checker keep a window of finished jobs (``KEEP_FINISHED``,
+``HISTORY_TOTAL``, the constructors' parameters); live jobs are always kept.
 """
 
 from .events import Event, EventHub
 from .invariants import InvariantChecker
 from .lanes import LaneToken, LaneView, ProjectLanes
 from .occupancy import Occupancy
-from .queues import QUEUE_NAMES, Phase, ReservationQueue, Scheduler, SchedulerClosed
+from .queues import HISTORY_TOTAL, QUEUE_NAMES, Phase, ReservationQueue, Scheduler, SchedulerClosed
 from .record_lock import RecordLock
 from .records import (
-    TERMINAL, InvalidTransition, RecordStore, Reservation, SaveError, SaveFailed, SaveHold,
+    KEEP_FINISHED, TERMINAL, InvalidTransition, RecordStore, Reservation, SaveError, SaveFailed, SaveHold,
     StaleWrite, State,
 )
 from .snapshot import Counts, JobView, QueueView, RunSpan, Snapshot
@@ -37,7 +41,7 @@ from .work import (
 __all__ = [
     "Event", "EventHub", "InvariantChecker", "LaneToken", "LaneView", "ProjectLanes",
     "Occupancy", "QUEUE_NAMES", "Phase", "ReservationQueue", "Scheduler", "SchedulerClosed",
-    "RecordLock",
+    "HISTORY_TOTAL", "KEEP_FINISHED", "RecordLock",
     "TERMINAL", "InvalidTransition", "RecordStore", "Reservation", "SaveError", "SaveFailed",
     "SaveHold", "StaleWrite", "State", "Counts", "JobView", "QueueView", "RunSpan", "Snapshot",
     "CpuWork", "GatedWork", "RunContext", "SimulatedWork", "StopRequested", "Work",

@@ -91,6 +91,20 @@ or occupancy change looks again), counted in ``Counts.available_errors`` and
 announced by an ``available_failed`` event (``detail`` = the error).  A
 failing predicate never breaks a release or a job's end.
 
+Bounded memory
+--------------
+Live jobs (waiting, starting, running, saving) are always kept.  Of the
+finished ones the scheduler keeps only what the views read: the last
+``recent_limit`` jobs per queue (``QueueView.recent``, ``job(id)``), and per
+workspace the last ``history_limit`` runs (``Snapshot.history``: the
+timeline, the "last run" column), at most ``history_total`` runs over all
+workspaces: beyond that the oldest-ended runs go first, except each
+workspace's last run, which is kept while the workspace is listed.  What is
+kept per workspace (its name, its last run) grows with the number of
+distinct workspaces, not with the number of jobs.  The store keeps its own
+window of finished records (``RecordStore(keep_finished=...)``).
+``stats()`` reports these sizes.
+
 Single event loop; not thread-safe.  Methods that change records are
 coroutines; the rest are synchronous and atomic on the loop.
 """
@@ -108,11 +122,15 @@ from .events import EventHub
 from .lanes import ProjectLanes
 from .occupancy import Occupancy
 from .record_lock import RecordLock
-from .records import TERMINAL, RecordStore, Reservation, State
+from .records import KEEP_FINISHED, TERMINAL, RecordStore, Reservation, State
 from .snapshot import Counts, JobView, QueueView, RunSpan, Snapshot
 from .work import RunContext, StopRequested, as_work
 
-__all__ = ["Scheduler", "ReservationQueue", "QUEUE_NAMES", "Phase", "SchedulerClosed"]
+__all__ = ["Scheduler", "ReservationQueue", "QUEUE_NAMES", "Phase", "SchedulerClosed",
+           "HISTORY_TOTAL"]
+
+#: runs kept in the scheduler's history over all workspaces (see "Bounded memory")
+HISTORY_TOTAL = 20_000
 
 QUEUE_NAMES = ("reservations", "cafe")
 
@@ -454,12 +472,21 @@ class ReservationQueue:
         s.jobs_finished += 1
         ws = job.workspace
         if started:
+            # keep the run in its workspace's history, within the bounds ("Bounded memory")
+            span = RunSpan(jid, self.name, rec.run_id, job.started_at, now, state)
             hist = s._history.get(ws)
             if hist is None:
                 hist = s._history[ws] = deque(maxlen=s.history_limit)
-            hist.append(RunSpan(jid, self.name, rec.run_id, job.started_at, now, state))
+            elif s._history_uncounted and ws in s._history_uncounted:
+                s._history_uncounted.discard(ws)  # its one kept run is older than all counted
+                hist.popleft()
+            hist.append(span)  # beyond history_limit, the oldest goes (its order entry goes stale)
+            order = s._history_order
+            order.append((ws, span))
             s._history_views = None
             s._history_tuples.pop(ws, None)
+            if len(order) > s.history_total:
+                s._forget_run()
         s.events.emit("finished", ws, self.name, jid, state, started)
         if started:
             s._kick(ws)  # may hand the next job to this job's runner task
@@ -471,7 +498,13 @@ class ReservationQueue:
 
 
 class Scheduler:
-    """The app-level scheduler: two queues, shared lanes, store, events."""
+    """The app-level scheduler: two queues, shared lanes, store, events.
+
+    Bounds on the finished history it keeps (see "Bounded memory"):
+    ``recent_limit`` finished jobs per queue, ``history_limit`` runs per
+    workspace, ``history_total`` runs over all workspaces (each workspace's
+    last run aside).  The store it makes keeps ``keep_finished`` terminal
+    records (a store passed in keeps its own bound)."""
 
     def __init__(
         self,
@@ -482,21 +515,30 @@ class Scheduler:
         events: EventHub | None = None,
         history_limit: int = 50,
         recent_limit: int = 100,
+        history_total: int = HISTORY_TOTAL,
+        keep_finished: int | None = KEEP_FINISHED,
         queue_names: Iterable[str] = QUEUE_NAMES,
     ) -> None:
+        for name, v in (("history_limit", history_limit), ("recent_limit", recent_limit),
+                        ("history_total", history_total)):
+            if type(v) is not int or v < 1:
+                raise ValueError(f"{name} must be an int >= 1, not {v!r}")
         self.clock = clock
         self.events = events or EventHub(clock)
-        self.store = store or RecordStore(events=self.events)
+        self.store = store or RecordStore(events=self.events, keep_finished=keep_finished)
         self.record_lock = RecordLock()
         self.scheduled_lanes = ProjectLanes("scheduled", clock=clock, emit=self.events.emit)
         self.occupancy = Occupancy(self._on_occupancy)
         self.available_hook = project_available
         self.history_limit = history_limit
         self.recent_limit = recent_limit
+        self.history_total = history_total
         self.queues: dict[str, ReservationQueue] = {n: ReservationQueue(n, self) for n in queue_names}
         self._queue_list = tuple(self.queues.values())
         self._live: dict[int, _Job] = {}
         self._history: dict[str, deque[RunSpan]] = {}
+        self._history_order: deque[tuple[str, RunSpan]] = deque()  # runs counted, oldest first
+        self._history_uncounted: set[str] = set()  # workspaces whose one run is kept uncounted
         self._workspaces: dict[str, None] = {}
         # snapshot caches, rebuilt only after a change: history (None after a
         # run ended) and the sorted workspaces (keyed by their count: they only grow)
@@ -510,6 +552,7 @@ class Scheduler:
         self._idle: asyncio.Future | None = None
         self._loop_ref: asyncio.AbstractEventLoop | None = None
         self._closing: str | None = None     # aclose's reason, once closing
+        self._unsubmitted: set[int] = set()  # IDs drawn by submits whose queued save failed
         self.unsaved_finals = 0
         self.available_errors = 0
         self.jobs_submitted = 0
@@ -579,8 +622,12 @@ class Scheduler:
         rec = _new(Reservation, (jid, workspace, q.name, _QUEUED, now, now, None, None, None,
                                  None, 0, None))
         self._workspaces[workspace] = None
-        if not self.store.save_nowait(rec):
-            await self.store.save(rec)
+        try:
+            if not self.store.save_nowait(rec):
+                await self.store.save(rec)
+        except BaseException:
+            self._unsubmitted.add(jid)
+            raise
         job = _Job(jid, q, workspace, work, rec)
         self._live[jid] = job
         q.submitted += 1
@@ -595,12 +642,18 @@ class Scheduler:
     async def cancel(self, job_id: int) -> str:
         """Cancel a job.  Returns ``"cancelled"`` (it will not run),
         ``"stop_requested"`` (it is running; it stops at its next
-        checkpoint), ``"finished"`` (already over), ``"unknown"``, or
+        checkpoint), ``"finished"`` (already over, even when its record has
+        left the store's window), ``"unknown"`` (no job had that ID), or
         ``"failed: ..."`` when saving the cancellation failed (the job stays
         queued)."""
         job = self._live.get(job_id)
         if job is None:
-            outcome = "finished" if self.store.get(job_id) is not None else "unknown"
+            # a finished job's record may have left the store's window: an ID this
+            # scheduler gave to a job that is no longer live is a finished job
+            known = self.store.get(job_id) is not None or (
+                type(job_id) is int and 0 < job_id <= self._next_id
+                and job_id not in self._unsubmitted)
+            outcome = "finished" if known else "unknown"
             self.events.emit("cancel", None, None, job_id, None, outcome)
             return outcome
         async with self.record_lock.hold(job_id):
@@ -800,6 +853,18 @@ class Scheduler:
         self.events.emit("unsaved", job.workspace, job.queue.name, job.id, job.record.state,
                          text)
 
+    def _forget_run(self) -> None:
+        """Drop the oldest-ended run counted in the history (see "Bounded memory"),
+        unless it is its workspace's last run: that one stays, uncounted."""
+        ws, old = self._history_order.popleft()
+        h = self._history[ws]
+        if h[0] is old:  # else it already left with history_limit: nothing to drop
+            if len(h) > 1:
+                h.popleft()
+                self._history_tuples.pop(ws, None)
+            else:
+                self._history_uncounted.add(ws)
+
     # -- observation ------------------------------------------------------------------------
     def _job_view(self, j: _Job) -> JobView:
         """The job's immutable view; the cached one while nothing it shows changed
@@ -851,6 +916,25 @@ class Scheduler:
             jobs_finished=self.jobs_finished,
             available_errors=self.available_errors,
         )
+
+    def stats(self) -> dict[str, int]:
+        """Sizes of what the scheduler keeps (public observation for tests, a
+        bench or a memory check): ``live`` jobs; finished jobs kept in the
+        queues' ``recent`` lists; ``history_runs`` kept over all workspaces and
+        ``history_counted`` (those under ``history_total``; each workspace's
+        last run beyond it is kept uncounted); ``workspaces`` seen; the store's
+        ``records`` and ``finished_records``."""
+        st = self.store.stats()
+        return {
+            "live": len(self._live),
+            "recent": sum(len(q._recent) for q in self._queue_list),
+            "history_runs": sum(len(h) for h in self._history.values()),
+            "history_uncounted": len(self._history_uncounted),
+            "history_workspaces": len(self._history),
+            "workspaces": len(self._workspaces),
+            "records": st["records"],
+            "finished_records": st["finished"],
+        }
 
     def snapshot(self, limit: int | None = None, queue_lanes: bool = True) -> Snapshot:
         """A consistent, immutable view at this instant (built without awaiting).
