@@ -310,3 +310,109 @@ def test_events_that_keep_coming_never_starve_the_last_steps_of_a_refresh(qtbot)
     rc, (bars, snapshots, shown), errors = run_window(scenario)
     assert rc == 0 and errors == []
     assert snapshots >= 4 and bars >= snapshots - 1 and shown
+
+
+def test_ctrl_q_with_a_held_final_save_on_a_long_job_quits(qtbot):
+    """The issue's hang: Lanes tab -> a simulated 60 s job -> select it -> Hold
+    final save -> Ctrl+Q. The window's shutdown (the lanes view's hook,
+    ``Scheduler.aclose``) used to wait forever on the held save. Now it ends:
+    the job is cancelled with the reason, its final record saved before its
+    lanes went, no hold left. (Should it hang again, the test releases the
+    hold after waiting, so that it fails instead of hanging.)"""
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QApplication
+
+    async def scenario(win):
+        win.show_view("lanes")
+        view = win.views["lanes"]
+        s = view.scheduler
+        jid = await _add(view, "ws-01", "reservations", 60.0)
+        await wait_until(lambda: _label(view, "reservations", jid) == "running", 10)
+        _choose(view, "reservations", jid)
+        view.controls.hold_button.click()
+        held = view.controls.notice.text()
+        events: list = []
+        s.subscribe(events.append)
+        win.activateWindow()
+        await wait_until(lambda: QApplication.activeWindow() is win, 10)
+        QTest.keyClick(QApplication.focusWidget() or win, Qt.Key.Key_Q,
+                       Qt.KeyboardModifier.ControlModifier)
+        try:
+            await wait_until(lambda: s.closed and view._closed
+                             and s.counts().jobs_finished == s.counts().jobs_submitted, 30)
+        except BaseException:
+            s.release_holds()   # never leave a hung shutdown behind: fail instead
+            raise
+        return jid, held, events, s, view.checker.violations
+
+    rc, (jid, held, events, s, violations), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert "Holding job #1's final save" in held
+    rec = s.store.get(jid)
+    assert rec.state.value == "cancelled" and rec.error == "task cancelled (window closed)"
+    kinds = [(ev.kind, ev.job_id, ev.state) for ev in events if ev.job_id == jid]
+    assert kinds.index(("saved", jid, "cancelled")) < kinds.index(("finished", jid, "cancelled"))
+    assert not [k for k in kinds if k[0] == "unsaved"]
+    assert s.store.holds() == () and s.idle_clean() == [] and violations == []
+
+
+def test_a_job_whose_final_record_could_not_be_saved_reads_unsaved(qtbot):
+    """Every save of a running job fails (four clicks on "Fail next save": its
+    final save and the three attempts to record that); it is stopped. It ends,
+    its lanes are released, and the window says it: "unsaved", the reason in its
+    detail, the count in the counters strip - not the "running" its record keeps."""
+    async def scenario(win):
+        win.show_view("lanes")
+        view = win.views["lanes"]
+        c = view.controls
+        jid = await _add(view, "ws-02", "cafe", 60.0)
+        await wait_until(lambda: _label(view, "cafe", jid) == "running", 10)
+        _choose(view, "cafe", jid)
+        for _ in range(4):
+            c.fail_button.click()
+        c.set_workspace("ws-02")
+        c.stop_button.click()
+        await wait_until(lambda: _label(view, "cafe", jid) == "unsaved", 10)
+        await wait_until(lambda: "unsaved finals" in view.counters.text(), 10)
+        return (_shown(view, "cafe", jid).detail, view.counters.text(),
+                view.scheduler.store.get(jid).state.value, view.checker.violations,
+                _lane(view, "ws-02").queue)
+
+    rc, (detail, counters, stored, violations, owner), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert detail.startswith("final record not saved:") and "injected save failure" in detail
+    assert "outcome was cancelled" in detail
+    assert "unsaved finals 1" in counters
+    assert stored == "running" and owner is None and violations == []
+
+
+def test_the_view_keeps_only_a_window_of_finished_jobs(qtbot):
+    """Thousands of jobs through a view's scheduler: the view's invariant checker
+    keeps a bounded window, its tables hold at most what they show, and what they
+    show is the newest."""
+    import asyncio
+
+    from lanemon.lanes import Scheduler
+    from lanemon.ui.lanes_view import LanesView
+
+    view = LanesView(Scheduler(keep_finished=100, recent_limit=30, history_limit=4,
+                               history_total=200))
+    qtbot.addWidget(view)
+    view.resize(1200, 700)
+    s = view.scheduler
+
+    async def push():
+        for start in range(0, 6_000, 300):
+            for i in range(300):
+                await s.submit(("reservations", "cafe")[i % 2], f"ws-{(start + i) % 97:02d}")
+            await s.join()
+
+    asyncio.run(push())
+    view.refresh(force=True)
+    stats = view.checker.stats()
+    assert view.checker.violations == [] and view.checker.runs == 6_000
+    assert stats["live"] == 0 and stats["finished_ids"] <= view.checker.keep_finished
+    assert s.stats()["records"] <= 100
+    for q, m in view.queue_models.items():
+        assert 0 < m.rowCount() <= 30
+        assert m.job_id(0) == s.snapshot().queues[q].recent[-1].id   # the last one finished

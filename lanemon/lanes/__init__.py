@@ -8,7 +8,8 @@ Public API (see each module's docstring for the exact contract):
 - :mod:`.records`      ``Reservation``, ``State``, ``RecordStore`` (awaitable,
   fenced saves; holds and injected failures), ``SaveHold``.
 - :mod:`.queues`       ``Scheduler`` (the two queues ``reservations`` and
-  ``cafe`` sharing ``scheduled_lanes``), ``ReservationQueue``.
+  ``cafe`` sharing ``scheduled_lanes``; ``aclose()`` ends promptly whatever is
+  held or running), ``ReservationQueue``, ``SchedulerClosed``.
 - :mod:`.work`         pluggable work: ``SimulatedWork``, ``GatedWork``,
   ``CpuWork`` (placed by ``lanemon.work.place``), ``RunContext``.
 - :mod:`.occupancy`    ``Occupancy``: outside reasons that make a workspace busy.
@@ -16,16 +17,20 @@ Public API (see each module's docstring for the exact contract):
 - :mod:`.snapshot`     immutable views: ``Snapshot``, ``QueueView``,
   ``JobView``, ``LaneView``, ``RunSpan``, ``Counts``.
 - :mod:`.invariants`   ``InvariantChecker`` used by tests and the bench.
+
+Hours of use cost bounded memory: the store, the scheduler's finished history
+and the checker keep a window of finished jobs (``KEEP_FINISHED``,
+``HISTORY_TOTAL``, the constructors' parameters); live jobs are always kept.
 """
 
 from .events import Event, EventHub
 from .invariants import InvariantChecker
 from .lanes import LaneToken, LaneView, ProjectLanes
 from .occupancy import Occupancy
-from .queues import QUEUE_NAMES, Phase, ReservationQueue, Scheduler
+from .queues import HISTORY_TOTAL, QUEUE_NAMES, Phase, ReservationQueue, Scheduler, SchedulerClosed
 from .record_lock import RecordLock
 from .records import (
-    TERMINAL, InvalidTransition, RecordStore, Reservation, SaveError, SaveFailed, SaveHold,
+    KEEP_FINISHED, TERMINAL, InvalidTransition, RecordStore, Reservation, SaveError, SaveFailed, SaveHold,
     StaleWrite, State,
 )
 from .snapshot import Counts, JobView, QueueView, RunSpan, Snapshot
@@ -35,7 +40,8 @@ from .work import (
 
 __all__ = [
     "Event", "EventHub", "InvariantChecker", "LaneToken", "LaneView", "ProjectLanes",
-    "Occupancy", "QUEUE_NAMES", "Phase", "ReservationQueue", "Scheduler", "RecordLock",
+    "Occupancy", "QUEUE_NAMES", "Phase", "ReservationQueue", "Scheduler", "SchedulerClosed",
+    "HISTORY_TOTAL", "KEEP_FINISHED", "RecordLock",
     "TERMINAL", "InvalidTransition", "RecordStore", "Reservation", "SaveError", "SaveFailed",
     "SaveHold", "StaleWrite", "State", "Counts", "JobView", "QueueView", "RunSpan", "Snapshot",
     "CpuWork", "GatedWork", "RunContext", "SimulatedWork", "StopRequested", "Work",

@@ -35,6 +35,11 @@ Event kinds (``Event.kind``)
 ``stale_release``  a release from a non-current token was refused
 ``revoked``        a lane was forcibly cleared
 ``cancel``         a cancel was processed (``detail`` = its outcome)
+``unsaved``        a job's final record could not be written; it ends failed
+                   (``state`` = the record's stored state, ``detail`` = why);
+                   its ``finished`` event follows
+``available_failed`` the ``project_available`` predicate raised: the job
+                   (``job_id``) does not start on that look (``detail`` = error)
 ``finished``       a job left the scheduler in a terminal state, lanes free
 ``occupancy``      outside occupancy of a workspace changed (``detail`` = busy)
 """

@@ -7,89 +7,199 @@ checks, as changes happen:
   ``started`` to ``finished``);
 * jobs of one workspace start in the order they entered their queues (the
   order of ``saved`` events with state ``queued``), across both queues;
-* a started job's lanes are released only after its final record is saved
-  (when ``finished`` arrives the stored record is already terminal, unless
-  the final write itself could not be made and was counted);
-* a terminal record is written at most once per job.
+* a started job's record is written (``running``, then its final state) only
+  while its run still holds the workspace's scheduled lane at the epoch it
+  started with: a write that got past the fence (a stale write) is caught;
+* a started job's lanes are released only after its final record is saved:
+  when ``finished`` arrives, exactly one terminal record was written for it,
+  in the state the event says (and the store, if it still keeps the record,
+  agrees);
+* a job whose final record could not be written (an ``unsaved`` event) ends
+  ``failed`` - never with an outcome the store does not show;
+* every job finishes exactly once; a terminal record is written at most once
+  per job; no record is written for a job that already finished.
 
 ``check()`` (call it when the scheduler is idle) adds the end-state checks:
-every submitted job finished exactly once and its stored record is terminal;
-no lane is held; no record-lock entry, waiting or live job is left.
-``violations`` lists every problem found; ``check()`` returns it.
+every job seen finished; no run active; no lane held; no record-lock entry,
+waiting or live job left.  ``violations`` lists the problems found (at most
+``max_violations``); ``check()`` returns it.
+
+Bounded memory
+--------------
+The checker keeps state only for live jobs (seen ``queued`` and not yet
+``finished``) and for workspaces that have a live job; jobs live in the
+scheduler when the checker subscribes are adopted from a snapshot.  Of
+finished jobs it keeps only the IDs of the last ``keep_finished`` (default
+:data:`KEEP_FINISHED_IDS`), to name a second ``finished`` precisely.
+Forgetting a finished job weakens no check: a job that is not live can
+neither start, be written nor finish without that being reported (as
+"not live"), whether or not its ID is still in the window.
 """
 
 from __future__ import annotations
 
-from .events import Event
-from .records import TERMINAL
+from collections import deque
 
-__all__ = ["InvariantChecker"]
+from .events import Event
+from .records import TERMINAL, State
+
+__all__ = ["InvariantChecker", "KEEP_FINISHED_IDS"]
+
+#: finished job IDs an :class:`InvariantChecker` remembers by default
+KEEP_FINISHED_IDS = 1_000
 
 _TERMINAL_VALUES = frozenset(s.value for s in TERMINAL)
+_QUEUED = State.QUEUED.value
+_RUNNING = State.RUNNING.value
+_FAILED = State.FAILED.value
+
+# a live job: [seq, workspace, started epoch (None: not started), terminal writes,
+#              last written state, unsaved]
+_SEQ, _WS, _EPOCH, _TWRITES, _LAST, _UNSAVED = range(6)
 
 
 class InvariantChecker:
-    def __init__(self, scheduler, *, max_violations: int = 50) -> None:
+    def __init__(self, scheduler, *, max_violations: int = 50,
+                 keep_finished: int = KEEP_FINISHED_IDS) -> None:
+        if type(keep_finished) is not int or keep_finished < 0:
+            raise ValueError(f"keep_finished must be an int >= 0, not {keep_finished!r}")
         self.scheduler = scheduler
         self.violations: list[str] = []
         self.max_violations = max_violations
-        self.active: dict[str, int] = {}
+        self.keep_finished = keep_finished
+        self.active: dict[str, int] = {}   # workspace -> runs now (only while > 0)
         self.max_active = 0
-        self.last_started: dict[str, int] = {}
-        self.started: set[int] = set()
-        self.finished: dict[int, int] = {}
-        self.terminal_writes: dict[int, int] = {}
-        self.submitted: set[int] = set()
-        self.seq: dict[int, int] = {}
         self.runs = 0
+        self.jobs_seen = 0
+        self.jobs_finished = 0
+        self._jobs: dict[int, list] = {}       # live job -> its state (see _SEQ...)
+        self._ws: dict[str, list] = {}         # workspace with live jobs -> [live, last started seq]
+        self._done: deque[int] = deque(maxlen=keep_finished)  # the last finished IDs
+        self._seq = 0
+        self._holder = scheduler.scheduled_lanes.holder
+        self._get = scheduler.store.get
         self._handlers = {"saved": self._on_saved, "started": self._on_started,
-                          "finished": self._on_finished}
+                          "finished": self._on_finished, "unsaved": self._on_unsaved}
+        self._adopt(scheduler.snapshot())
         self.unsubscribe = scheduler.subscribe(self.on_event)
+
+    def _adopt(self, snap) -> None:
+        """Jobs already live when the checker starts: known, of unknown order."""
+        for qv in snap.queues.values():
+            for j in (*qv.running, *qv.waiting):
+                started = j.phase != "waiting"
+                writes = 1 if j.state in _TERMINAL_VALUES else 0
+                self._jobs[j.id] = [0, j.workspace, j.epoch if started else None, writes,
+                                    j.state, False]
+                w = self._ws.get(j.workspace)
+                if w is None:
+                    self._ws[j.workspace] = [1, 0]
+                else:
+                    w[0] += 1
+                if started:
+                    self.active[j.workspace] = self.active.get(j.workspace, 0) + 1
 
     def _bad(self, text: str) -> None:
         if len(self.violations) < self.max_violations:
             self.violations.append(text)
+
+    def stats(self) -> dict[str, int]:
+        """Sizes of what the checker keeps: ``live`` jobs, ``workspaces`` with a
+        live job, ``active`` runs' workspaces, ``finished_ids`` remembered."""
+        return {"live": len(self._jobs), "workspaces": len(self._ws),
+                "active": len(self.active), "finished_ids": len(self._done),
+                "keep_finished": self.keep_finished}
 
     def on_event(self, ev: Event) -> None:
         handler = self._handlers.get(ev[0])
         if handler is not None:
             handler(ev)
 
+    def _not_live(self, jid: int, what: str) -> None:
+        when = "after it finished" if jid in self._done else "but it is not live"
+        self._bad(f"job {jid}: {what} {when}")
+
     def _on_saved(self, ev: Event) -> None:
-        if ev.state == "queued":  # a new job, entering its queue now
-            self.submitted.add(ev.job_id)
-            self.seq[ev.job_id] = len(self.seq) + 1
-        elif ev.state in _TERMINAL_VALUES:
-            tw = self.terminal_writes
-            n = tw[ev.job_id] = tw.get(ev.job_id, 0) + 1
+        jid = ev.job_id
+        state = ev.state
+        if state == _QUEUED:  # a new job, entering its queue now
+            if jid in self._jobs:
+                self._bad(f"job {jid}: a second queued record")
+                return
+            self._seq += 1
+            self.jobs_seen += 1
+            ws = ev.workspace
+            self._jobs[jid] = [self._seq, ws, None, 0, state, False]
+            w = self._ws.get(ws)
+            if w is None:
+                self._ws[ws] = [1, 0]
+            else:
+                w[0] += 1
+            return
+        info = self._jobs.get(jid)
+        if info is None:
+            self._not_live(jid, f"{state} record written")
+            return
+        if state in _TERMINAL_VALUES:
+            n = info[_TWRITES] = info[_TWRITES] + 1
             if n > 1:
-                self._bad(f"job {ev.job_id}: terminal record written {n} times")
+                self._bad(f"job {jid}: terminal record written {n} times")
+        epoch = info[_EPOCH]
+        if epoch is not None and (state == _RUNNING or info[_LAST] == _RUNNING):
+            # written by its run: only while the run holds its lane (the fence)
+            lane = self._holder(info[_WS])
+            if lane is None or lane.epoch != epoch:
+                self._bad(f"job {jid}: {state} record written while its run (epoch {epoch}) "
+                          f"no longer holds {info[_WS]}'s lane (a stale write got through)")
+        info[_LAST] = state
 
     def _on_started(self, ev: Event) -> None:
+        jid = ev.job_id
         ws = ev.workspace
+        info = self._jobs.get(jid)
+        if info is None:
+            self._not_live(jid, "started")
+            return
+        info[_EPOCH] = ev.detail
         n = self.active[ws] = self.active.get(ws, 0) + 1
         if n > self.max_active:
             self.max_active = n
-            if n > 1:
-                self._bad(f"workspace {ws}: {n} runs at once (job {ev.job_id})")
-        seq = self.seq.get(ev.job_id, 0)
-        if self.last_started.get(ws, 0) > seq:
-            self._bad(f"workspace {ws}: job {ev.job_id} started after a later job")
-        self.last_started[ws] = seq
-        self.started.add(ev.job_id)
+        if n > 1:
+            self._bad(f"workspace {ws}: {n} runs at once (job {jid})")
+        w = self._ws[ws]
+        seq = info[_SEQ]
+        if w[1] > seq:
+            self._bad(f"workspace {ws}: job {jid} started after a later job")
+        else:
+            w[1] = seq
         self.runs += 1
+
+    def _on_unsaved(self, ev: Event) -> None:
+        info = self._jobs.get(ev.job_id)
+        if info is None:
+            self._not_live(ev.job_id, "reported unsaved")
+        else:
+            info[_UNSAVED] = True
 
     def _on_finished(self, ev: Event) -> None:
         jid = ev.job_id
-        n = self.finished[jid] = self.finished.get(jid, 0) + 1
-        if n > 1:
-            self._bad(f"job {jid}: finished {n} times")
-        if ev.state not in _TERMINAL_VALUES:
-            self._bad(f"job {jid}: finished in non-terminal state {ev.state}")
-        if jid in self.started:
+        state = ev.state
+        info = self._jobs.pop(jid, None)
+        if info is None:
+            if jid in self._done:
+                self._bad(f"job {jid}: finished more than once")
+            else:
+                self._bad(f"job {jid}: finished but it is not live")
+            return
+        self.jobs_finished += 1
+        self._done.append(jid)
+        if state not in _TERMINAL_VALUES:
+            self._bad(f"job {jid}: finished in non-terminal state {state}")
+        ws = ev.workspace
+        started = info[_EPOCH] is not None
+        if started:
             if not ev.detail:
                 self._bad(f"job {jid}: started but finished as never started")
-            ws = ev.workspace
             n = self.active.get(ws, 0) - 1
             if n < 0:
                 self._bad(f"workspace {ws}: more releases than starts")
@@ -97,10 +207,23 @@ class InvariantChecker:
                 self.active[ws] = n
             else:
                 self.active.pop(ws, None)
-            rec = self.scheduler.store.get(jid)
-            if (rec is None or rec.state not in _TERMINAL_VALUES) \
-                    and not self.scheduler.unsaved_finals:
-                self._bad(f"job {jid}: lanes released before its final record was saved")
+        if info[_UNSAVED]:
+            if state != _FAILED:
+                self._bad(f"job {jid}: finished {state} but its final record was not saved "
+                          f"(the store still says {info[_LAST]})")
+        else:
+            rec = self._get(jid)
+            stored = info[_LAST] if rec is None else rec.state
+            if info[_TWRITES] != 1 or stored not in _TERMINAL_VALUES:
+                self._bad(f"job {jid}: lanes released before its final record was saved"
+                          if started else f"job {jid}: finished without a terminal record")
+            elif stored != state:
+                self._bad(f"job {jid}: finished {state} but its record says {stored}")
+        w = self._ws[ws]
+        if w[0] > 1:
+            w[0] -= 1
+        else:
+            del self._ws[ws]
 
     def check(self) -> list[str]:
         s = self.scheduler
@@ -108,17 +231,6 @@ class InvariantChecker:
             self._bad(problem)
         if self.active:
             self._bad(f"runs still active: {dict(list(self.active.items())[:5])}")
-        missing = [j for j in self.submitted if self.finished.get(j) != 1]
-        if missing:
-            self._bad(f"{len(missing)} jobs not finished exactly once, e.g. {sorted(missing)[:5]}")
-        if not s.unsaved_finals:
-            not_terminal = [j for j in self.submitted
-                            if (r := s.store.get(j)) is None or r.state not in TERMINAL]
-            if not_terminal:
-                self._bad(f"{len(not_terminal)} stored records not terminal, "
-                          f"e.g. {sorted(not_terminal)[:5]}")
-            bad_writes = [j for j in self.submitted if self.terminal_writes.get(j) != 1]
-            if bad_writes:
-                self._bad(f"{len(bad_writes)} jobs without exactly one terminal write, "
-                          f"e.g. {sorted(bad_writes)[:5]}")
+        if self._jobs:
+            self._bad(f"{len(self._jobs)} jobs not finished, e.g. {sorted(self._jobs)[:5]}")
         return self.violations

@@ -59,13 +59,51 @@ A started job runs in a *runner* task.  When a finishing job's release starts
 the next job of the same workspace, that job continues in the same runner
 (one task per busy workspace, not per job); the runner yields to the loop
 before every ``RUNNER_BATCH``-th job, so a burst never starves the loop.
-``aclose()`` cancels the waiting jobs (saved ``cancelled``) and cancels the
-runner tasks: a running work sees ``CancelledError`` and ends ``cancelled``;
-a job whose lanes were claimed but which had not run yet ends ``cancelled``
-("task cancelled before it ran"); lanes are released in every case.  A job
-whose task is cancelled while it waits for its record lock or inside a held
-save ends, in the scheduler's view only, with the outcome it had reached
-(``cancelled`` if none): its final record is not written.
+
+``aclose(reason)`` ends everything promptly, whatever is held or running:
+
+1. from its first step no job starts any more and ``submit`` raises
+   :class:`SchedulerClosed`; every save hold is released and later holds are
+   inert (``RecordStore.close_holds``), so no save waits on a hold again;
+2. waiting jobs are saved ``cancelled`` ("cancelled while queued (<reason>)");
+3. the tasks of started jobs that are not already in their final save are
+   cancelled: a running work sees ``CancelledError`` and ends ``cancelled``
+   ("task cancelled (<reason>)"); a job whose lanes were claimed but which had
+   not run yet ends ``cancelled`` ("task cancelled before it ran"); a job in
+   its final save (a released hold) completes that save with the outcome it
+   reached;
+4. it returns once every job has finished: each job's final record is saved
+   **before** its lanes are released, on close as always.
+
+**Unsaved finals.**  When a job's final record cannot be written (every
+attempt failed, a save of a closing scheduler failed, or its task was
+cancelled while the write was in progress, e.g. the caller of ``aclose`` was
+itself cancelled), the job still ends and frees its lanes, but never with an
+outcome the store does not show: it ends ``failed``, its error says
+``final record not saved: <why>`` (with the outcome it had reached), an
+``unsaved`` event (``detail`` = that text) precedes its ``finished`` event,
+and ``Counts.unsaved_finals`` counts it.  The stored record keeps its last
+written state.
+
+**Availability.**  A ``project_available`` predicate that raises is treated
+as "not available" for that look (the job waits; the next release, ``kick``
+or occupancy change looks again), counted in ``Counts.available_errors`` and
+announced by an ``available_failed`` event (``detail`` = the error).  A
+failing predicate never breaks a release or a job's end.
+
+Bounded memory
+--------------
+Live jobs (waiting, starting, running, saving) are always kept.  Of the
+finished ones the scheduler keeps only what the views read: the last
+``recent_limit`` jobs per queue (``QueueView.recent``, ``job(id)``), and per
+workspace the last ``history_limit`` runs (``Snapshot.history``: the
+timeline, the "last run" column), at most ``history_total`` runs over all
+workspaces: beyond that the oldest-ended runs go first, except each
+workspace's last run, which is kept while the workspace is listed.  What is
+kept per workspace (its name, its last run) grows with the number of
+distinct workspaces, not with the number of jobs.  The store keeps its own
+window of finished records (``RecordStore(keep_finished=...)``).
+``stats()`` reports these sizes.
 
 Single event loop; not thread-safe.  Methods that change records are
 coroutines; the rest are synchronous and atomic on the loop.
@@ -80,17 +118,19 @@ from itertools import islice
 from types import MappingProxyType
 from typing import Any, Callable, Iterable
 
-from lanemon.tasks import cancel_and_wait
-
 from .events import EventHub
 from .lanes import ProjectLanes
 from .occupancy import Occupancy
 from .record_lock import RecordLock
-from .records import TERMINAL, RecordStore, Reservation, State
+from .records import KEEP_FINISHED, TERMINAL, RecordStore, Reservation, State
 from .snapshot import Counts, JobView, QueueView, RunSpan, Snapshot
 from .work import RunContext, StopRequested, as_work
 
-__all__ = ["Scheduler", "ReservationQueue", "QUEUE_NAMES", "Phase"]
+__all__ = ["Scheduler", "ReservationQueue", "QUEUE_NAMES", "Phase", "SchedulerClosed",
+           "HISTORY_TOTAL"]
+
+#: runs kept in the scheduler's history over all workspaces (see "Bounded memory")
+HISTORY_TOTAL = 20_000
 
 QUEUE_NAMES = ("reservations", "cafe")
 
@@ -100,6 +140,10 @@ _RUNNING = State.RUNNING
 _SUCCEEDED = State.SUCCEEDED
 _FAILED = State.FAILED
 _CANCELLED = State.CANCELLED
+
+
+class SchedulerClosed(RuntimeError):
+    """Refused: the scheduler was closed (``aclose``); it takes no new job."""
 
 
 class Phase:
@@ -114,7 +158,7 @@ class _Job:
     __slots__ = ("id", "seq", "queue", "workspace", "work", "record", "phase", "outcome",
                  "lane_token", "sched_token", "task", "error", "placement", "result",
                  "save_held", "started_at", "ended_at", "final_state", "rev", "view",
-                 "view_rev")
+                 "view_rev", "unsaved")
 
     def __init__(self, id: int, queue: "ReservationQueue", workspace: str, work: Any,
                  record: Reservation) -> None:
@@ -141,6 +185,7 @@ class _Job:
         self.rev = 0
         self.view: JobView | None = None
         self.view_rev = -1
+        self.unsaved: str | None = None  # why its final record was not written (if so)
 
     def note(self, key: str, value: Any) -> None:
         if key == "placement":
@@ -256,48 +301,61 @@ class ReservationQueue:
         s._dispatch(job)
         return True
 
-    async def _run(self, job: _Job, yield_first: bool = False) -> None:
+    async def _run(self, job: _Job, yield_first: bool = False, orphaned: bool = False) -> None:
+        """Run a started job to its end.  ``orphaned``: its task was cancelled
+        before its first step (so none of this ran); end it, cancelled before it
+        ran, from the caller (``aclose``)."""
         s = self._sched
         store = s.store
         lock = s.record_lock
         jid = job.id
         fence = (job.lane_token, job.sched_token)
-        cancelled_exc: BaseException | None = None
+        cancelled_exc: BaseException | None = None  # re-raised at the end
+        before_run = orphaned  # cancelled before its work started
         try:
             if yield_first:  # a runner lets the loop breathe between jobs
                 try:
                     await asyncio.sleep(0)
                 except asyncio.CancelledError as exc:
                     cancelled_exc = exc  # the task was cancelled before this job ran
+                    before_run = True
             # 1. claim the record (serialised with cancel / other changes)
             if not lock.try_acquire(jid):
-                await lock.acquire(jid)
+                try:
+                    await lock.acquire(jid)
+                except asyncio.CancelledError as exc:
+                    # cancelled before it ran: still write that, in turn
+                    cancelled_exc = exc
+                    before_run = True
+                    await lock.acquire(jid)
             try:
                 rec = job.record
                 if rec.state is not _QUEUED:  # cancelled before it could run
                     return
-                if cancelled_exc is not None:
+                if not before_run:
+                    now = s.clock()
+                    epoch = job.sched_token.epoch
+                    # == rec._replace(state=RUNNING, run_id=..., started_at=now,
+                    #                 updated_at=now, attempts=+1, epoch=epoch), without
+                    # the NamedTuple's Python-level _replace on the hot path
+                    running = _new(Reservation, (rec[0], rec[1], rec[2], _RUNNING, rec[4], now,
+                                                 f"run-{epoch}", rec[7], now, rec[9],
+                                                 rec[10] + 1, epoch))
+                    try:
+                        if not store.save_nowait(running, fence):
+                            await store.save(running, fence)
+                    except asyncio.CancelledError as exc:
+                        cancelled_exc = exc  # not written: the job has not run
+                        before_run = True
+                    except Exception as exc:
+                        job.outcome = _FAILED
+                        job.error = f"running save failed: {_err(exc)}"
+                        job.rev += 1
+                        await self._final_save_locked(job, fence)
+                        return
+                if before_run:
                     job.outcome = _CANCELLED
                     job.error = "task cancelled before it ran"
-                    job.rev += 1
-                    await self._final_save_locked(job, fence)
-                    return
-                now = s.clock()
-                epoch = job.sched_token.epoch
-                # == rec._replace(state=RUNNING, run_id=..., started_at=now,
-                #                 updated_at=now, attempts=+1, epoch=epoch), without
-                # the NamedTuple's Python-level _replace on the hot path
-                running = _new(Reservation, (rec[0], rec[1], rec[2], _RUNNING, rec[4], now,
-                                             f"run-{epoch}", rec[7], now, rec[9], rec[10] + 1,
-                                             epoch))
-                try:
-                    if not store.save_nowait(running, fence):
-                        await store.save(running, fence)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:
-                    job.outcome = _FAILED
-                    job.error = f"running save failed: {_err(exc)}"
                     job.rev += 1
                     await self._final_save_locked(job, fence)
                     return
@@ -316,7 +374,8 @@ class ReservationQueue:
                 job.error = "stopped at a checkpoint"
             except asyncio.CancelledError as exc:
                 job.outcome = _CANCELLED
-                job.error = "task cancelled"
+                closing = s._closing
+                job.error = "task cancelled" if closing is None else f"task cancelled ({closing})"
                 cancelled_exc = exc
             except Exception as exc:
                 job.outcome = _FAILED
@@ -331,6 +390,9 @@ class ReservationQueue:
             finally:
                 lock.release(jid)
         finally:
+            if job.record.state not in TERMINAL and job.unsaved is None:
+                # interrupted (its task cancelled again) before its final record was written
+                s._unsaved(job, "its task was cancelled before the record was written")
             # 4. release, only now
             self.lanes.release(job.lane_token)
             s.scheduled_lanes.release(job.sched_token)
@@ -379,7 +441,7 @@ class ReservationQueue:
                 raise
             except Exception:
                 continue
-        s.unsaved_finals += 1
+        s._unsaved(job, note, with_outcome=False)
 
     def _retire(self, job: _Job, started: bool) -> None:
         """The job is over: bookkeeping, event, and re-examine its workspace."""
@@ -389,9 +451,11 @@ class ReservationQueue:
         rec = job.record
         state = rec.state
         if state not in TERMINAL:
-            state = job.outcome or _CANCELLED
-            if job.outcome is None:
-                job.outcome = state
+            # its final record was not written: it ends failed, never with an
+            # outcome the store does not show (see "Unsaved finals")
+            if job.unsaved is None:
+                s._unsaved(job, "it was never written")
+            state = _FAILED
         job.final_state = state
         job.phase = Phase.DONE
         now = job.ended_at = s.clock()
@@ -408,12 +472,21 @@ class ReservationQueue:
         s.jobs_finished += 1
         ws = job.workspace
         if started:
+            # keep the run in its workspace's history, within the bounds ("Bounded memory")
+            span = RunSpan(jid, self.name, rec.run_id, job.started_at, now, state)
             hist = s._history.get(ws)
             if hist is None:
                 hist = s._history[ws] = deque(maxlen=s.history_limit)
-            hist.append(RunSpan(jid, self.name, rec.run_id, job.started_at, now, state))
+            elif s._history_uncounted and ws in s._history_uncounted:
+                s._history_uncounted.discard(ws)  # its one kept run is older than all counted
+                hist.popleft()
+            hist.append(span)  # beyond history_limit, the oldest goes (its order entry goes stale)
+            order = s._history_order
+            order.append((ws, span))
             s._history_views = None
             s._history_tuples.pop(ws, None)
+            if len(order) > s.history_total:
+                s._forget_run()
         s.events.emit("finished", ws, self.name, jid, state, started)
         if started:
             s._kick(ws)  # may hand the next job to this job's runner task
@@ -425,7 +498,13 @@ class ReservationQueue:
 
 
 class Scheduler:
-    """The app-level scheduler: two queues, shared lanes, store, events."""
+    """The app-level scheduler: two queues, shared lanes, store, events.
+
+    Bounds on the finished history it keeps (see "Bounded memory"):
+    ``recent_limit`` finished jobs per queue, ``history_limit`` runs per
+    workspace, ``history_total`` runs over all workspaces (each workspace's
+    last run aside).  The store it makes keeps ``keep_finished`` terminal
+    records (a store passed in keeps its own bound)."""
 
     def __init__(
         self,
@@ -436,21 +515,30 @@ class Scheduler:
         events: EventHub | None = None,
         history_limit: int = 50,
         recent_limit: int = 100,
+        history_total: int = HISTORY_TOTAL,
+        keep_finished: int | None = KEEP_FINISHED,
         queue_names: Iterable[str] = QUEUE_NAMES,
     ) -> None:
+        for name, v in (("history_limit", history_limit), ("recent_limit", recent_limit),
+                        ("history_total", history_total)):
+            if type(v) is not int or v < 1:
+                raise ValueError(f"{name} must be an int >= 1, not {v!r}")
         self.clock = clock
         self.events = events or EventHub(clock)
-        self.store = store or RecordStore(events=self.events)
+        self.store = store or RecordStore(events=self.events, keep_finished=keep_finished)
         self.record_lock = RecordLock()
         self.scheduled_lanes = ProjectLanes("scheduled", clock=clock, emit=self.events.emit)
         self.occupancy = Occupancy(self._on_occupancy)
         self.available_hook = project_available
         self.history_limit = history_limit
         self.recent_limit = recent_limit
+        self.history_total = history_total
         self.queues: dict[str, ReservationQueue] = {n: ReservationQueue(n, self) for n in queue_names}
         self._queue_list = tuple(self.queues.values())
         self._live: dict[int, _Job] = {}
         self._history: dict[str, deque[RunSpan]] = {}
+        self._history_order: deque[tuple[str, RunSpan]] = deque()  # runs counted, oldest first
+        self._history_uncounted: set[str] = set()  # workspaces whose one run is kept uncounted
         self._workspaces: dict[str, None] = {}
         # snapshot caches, rebuilt only after a change: history (None after a
         # run ended) and the sorted workspaces (keyed by their count: they only grow)
@@ -463,7 +551,10 @@ class Scheduler:
         self._seq = 0
         self._idle: asyncio.Future | None = None
         self._loop_ref: asyncio.AbstractEventLoop | None = None
+        self._closing: str | None = None     # aclose's reason, once closing
+        self._unsubmitted: set[int] = set()  # IDs drawn by submits whose queued save failed
         self.unsaved_finals = 0
+        self.available_errors = 0
         self.jobs_submitted = 0
         self.jobs_finished = 0
 
@@ -509,7 +600,11 @@ class Scheduler:
     # -- submit / cancel / stop ---------------------------------------------------------
     async def submit(self, queue: str, workspace: str, work: Any = None) -> int:
         """Queue ``work`` (see :func:`~lanemon.lanes.work.as_work`) for
-        ``workspace`` in ``queue`` (``"reservations"`` or ``"cafe"``)."""
+        ``workspace`` in ``queue`` (``"reservations"`` or ``"cafe"``).
+
+        Raises :class:`SchedulerClosed` once ``aclose`` began.  A submit whose
+        ``queued`` record is saved while the scheduler closes returns its ID,
+        the job already cancelled like the other waiting jobs."""
         return await self._submit(self.queues[queue], workspace, work)
 
     async def burst(self, queue: str, workspaces: Iterable[str], work: Any = None) -> list[int]:
@@ -518,6 +613,8 @@ class Scheduler:
         return [await self._submit(q, ws, work) for ws in workspaces]
 
     async def _submit(self, q: ReservationQueue, workspace: str, work: Any) -> int:
+        if self._closing is not None:
+            raise SchedulerClosed(f"the scheduler is closed ({self._closing}): no new job")
         work = as_work(work)
         self._next_id += 1
         jid = self._next_id
@@ -525,25 +622,38 @@ class Scheduler:
         rec = _new(Reservation, (jid, workspace, q.name, _QUEUED, now, now, None, None, None,
                                  None, 0, None))
         self._workspaces[workspace] = None
-        if not self.store.save_nowait(rec):
-            await self.store.save(rec)
+        try:
+            if not self.store.save_nowait(rec):
+                await self.store.save(rec)
+        except BaseException:
+            self._unsubmitted.add(jid)
+            raise
         job = _Job(jid, q, workspace, work, rec)
         self._live[jid] = job
         q.submitted += 1
         self.jobs_submitted += 1
         q._enqueue(job)
-        self._kick(workspace)
+        if self._closing is not None:  # closed while its queued record was being saved
+            await self._close_waiting(job)
+        else:
+            self._kick(workspace)
         return jid
 
     async def cancel(self, job_id: int) -> str:
         """Cancel a job.  Returns ``"cancelled"`` (it will not run),
         ``"stop_requested"`` (it is running; it stops at its next
-        checkpoint), ``"finished"`` (already over), ``"unknown"``, or
+        checkpoint), ``"finished"`` (already over, even when its record has
+        left the store's window), ``"unknown"`` (no job had that ID), or
         ``"failed: ..."`` when saving the cancellation failed (the job stays
         queued)."""
         job = self._live.get(job_id)
         if job is None:
-            outcome = "finished" if self.store.get(job_id) is not None else "unknown"
+            # a finished job's record may have left the store's window: an ID this
+            # scheduler gave to a job that is no longer live is a finished job
+            known = self.store.get(job_id) is not None or (
+                type(job_id) is int and 0 < job_id <= self._next_id
+                and job_id not in self._unsubmitted)
+            outcome = "finished" if known else "unknown"
             self.events.emit("cancel", None, None, job_id, None, outcome)
             return outcome
         async with self.record_lock.hold(job_id):
@@ -558,8 +668,11 @@ class Scheduler:
             return "finished"
         if rec.state is _QUEUED:
             now = self.clock()
-            cancelled = rec._replace(state=_CANCELLED, finished_at=now, updated_at=now,
-                                     error="cancelled while queued")
+            closing = self._closing
+            cancelled = rec._replace(
+                state=_CANCELLED, finished_at=now, updated_at=now,
+                error="cancelled while queued" if closing is None
+                else f"cancelled while queued ({closing})")
             try:
                 await self.store.save(cancelled)
             except Exception as exc:
@@ -614,7 +727,7 @@ class Scheduler:
             self._kick(ws)
 
     def _kick(self, ws: str) -> None:
-        if ws in self.scheduled_lanes._held:
+        if ws in self.scheduled_lanes._held or self._closing is not None:
             return
         best = None
         for q in self._queue_list:
@@ -623,7 +736,13 @@ class Scheduler:
                 best = dq[0]
         if best is None:
             return
-        if not self.project_available(ws):
+        try:
+            available = self.project_available(ws)
+        except Exception as exc:  # "cannot tell" is "not available" (see "Availability")
+            self.available_errors += 1
+            self.events.emit("available_failed", ws, None, best.id, None, _err(exc))
+            return
+        if not available:
             return
         best.queue._start(best)
 
@@ -667,12 +786,84 @@ class Scheduler:
                 self._idle = self._loop().create_future()
             await asyncio.shield(self._idle)
 
-    async def aclose(self) -> None:
-        """Cancel waiting jobs and running tasks; wait for their clean-up."""
-        for q in self._queue_list:
-            for job in list(q._waiting.values()):
-                await self.cancel(job.id)
-        await cancel_and_wait(j.task for j in list(self._live.values()) if j.task is not None)
+    @property
+    def closed(self) -> bool:
+        """True once ``aclose`` began: no job starts any more."""
+        return self._closing is not None
+
+    async def aclose(self, reason: str = "scheduler closed") -> None:
+        """End every job promptly, whatever is held or running; see "Tasks and
+        shutdown" in the module docstring.  Returns once no job is live (final
+        records saved before lanes are released, or recorded as unsaved).
+
+        A save that never completes by itself (a ``before_write`` hook that
+        never returns) keeps it waiting: cancel the caller to give up; the jobs
+        then end as unsaved finals.  Calling it again is harmless."""
+        if self._closing is None:
+            self._closing = str(reason)
+        self.store.close_holds()
+        while True:
+            for q in self._queue_list:
+                for job in list(q._waiting.values()):
+                    if job.phase is Phase.WAITING:
+                        await self._close_waiting(job)
+            tasks: dict[asyncio.Task, None] = {}
+            for j in list(self._live.values()):
+                t = j.task
+                if t is not None and not t.done():
+                    tasks[t] = None
+                    if j.phase is not Phase.SAVING:  # a final save in progress completes
+                        t.cancel()
+            if tasks:
+                await asyncio.gather(*tasks, return_exceptions=True)
+                continue
+            orphans = [j for j in self._live.values() if j.task is not None and j.task.done()]
+            for j in orphans:  # their task was cancelled before its first step
+                if j.phase is not Phase.DONE:
+                    await j.queue._run(j, orphaned=True)
+            if not orphans and not any(q._waiting for q in self._queue_list):
+                return
+
+    async def _close_waiting(self, job: _Job) -> None:
+        """Cancel a waiting job of a closing scheduler: saved ``cancelled``;
+        if that save fails, it ends as an unsaved final."""
+        async with self.record_lock.hold(job.id):
+            outcome = await self._cancel_locked(job)
+        if job.phase is Phase.WAITING:  # the save failed: the record stays queued
+            job.outcome = _CANCELLED
+            self._unsaved(job, f"{self._closing} and its cancellation could not be saved "
+                               f"({outcome})")
+            job.queue._retire(job, started=False)
+        self.events.emit("cancel", job.workspace, job.queue.name, job.id,
+                         job.record.state, outcome)
+
+    def _unsaved(self, job: _Job, why: str, with_outcome: bool = True) -> None:
+        """``job``'s final record was not written: it ends ``failed`` with the
+        reason; counted, announced by an ``unsaved`` event (see "Unsaved finals")."""
+        text = f"final record not saved: {why}"
+        outcome = job.outcome
+        if with_outcome and (outcome is not None or job.error):
+            text += (f" (outcome was {outcome.value if outcome is not None else 'none'}"
+                     f"{': ' + job.error if job.error else ''})")
+        job.unsaved = text
+        job.outcome = _FAILED
+        job.error = text
+        job.rev += 1
+        self.unsaved_finals += 1
+        self.events.emit("unsaved", job.workspace, job.queue.name, job.id, job.record.state,
+                         text)
+
+    def _forget_run(self) -> None:
+        """Drop the oldest-ended run counted in the history (see "Bounded memory"),
+        unless it is its workspace's last run: that one stays, uncounted."""
+        ws, old = self._history_order.popleft()
+        h = self._history[ws]
+        if h[0] is old:  # else it already left with history_limit: nothing to drop
+            if len(h) > 1:
+                h.popleft()
+                self._history_tuples.pop(ws, None)
+            else:
+                self._history_uncounted.add(ws)
 
     # -- observation ------------------------------------------------------------------------
     def _job_view(self, j: _Job) -> JobView:
@@ -723,7 +914,27 @@ class Scheduler:
             subscriber_errors=self.events.subscriber_errors,
             jobs_submitted=self.jobs_submitted,
             jobs_finished=self.jobs_finished,
+            available_errors=self.available_errors,
         )
+
+    def stats(self) -> dict[str, int]:
+        """Sizes of what the scheduler keeps (public observation for tests, a
+        bench or a memory check): ``live`` jobs; finished jobs kept in the
+        queues' ``recent`` lists; ``history_runs`` kept over all workspaces and
+        ``history_counted`` (those under ``history_total``; each workspace's
+        last run beyond it is kept uncounted); ``workspaces`` seen; the store's
+        ``records`` and ``finished_records``."""
+        st = self.store.stats()
+        return {
+            "live": len(self._live),
+            "recent": sum(len(q._recent) for q in self._queue_list),
+            "history_runs": sum(len(h) for h in self._history.values()),
+            "history_uncounted": len(self._history_uncounted),
+            "history_workspaces": len(self._history),
+            "workspaces": len(self._workspaces),
+            "records": st["records"],
+            "finished_records": st["finished"],
+        }
 
     def snapshot(self, limit: int | None = None, queue_lanes: bool = True) -> Snapshot:
         """A consistent, immutable view at this instant (built without awaiting).

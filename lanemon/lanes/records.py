@@ -30,6 +30,20 @@ Guarantees of :meth:`RecordStore.save`
 * ``saved`` events are emitted after each successful write; ``save_held``
   when a save starts waiting on a hold; ``save_failed`` / ``stale_write`` when
   a save raises.
+* ``close_holds()`` releases every hold and makes every later hold inert
+  (released at creation): from then on no save waits on a hold.  A closing
+  scheduler calls it so that its final saves can complete.
+
+Bounded memory
+--------------
+The store keeps every record that is not terminal (``queued``, ``running``)
+and only the last ``keep_finished`` terminal ones (default
+:data:`KEEP_FINISHED`; ``None`` keeps them all), in the order they became
+terminal: a long session costs no more memory than its live jobs plus that
+window.  A forgotten record is gone: ``get`` returns ``None`` for it, and a
+later write of its ID is judged as the write of a new record (only
+``queued`` is accepted, so a terminal state is still never overwritten by a
+run or a final save).  ``forgotten`` counts the records dropped that way.
 
 Single event loop; not thread-safe.
 """
@@ -38,14 +52,18 @@ from __future__ import annotations
 
 import asyncio
 import enum
+from collections import deque
 from typing import Any, Awaitable, Callable, Iterable, NamedTuple
 
 from .events import EventHub
 
 __all__ = [
     "State", "TERMINAL", "Reservation", "RecordStore", "SaveHold",
-    "SaveError", "SaveFailed", "StaleWrite", "InvalidTransition",
+    "SaveError", "SaveFailed", "StaleWrite", "InvalidTransition", "KEEP_FINISHED",
 ]
+
+#: terminal records a :class:`RecordStore` keeps by default (the newest ones)
+KEEP_FINISHED = 10_000
 
 
 class State(str, enum.Enum):
@@ -178,11 +196,22 @@ class _Fail:
 
 
 class RecordStore:
-    """In-memory store of :class:`Reservation` records with awaitable saves."""
+    """In-memory store of :class:`Reservation` records with awaitable saves.
+
+    ``keep_finished``: how many terminal records to keep (the newest; ``None``
+    keeps all); see "Bounded memory" in the module docstring."""
 
     def __init__(self, *, events: EventHub | None = None,
-                 before_write: Callable[[Reservation], Awaitable[None]] | None = None) -> None:
+                 before_write: Callable[[Reservation], Awaitable[None]] | None = None,
+                 keep_finished: int | None = KEEP_FINISHED) -> None:
+        if keep_finished is not None and (type(keep_finished) is not int or keep_finished < 0):
+            raise ValueError(f"keep_finished must be None or an int >= 0, not {keep_finished!r}")
         self._records: dict[int, Reservation] = {}
+        self.keep_finished = keep_finished
+        self._finished_ids: deque[int] = deque()  # terminal records kept, oldest first
+        self._bounded = TERMINAL if keep_finished is not None else frozenset()
+        self.forgotten = 0
+        self._holds_closed = False
         self._events = events or EventHub()
         self._holds: list[SaveHold] = []
         self._fails: list[_Fail] = []
@@ -202,6 +231,12 @@ class RecordStore:
     def records(self) -> tuple[Reservation, ...]:
         return tuple(self._records.values())
 
+    def stats(self) -> dict[str, int | None]:
+        """Sizes: ``records`` kept, of which ``finished`` (terminal), the
+        ``keep_finished`` bound, and ``forgotten`` (terminal records dropped)."""
+        return {"records": len(self._records), "finished": len(self._finished_ids),
+                "keep_finished": self.keep_finished, "forgotten": self.forgotten}
+
     # -- controls -------------------------------------------------------------
     def hold(self, *, id: int | None = None, workspace: str | None = None,
              queue: str | None = None, state: State | str | None = None,
@@ -209,11 +244,24 @@ class RecordStore:
         """Hold matching saves open until the returned hold is released."""
         h = SaveHold(self, id=id, workspace=workspace, queue=queue, state=state,
                      terminal=terminal, once=once)
+        if self._holds_closed:
+            h._open.set()  # inert: holds nothing (see close_holds)
+            return h
         self._holds.append(h)
         return h
 
     def holds(self) -> tuple[SaveHold, ...]:
         return tuple(self._holds)
+
+    def close_holds(self) -> int:
+        """Release every hold and make every later ``hold()`` inert (released at
+        creation), so that no save waits on a hold any more; returns how many
+        holds were released.  Used by a closing scheduler."""
+        self._holds_closed = True
+        holds = list(self._holds)
+        for h in holds:
+            h.release()
+        return len(holds)
 
     def _drop_hold(self, h: SaveHold) -> None:
         try:
@@ -268,6 +316,12 @@ class RecordStore:
             raise InvalidTransition(
                 f"record {record.id}: {prev.state.value if prev else 'new'} -> {record.state.value}")
         self._records[record.id] = record
+        if record.state in self._bounded:  # a terminal record, and the window is bounded
+            done = self._finished_ids
+            done.append(record.id)
+            if len(done) > self.keep_finished:
+                del self._records[done.popleft()]
+                self.forgotten += 1
         self.saves += 1
         self._events.emit("saved", record.workspace, record.queue, record.id, record.state)
         return record

@@ -70,6 +70,7 @@ class Counts:
     subscriber_errors: int
     jobs_submitted: int
     jobs_finished: int
+    available_errors: int = 0  # project_available predicate calls that raised
 
 
 @dataclass(frozen=True, slots=True)

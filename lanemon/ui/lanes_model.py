@@ -37,6 +37,7 @@ STATE_COLORS = {
     "failed": ("#ffffff", "#c92a2a"),
     "cancelled": ("#4a5262", "#e4e7ec"),
 }
+STATE_COLORS["unsaved"] = STATE_COLORS["failed"]  # over, but its final record was not written
 LAST_RUN_COLORS = {"failed": "#c92a2a", "succeeded": "#1e7b34"}
 QUEUE_COLORS = {"reservations": "#1f77b4", "cafe": "#e8590c"}
 QUEUE_LABELS = {"reservations": "reservations", "cafe": "cafe delivery"}
@@ -73,10 +74,17 @@ def seconds(s: float | None) -> str:
     return f"{s / 60:.0f} min"
 
 
+_TERMINAL_WORDS = frozenset(("succeeded", "failed", "cancelled"))
+_RED_DETAIL = frozenset(("failed", "save held", "unsaved"))  # labels whose detail is an error
+
+
 def job_label(job) -> str:
-    """The state word a person reads for a ``JobView`` (display only)."""
+    """The state word a person reads for a ``JobView`` (display only).
+
+    A finished job whose final record could not be written (its stored state is
+    not terminal) reads "unsaved", never the state the store still shows."""
     if job.phase == "done":
-        return job.state
+        return job.state if job.state in _TERMINAL_WORDS else "unsaved"
     if job.save_held:
         return "save held"
     if job.stop_requested and job.phase in ("starting", "running"):
@@ -388,7 +396,7 @@ class JobsModel(_RowsModel):
 
     def _cells(self, r: JobRow) -> tuple:
         return (r.id, r.workspace, r.label, self._time_text(r), r.work,
-                (r.epoch, r.detail, r.label in ("failed", "save held")))
+                (r.epoch, r.detail, r.label in _RED_DETAIL))
 
     def job_id(self, row: int) -> int | None:
         return self.key(row)
@@ -419,7 +427,7 @@ class JobsModel(_RowsModel):
                 return self._bold
             if role == _ALIGN:
                 return _CENTER
-        if role == _FG and c == 5 and r.label in ("failed", "save held"):
+        if role == _FG and c == 5 and r.label in _RED_DETAIL:
             return brush("#c92a2a")
         if role == _ALIGN:
             return _RIGHT if c in (0, 3) else _LEFT

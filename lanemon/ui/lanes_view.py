@@ -243,7 +243,9 @@ class LanesView(QWidget):
         self._closed = True
         self.frame_timer.stop()
         await cancel_and_wait(self._tasks)
-        await self.scheduler.aclose()
+        # prompt whatever is held or running: holds are released, running jobs
+        # end cancelled ("window closed"), final records saved before lanes go
+        await self.scheduler.aclose("window closed")
         self._unsubscribe()
         self.checker.unsubscribe()
 
@@ -451,6 +453,8 @@ class LanesView(QWidget):
             ("stale releases", n.stale_releases, bad if n.stale_releases else None),
             ("writes refused", n.stale_writes, bad if n.stale_writes else None),
             ("failed saves", n.failed_saves, bad if n.failed_saves else None),
+            *((("unsaved finals", n.unsaved_finals, bad),) if n.unsaved_finals else ()),
+            *((("availability errors", n.available_errors, bad),) if n.available_errors else ()),
             ("holds", len(snap.holds), "#d9480f" if snap.holds else None),
             ("jobs", f"{n.jobs_finished}/{n.jobs_submitted}", None),
         ]
