@@ -390,10 +390,7 @@ class ReservationQueue:
             finally:
                 lock.release(jid)
         finally:
-            if job.record.state not in TERMINAL and job.unsaved is None:
-                # interrupted (its task cancelled again) before its final record was written
-                s._unsaved(job, "its task was cancelled before the record was written")
-            # 4. release, only now
+            # 4. release, only now (a record left non-terminal is said by _retire)
             self.lanes.release(job.lane_token)
             s.scheduled_lanes.release(job.sched_token)
             s._finishing = job  # its runner may go on with the workspace's next job
@@ -453,8 +450,8 @@ class ReservationQueue:
         if state not in TERMINAL:
             # its final record was not written: it ends failed, never with an
             # outcome the store does not show (see "Unsaved finals")
-            if job.unsaved is None:
-                s._unsaved(job, "it was never written")
+            if job.unsaved is None:  # its run was cancelled (again) before the write
+                s._unsaved(job, "its task was cancelled before the record was written")
             state = _FAILED
         job.final_state = state
         job.phase = Phase.DONE
