@@ -11,9 +11,8 @@ checks, as changes happen:
   while its run still holds the workspace's scheduled lane at the epoch it
   started with: a write that got past the fence (a stale write) is caught;
 * a started job's lanes are released only after its final record is saved:
-  when ``finished`` arrives, exactly one terminal record was written for it,
-  in the state the event says (and the store, if it still keeps the record,
-  agrees);
+  when ``finished`` arrives, exactly one terminal record was written for it
+  (the store's ``saved`` events), in the state the event says;
 * a job whose final record could not be written (an ``unsaved`` event) ends
   ``failed`` - never with an outcome the store does not show;
 * every job finishes exactly once; a terminal record is written at most once
@@ -77,7 +76,6 @@ class InvariantChecker:
         self._done: deque[int] = deque(maxlen=keep_finished)  # the last finished IDs
         self._seq = 0
         self._holder = scheduler.scheduled_lanes.holder
-        self._get = scheduler.store.get
         self._handlers = {"saved": self._on_saved, "started": self._on_started,
                           "finished": self._on_finished, "unsaved": self._on_unsaved}
         self._adopt(scheduler.snapshot())
@@ -212,8 +210,7 @@ class InvariantChecker:
                 self._bad(f"job {jid}: finished {state} but its final record was not saved "
                           f"(the store still says {info[_LAST]})")
         else:
-            rec = self._get(jid)
-            stored = info[_LAST] if rec is None else rec.state
+            stored = info[_LAST]  # the last record written (the store's own saved events)
             if info[_TWRITES] != 1 or stored not in _TERMINAL_VALUES:
                 self._bad(f"job {jid}: lanes released before its final record was saved"
                           if started else f"job {jid}: finished without a terminal record")

@@ -479,7 +479,8 @@ class ReservationQueue:
                 hist.popleft()
             hist.append(span)  # beyond history_limit, the oldest goes (its order entry goes stale)
             order = s._history_order
-            order.append((ws, span))
+            order.append(span)
+            s._history_order_ws.append(ws)
             s._history_views = None
             s._history_tuples.pop(ws, None)
             if len(order) > s.history_total:
@@ -534,7 +535,8 @@ class Scheduler:
         self._queue_list = tuple(self.queues.values())
         self._live: dict[int, _Job] = {}
         self._history: dict[str, deque[RunSpan]] = {}
-        self._history_order: deque[tuple[str, RunSpan]] = deque()  # runs counted, oldest first
+        self._history_order: deque[RunSpan] = deque()  # runs counted, oldest first
+        self._history_order_ws: deque[str] = deque()   # ... and their workspaces
         self._history_uncounted: set[str] = set()  # workspaces whose one run is kept uncounted
         self._workspaces: dict[str, None] = {}
         # snapshot caches, rebuilt only after a change: history (None after a
@@ -853,7 +855,8 @@ class Scheduler:
     def _forget_run(self) -> None:
         """Drop the oldest-ended run counted in the history (see "Bounded memory"),
         unless it is its workspace's last run: that one stays, uncounted."""
-        ws, old = self._history_order.popleft()
+        old = self._history_order.popleft()
+        ws = self._history_order_ws.popleft()
         h = self._history[ws]
         if h[0] is old:  # else it already left with history_limit: nothing to drop
             if len(h) > 1:
