@@ -110,3 +110,21 @@ def test_fast_delegate_paints_the_models_colours_and_elides(qtbot):
     assert all(cache[k] is before[k] for k in before)
     delegate.clear()
     assert len(delegate._texts) == 0 and delegate._texts.fonts == ()
+
+
+def test_the_text_cache_is_bounded_and_keeps_what_is_drawn_every_frame(qapp):
+    """Ever-new strings (times, counts) stay within two generations of ``limit`` texts,
+    and a text drawn frame after frame is laid out once (the same object comes back)."""
+    from PySide6.QtGui import QFont
+
+    from lanemon.ui.static_texts import StaticTexts
+
+    texts = StaticTexts((QFont("DejaVu Sans", 11),), limit=50)
+    hot = texts.get(0, "ws-01 running")[0]
+    sizes = []
+    for i in range(2_000):                      # a live panel: one new string per frame...
+        texts.get(0, f"{i / 10:.1f} s")
+        assert texts.get(0, "ws-01 running")[0] is hot     # ...beside one that is always shown
+        sizes.append(len(texts))
+    assert max(sizes) <= 2 * 50
+    assert texts.get(0, "1999.9 s")[0] is texts.get(0, "1999.9 s")[0]

@@ -311,7 +311,7 @@ class StaffStrip(QWidget):
         self._rects: list[QRectF] = []
         self._font = QFont()
         self._bold = QFont()
-        self._texts = StaticTexts(limit=2000)
+        self._texts = StaticTexts(limit=800)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent, True)
         self.apply_fonts()

@@ -36,7 +36,7 @@ _ALTERNATE = QStyleOptionViewItem.ViewItemFeature.Alternate
 _RIGHT = int(Qt.AlignmentFlag.AlignRight.value)     # the models give alignments as ints
 _HCENTER = int(Qt.AlignmentFlag.AlignHCenter.value)
 MARGIN = 4
-CACHE_MAX = 4000
+CACHE_MAX = 600      # texts per generation (static_texts): ~2x the cells a table shows
 
 
 class FastDelegate(QStyledItemDelegate):

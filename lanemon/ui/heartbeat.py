@@ -57,8 +57,10 @@ class Heartbeat(QObject):
             raise ValueError(f"capacity must be a power of two, got {capacity}")
         self._mask = capacity - 1
         self.capacity = capacity
-        self._t = np.zeros(capacity, dtype=np.float64)
-        self._lag = np.zeros(capacity, dtype=np.float64)
+        # written now (np.full, not np.zeros' untouched pages): the ring's memory is taken at
+        # start, not page by page over its first 11 minutes (it looked like a leak in the soak)
+        self._t = np.full(capacity, 0.0)
+        self._lag = np.full(capacity, 0.0)
         self._n = 0
         self._period_ms = self._check_period(period_ms)
         self._period_s = self._period_ms / 1000.0

@@ -54,7 +54,7 @@ class LiveLabel(QWidget):
         self._reserved = ""
         self._parts: tuple[Part, ...] = ()
         self._colors: dict[str, QColor] = {}
-        self._texts = StaticTexts(limit=400)
+        self._texts = StaticTexts(limit=60)
         self._take_font()
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent, fill)

@@ -5,8 +5,15 @@ panels (counters grid, staff strip, tallies, table cells) draw the same
 strings frame after frame. ``get(font_index, text)`` returns a prepared
 ``QStaticText`` with its width and height, laid out once in
 ``fonts[font_index]``; with ``elide_px`` the text is first elided on the
-right to that many pixels (and kept per width). Past ``limit`` entries the
-cache starts again. ``set_fonts`` changes the fonts and forgets every text.
+right to that many pixels (and kept per width). ``set_fonts`` changes the
+fonts and forgets every text.
+
+Bounded, and hot texts survive: the cache has two generations of at most
+``limit`` texts each. When the new one is full, it becomes the old one and the
+old one is dropped; a text found in the old generation moves to the new one.
+So at most ``2 * limit`` texts are kept (each ~2 KB of Qt's memory, so a live
+panel's ever-new strings, times and counts, reach the ceiling early and stay
+there), and what is on screen frame after frame is never laid out again.
 """
 
 from __future__ import annotations
@@ -19,21 +26,27 @@ class StaticTexts:
     def __init__(self, fonts: tuple[QFont, ...] = (), limit: int = 1000) -> None:
         self.fonts = tuple(fonts)
         self._limit = limit
-        self._cache: dict[tuple, tuple[QStaticText, float, float]] = {}
+        self._cache: dict[tuple, tuple[QStaticText, float, float]] = {}   # the new generation
+        self._old: dict[tuple, tuple[QStaticText, float, float]] = {}
 
     def __len__(self) -> int:
-        return len(self._cache)
+        return len(self._cache) + len(self._old)
 
     def set_fonts(self, fonts: tuple[QFont, ...]) -> None:
         self.fonts = tuple(fonts)
         self._cache.clear()
+        self._old.clear()
 
     def get(self, font_index: int, text: str, elide_px: int | None = None) -> tuple[QStaticText, float, float]:
         key = (font_index, text, elide_px)
         hit = self._cache.get(key)
         if hit is None:
-            if len(self._cache) > self._limit:
-                self._cache.clear()
+            if len(self._cache) >= self._limit:
+                self._old, self._cache = self._cache, {}
+            hit = self._old.pop(key, None)
+            if hit is not None:
+                self._cache[key] = hit
+                return hit
             font = self.fonts[font_index]
             if elide_px is not None:
                 text = QFontMetrics(font).elidedText(text, Qt.TextElideMode.ElideRight, elide_px)
