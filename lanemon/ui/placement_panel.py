@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
 from lanemon.ui import theme
 from lanemon.ui.run_controller import MAX_RECORDS, RunController
 from lanemon.ui.runs_model import RunRecord
-from lanemon.ui.tables import fit_columns
+from lanemon.ui.tables import NEW_ROWS, fit_columns
 from lanemon.work import DEFAULT_THRESHOLD_MS, decide
 
 
@@ -79,7 +79,8 @@ class PlacedRunsModel(QAbstractTableModel):
         self._last_id = 0                    # the highest record id read so far
         self._pending: list[RunRecord] = []  # read, not yet placed (still running)
 
-    def refresh(self) -> None:
+    def refresh(self) -> bool:
+        """Take in the newly placed runs; whether any row came or went."""
         fresh = []
         for rec in reversed(self._records):  # new records are at the end
             if rec.id <= self._last_id:
@@ -88,15 +89,18 @@ class PlacedRunsModel(QAbstractTableModel):
         if fresh:
             self._last_id = fresh[0].id
         waiting, self._pending = self._pending + fresh, []
+        inserted = 0                         # (rows leave only when rows come in: the limit)
         for rec in waiting:
             if rec.placement_cold is not None:
                 self._insert(rec)
+                inserted += 1
             elif rec.running:
                 self._pending.append(rec)
         if len(self._rows) > self._limit:
             self.beginRemoveRows(QModelIndex(), self._limit, len(self._rows) - 1)
             del self._rows[self._limit:], self._keys[self._limit:]
             self.endRemoveRows()
+        return inserted > 0
 
     def _insert(self, rec: RunRecord) -> None:
         at = bisect.bisect_left(self._keys, -rec.id)
@@ -263,5 +267,5 @@ class PlacementPanel(QWidget):
                 self.thresholds.setItem(r, 2, _item(f"{threshold:g} ms", right=True))
                 self.thresholds.setItem(r, 3, _item(where, theme.PLACE_COLORS[where], bold=True))
 
-        self.placed.refresh()
-        fit_columns(self.after, bold_cells=True)
+        if self.placed.refresh():            # new rows (on top, mostly): the columns may widen
+            fit_columns(self.after, NEW_ROWS, bold_cells=True, grow_only=True)

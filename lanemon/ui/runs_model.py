@@ -99,7 +99,9 @@ class RunsTableModel(QAbstractTableModel):
     def _look(self, rec: RunRecord) -> tuple:
         return (rec.status, rec.error, rec.how, *(self.text(rec, name) for name in COLUMNS))
 
-    def refresh(self) -> None:
+    def refresh(self) -> bool:
+        """Announce what changed since the last call; whether anything was (rows in, rows
+        out, a reset, a row's texts)."""
         # new records are at the end of the list; only rows still running can change
         records = self._records
         new = 0
@@ -110,13 +112,15 @@ class RunsTableModel(QAbstractTableModel):
             new += 1
         if known is not None and new == len(records):
             self._reset()                  # the newest row's record is gone: not a history we grew
-            return
+            return True
+        changed = False
         if len(self._rows) + new > len(records):
-            self._drop_departed()          # a bounded history dropped some records
+            changed = self._drop_departed()   # a bounded history dropped some records
         if self._rows and (self._rows[-1] is not records[0] or self._rows[0] is not records[len(self._rows) - 1]):
             self._reset()                  # reordered, not appended or dropped
-            return
+            return True
         if new:
+            changed = True
             self.beginInsertRows(QModelIndex(), 0, new - 1)
             fresh = [records[-1 - i] for i in range(new)]
             self._rows[:0] = fresh
@@ -129,11 +133,14 @@ class RunsTableModel(QAbstractTableModel):
             if look != self._shown[i]:
                 self._shown[i] = look
                 self.dataChanged.emit(self.index(i, 0), self.index(i, len(COLUMNS) - 1))
+                changed = True
             if not rec.running:
                 self._live.remove(rec)
+        return changed
 
-    def _drop_departed(self) -> None:
+    def _drop_departed(self) -> bool:
         present = {id(r) for r in self._records}
+        dropped = False
         for i in range(len(self._rows) - 1, -1, -1):     # bottom up: the indices above stay valid
             rec = self._rows[i]
             if id(rec) not in present:
@@ -142,6 +149,8 @@ class RunsTableModel(QAbstractTableModel):
                 if rec in self._live:
                     self._live.remove(rec)
                 self.endRemoveRows()
+                dropped = True
+        return dropped
 
     def _reset(self) -> None:
         self.beginResetModel()

@@ -41,7 +41,7 @@ from PySide6.QtWidgets import (
 from lanemon.ui import exports, theme
 from lanemon.ui.run_controller import RunController
 from lanemon.ui.runs_model import COLUMNS, RunsTableModel
-from lanemon.ui.tables import fit_columns
+from lanemon.ui.tables import NEW_ROWS, fit_columns
 from lanemon.work.report import MAX_TOTAL
 from lanemon.work.slicing import AIM
 
@@ -450,8 +450,8 @@ class RunsPanel(QWidget):
         elif not running:
             self._progress_timer.stop()
 
-        self.model.refresh()
-        fit_columns(self.table, stretch_last=False)
+        if self.model.refresh():              # the newest rows changed: the columns may widen
+            fit_columns(self.table, NEW_ROWS, stretch_last=False, grow_only=True)
         self.figures.setText(self._figures_html())
 
     def _figures_html(self) -> str:

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QHeaderView, QTableView
 from lanemon.ui import theme
 
 ROWS = 20             # rows measured, from the top
+NEW_ROWS = 3          # rows measured when rows came in on top (grow_only)
 CELL_PADDING = 8      # theme.stylesheet's ``QTableView::item`` padding, each side, at scale 1
 HEADER_PADDING = 6    # its ``QHeaderView::section`` padding, each side
 MARGIN = 7            # the style's focus frame and text margins (what ResizeToContents added, measured)
@@ -27,11 +28,12 @@ _HORIZONTAL = Qt.Orientation.Horizontal
 
 
 def fit_columns(view: QTableView, rows: int = ROWS, stretch_last: bool = True,
-                bold_cells: bool = False) -> None:
+                bold_cells: bool = False, grow_only: bool = False) -> None:
     """Size every shown column to its header and its texts in the first ``rows`` rows.
 
     Guaranteed: reads at most ``rows`` rows of the model, whatever it holds; hidden
-    columns are left alone. ``bold_cells``: the cells are drawn bold (the headers are)."""
+    columns are left alone. ``bold_cells``: the cells are drawn bold (the headers are).
+    ``grow_only``: a column only widens (new rows came in on top: ``rows`` = a few)."""
     model = view.model()
     header = view.horizontalHeader()
     header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
@@ -50,5 +52,6 @@ def fit_columns(view: QTableView, rows: int = ROWS, stretch_last: bool = True,
             text = model.data(model.index(row, column), _DISPLAY)
             if text:
                 width = max(width, cells.horizontalAdvance(str(text)) + pad)
-        if header.sectionSize(column) != int(width + 0.5):
-            header.resizeSection(column, int(width + 0.5))
+        width = int(width + 0.5)
+        if width != header.sectionSize(column) and not (grow_only and width < header.sectionSize(column)):
+            header.resizeSection(column, width)
