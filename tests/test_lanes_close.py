@@ -13,6 +13,7 @@ import asyncio
 import random
 
 import pytest
+from test_lanes_queues import Clock
 
 from lanemon.lanes import (
     GatedWork, InvariantChecker, Scheduler, SchedulerClosed, SimulatedWork, State,
@@ -21,15 +22,6 @@ from lanemon.lanes import (
 pytestmark = pytest.mark.asyncio
 
 STEPS = 2000  # loop steps a prompt aclose() needs at most here (it needs a few dozen)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def __call__(self) -> float:
-        self.t += 0.001
-        return self.t
 
 
 def make(**kw) -> tuple[Scheduler, InvariantChecker, list]:

@@ -24,6 +24,8 @@ async def settle(n: int = 50) -> None:
 
 
 class Clock:
+    """A clock that moves 1 ms each time it is read (shared with test_lanes_close)."""
+
     def __init__(self) -> None:
         self.t = 0.0
 
