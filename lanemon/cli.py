@@ -30,6 +30,7 @@ import sys
 import tempfile
 
 from lanemon import __version__
+from lanemon.files import cannot_write
 
 EXIT_BAD_INPUT = 2
 
@@ -126,7 +127,7 @@ def _check_writable(path: str, option: str) -> None:
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        raise BadInput(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise BadInput(cannot_write(path, exc)) from None
 
 
 def _write_json(path: str, data: object) -> None:
@@ -136,7 +137,7 @@ def _write_json(path: str, data: object) -> None:
     try:
         write_json(path, data)
     except OSError as exc:
-        raise BadInput(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise BadInput(cannot_write(path, exc)) from None
 
 
 class _StderrProgress:

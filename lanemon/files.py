@@ -42,3 +42,9 @@ def write_json(path: str, data: object) -> None:
         json.dump(data, fh, indent=2)
         fh.write("\n")
     atomic_write(path, ".json", write)
+
+
+def cannot_write(path: str, exc: OSError) -> str:
+    """The one line that says why ``path`` was not written, as the window and the command
+    line say it: "cannot write P: No space left on device" (the OS's reason when it gave one)."""
+    return f"cannot write {path}: {exc.strerror or exc or type(exc).__name__}"

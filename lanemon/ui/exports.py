@@ -1,8 +1,8 @@
 """Writing files: the report (JSON), the heartbeat (CSV), a widget (PNG).
 
 Each write is atomic (a temporary file in the same folder, then a rename), so
-a failed export never leaves a half-written file behind. ``reason(exc, path)``
-turns a failed write into the sentence the window shows.
+a failed export never leaves a half-written file behind; ``OSError`` says why
+(``lanemon.files.cannot_write`` makes the sentence the window shows).
 """
 
 from __future__ import annotations
@@ -14,14 +14,6 @@ from PySide6.QtWidgets import QWidget
 
 from lanemon.files import atomic_replace, atomic_write, write_json
 from lanemon.ui.heartbeat import Heartbeat
-
-
-def reason(exc: OSError, path: str) -> str:
-    """One line on why ``path`` was not written: "cannot write P: No space left on device"."""
-    if exc.strerror:
-        return f"cannot write {path}: {exc.strerror}"
-    text = str(exc) or type(exc).__name__
-    return text if text.startswith("cannot write") else f"cannot write {path}: {text}"
 
 
 def write_report(path: str, report: dict) -> None:
@@ -46,6 +38,6 @@ def save_png(widget: QWidget, path: str) -> QPixmap:
 
     def write_file(tmp: str) -> None:
         if not image.save(tmp, "PNG"):
-            raise OSError(f"cannot write {path}")
+            raise OSError("Qt could not write the picture as PNG")
     atomic_replace(path, ".png", write_file)
     return image

@@ -28,6 +28,7 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QApplication, QMainWindow, QSplitter, QTabWidget, QWidget
 from PySide6.QtWidgets import QFrame, QLabel, QScrollArea
 
+from lanemon.files import cannot_write
 from lanemon.ui import exports, theme
 from lanemon.ui.heartbeat import DEFAULT_PERIOD_MS, Heartbeat
 from lanemon.ui.heartbeat_chart import HeartbeatChart
@@ -177,7 +178,7 @@ class MainWindow(QMainWindow):
         try:
             self.export_chart_png(path)
         except OSError as exc:
-            self.runs_panel.show_notice(f"Chart not written: {exports.reason(exc, path)}", error=True)
+            self.runs_panel.show_notice(f"Chart not written: {cannot_write(path, exc)}", error=True)
             return False
         self.runs_panel.show_notice(f"Chart written to {path}", error=False)
         return True

@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from lanemon.files import cannot_write
 from lanemon.ui import exports, theme
 from lanemon.ui.run_controller import RunController
 from lanemon.ui.runs_model import COLUMNS, RunsTableModel
@@ -349,7 +350,7 @@ class RunsPanel(QWidget):
             self.show_notice(str(exc))
             return False
         except OSError as exc:
-            self.show_notice(f"Report not written: {exports.reason(exc, path)}", error=True)
+            self.show_notice(f"Report not written: {cannot_write(path, exc)}", error=True)
             return False
         self.show_notice(f"Report written to {path}", error=False)
         return True
@@ -365,7 +366,7 @@ class RunsPanel(QWidget):
         try:
             n = exports.write_heartbeat_csv(path, self.controller.heartbeat)
         except OSError as exc:
-            self.show_notice(f"Heartbeat CSV not written: {exports.reason(exc, path)}", error=True)
+            self.show_notice(f"Heartbeat CSV not written: {cannot_write(path, exc)}", error=True)
             return False
         self.show_notice(f"{n:,} heartbeat ticks written to {path}", error=False)
         return True

@@ -49,6 +49,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from lanemon.files import cannot_write
 from lanemon.ui import exports, theme
 
 PRESENTER_SCALE = 1.5
@@ -360,7 +361,7 @@ class TalkMode(QObject):
         try:
             exports.save_png(self.window, path)
         except OSError as exc:
-            self._say(f"Screenshot not saved: {exc}", 10000)
+            self._say(f"Screenshot not saved: {cannot_write(path, exc)}", 10000)
             return None
         self.last_screenshot = path
         self._say(f"Screenshot saved to {path}", 10000)
