@@ -80,7 +80,7 @@ class PlacedRunsModel(QAbstractTableModel):
         self._pending: list[RunRecord] = []  # read, not yet placed (still running)
 
     def refresh(self) -> bool:
-        """Take in the newly placed runs; whether any row came or went."""
+        """Take in the newly placed runs; whether any came in (rows leave only then: the limit)."""
         fresh = []
         for rec in reversed(self._records):  # new records are at the end
             if rec.id <= self._last_id:
@@ -89,7 +89,7 @@ class PlacedRunsModel(QAbstractTableModel):
         if fresh:
             self._last_id = fresh[0].id
         waiting, self._pending = self._pending + fresh, []
-        inserted = 0                         # (rows leave only when rows come in: the limit)
+        inserted = 0
         for rec in waiting:
             if rec.placement_cold is not None:
                 self._insert(rec)

@@ -149,10 +149,9 @@ def run_button_style(kind: str) -> str:
             f"QPushButton:disabled {{ background: {DISABLED}; }}")
 
 
-def apply(app: QApplication, scale: float | None = None, sheet_on=None) -> None:
-    """Apply the font (``scale`` changes ``font_scale``) and the palette to the application,
-    and the style sheet to ``sheet_on`` (a window and its children; the application itself
-    when ``None``).
+def apply(app: QApplication, scale: float | None, sheet_on) -> None:
+    """Apply the font (``scale``, if not ``None``, changes ``font_scale``) and the palette to
+    the application, and the style sheet to ``sheet_on`` (a window and its children).
 
     The sheet belongs on the main window, not the application: a new application-wide
     sheet restyles every widget of the application, menus and popups included (~200 ms
@@ -161,10 +160,9 @@ def apply(app: QApplication, scale: float | None = None, sheet_on=None) -> None:
     parent) follow the application's palette and font.
     """
     apply_font_and_palette(app, scale)
-    target = app if sheet_on is None else sheet_on
     sheet = stylesheet()
-    if target.styleSheet() != sheet:     # restyling is the slow part: only on a change
-        target.setStyleSheet(sheet)
+    if sheet_on.styleSheet() != sheet:     # restyling is the slow part: only on a change
+        sheet_on.setStyleSheet(sheet)
 
 
 def apply_font_and_palette(app: QApplication, scale: float | None = None) -> None:
