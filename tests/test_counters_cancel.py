@@ -96,21 +96,18 @@ def test_a_cancel_set_before_the_compare_simulates_nothing():
         run_virtual(HUGE, cancel=cancel)
 
 
-@pytest.mark.asyncio
-async def test_cancelling_compare_async_ends_its_thread_before_it_returns(monkeypatch, caplog):
-    """The window's path: ``compare_async`` cancelled (the view's shutdown). When the
-    cancellation has come back, the compare in the worker thread has ended too (it raised
-    CancelledError after the cancel was signalled): nothing keeps computing."""
-    caplog.set_level(logging.ERROR, logger="asyncio")
+def watch_compare(monkeypatch) -> dict:
+    """Wrap ``simulation.compare`` so a test sees it from outside: ``entered`` (an Event, set
+    when it starts), ``running``, its ``cancel`` event and its ``outcome`` (value or exception)."""
     seen = {"entered": threading.Event(), "cancel": None, "outcome": None, "running": False}
     real_compare = simulation_module.compare
 
-    def watched_compare(config, strategies=None, **kwargs):
+    def watched_compare(*args, **kwargs):
         seen["cancel"] = kwargs.get("cancel")
         seen["running"] = True
         seen["entered"].set()
         try:
-            seen["outcome"] = real_compare(config, strategies, **kwargs)
+            seen["outcome"] = real_compare(*args, **kwargs)
         except BaseException as exc:
             seen["outcome"] = exc
             raise
@@ -119,6 +116,16 @@ async def test_cancelling_compare_async_ends_its_thread_before_it_returns(monkey
         return seen["outcome"]
 
     monkeypatch.setattr(simulation_module, "compare", watched_compare)
+    return seen
+
+
+@pytest.mark.asyncio
+async def test_cancelling_compare_async_ends_its_thread_before_it_returns(monkeypatch, caplog):
+    """The window's path: ``compare_async`` cancelled (the view's shutdown). When the
+    cancellation has come back, the compare in the worker thread has ended too (it raised
+    CancelledError after the cancel was signalled): nothing keeps computing."""
+    caplog.set_level(logging.ERROR, logger="asyncio")
+    seen = watch_compare(monkeypatch)
     task = asyncio.ensure_future(simulation_module.compare_async(HUGE))
     deadline = time.monotonic() + 60
     while not seen["entered"].is_set() and time.monotonic() < deadline:

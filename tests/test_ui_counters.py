@@ -276,24 +276,9 @@ def test_shutdown_during_a_long_compare_ends_the_compare_and_its_thread(qtbot, m
     thread has stopped computing; no task of the view is left running."""
     import threading
 
-    from lanemon.counters import simulation
+    from test_counters_cancel import watch_compare
 
-    real_compare = simulation.compare
-    seen = {"entered": threading.Event(), "running": False, "outcome": None}
-
-    def watched_compare(*args, **kwargs):
-        seen["running"] = True
-        seen["entered"].set()
-        try:
-            seen["outcome"] = real_compare(*args, **kwargs)
-        except BaseException as exc:
-            seen["outcome"] = exc
-            raise
-        finally:
-            seen["running"] = False
-        return seen["outcome"]
-
-    monkeypatch.setattr(simulation, "compare", watched_compare)
+    seen = watch_compare(monkeypatch)
 
     async def scenario(win):
         v = _view(win)

@@ -50,6 +50,14 @@ def _choose(view, queue: str, jid: int) -> None:
     t.setCurrentIndex(view.queue_models[queue].index(row, 0))
 
 
+async def _chosen_running(view, ws: str, queue: str, seconds: float) -> int:
+    """A simulated job added, waited for until it runs, then picked by a click on its row."""
+    jid = await _add(view, ws, queue, seconds)
+    await wait_until(lambda: _label(view, queue, jid) == "running", 10)
+    _choose(view, queue, jid)
+    return jid
+
+
 def test_add_burst_cancel_and_bad_input(qtbot):
     async def scenario(win):
         win.show_view("lanes")
@@ -326,9 +334,7 @@ def test_ctrl_q_with_a_held_final_save_on_a_long_job_quits(qtbot):
         win.show_view("lanes")
         view = win.views["lanes"]
         s = view.scheduler
-        jid = await _add(view, "ws-01", "reservations", 60.0)
-        await wait_until(lambda: _label(view, "reservations", jid) == "running", 10)
-        _choose(view, "reservations", jid)
+        jid = await _chosen_running(view, "ws-01", "reservations", 60.0)
         view.controls.hold_button.click()
         held = view.controls.notice.text()
         events: list = []
@@ -365,9 +371,7 @@ def test_a_job_whose_final_record_could_not_be_saved_reads_unsaved(qtbot):
         win.show_view("lanes")
         view = win.views["lanes"]
         c = view.controls
-        jid = await _add(view, "ws-02", "cafe", 60.0)
-        await wait_until(lambda: _label(view, "cafe", jid) == "running", 10)
-        _choose(view, "cafe", jid)
+        jid = await _chosen_running(view, "ws-02", "cafe", 60.0)
         for _ in range(4):
             c.fail_button.click()
         c.set_workspace("ws-02")
