@@ -3,7 +3,7 @@
 Nearest rank: the smallest value with at least ``p`` % of the values at or
 below it, so a p99 is always a value that was measured. ``lanemon.work.lag``
 (event-loop lag), ``lanemon.counters`` (customer waits) and the benchmarks
-use it; the window's numpy twin is ``lanemon.ui.heartbeat.lag_stats``.
+use it; the window's numpy twin is ``lanemon.ui.heartbeat.timer.lag_stats``.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ iterations blocking the loop, minutes long). WAY: ``close`` (the window's
 close, as its close button), ``ctrl-q`` (the key), or ``signal`` (the test
 sends the signal after "ready").
 
-The window runs in ``lanemon.ui.app.main`` exactly as the ``lanemon`` command
+The window runs in ``lanemon.ui.shell.app.main`` exactly as the ``lanemon`` command
 runs it; the process exits with ``main``'s exit status. Printed on stdout:
 ``ready`` once the state is set up, ``worker PID`` for the stopped worker.
 """
@@ -29,7 +29,7 @@ def _print(*parts) -> None:
 
 
 async def _busy(win) -> None:
-    from lanemon.ui.testing import add_simulated_job, wait_until
+    from lanemon.ui.tools.testing import add_simulated_job, wait_until
     from lanemon.work.workers import warm_pool
 
     # Lanes: a 60 s job, chosen, its final save held
@@ -76,7 +76,7 @@ async def drive(win, state: str, way: str) -> None:
     from PySide6.QtCore import Qt
     from PySide6.QtTest import QTest
 
-    from lanemon.ui.testing import wait_until
+    from lanemon.ui.tools.testing import wait_until
 
     await wait_until(lambda: win.isVisible(), 30)
     if state == "busy":
@@ -95,8 +95,8 @@ async def drive(win, state: str, way: str) -> None:
 def run(state: str, way: str) -> int:
     import qasync
 
-    from lanemon.ui.app import application, main
-    from lanemon.ui.main_window import MainWindow
+    from lanemon.ui.shell.app import application, main
+    from lanemon.ui.shell.main_window import MainWindow
 
     app = application()
 

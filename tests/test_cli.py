@@ -112,7 +112,7 @@ def test_window_without_a_display_is_one_line_not_an_abort():
 def test_the_largest_total_is_accepted(monkeypatch, capsys):
     """MAX_TOTAL itself is a valid size (the refusal is above it), shared with the window."""
     import lanemon.work.report
-    from lanemon.ui import runs_panel
+    from lanemon.ui.runs import panel as runs_panel
     from lanemon.work.report import MAX_TOTAL
 
     class Accepted(Exception):

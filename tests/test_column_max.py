@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lanemon.ui.column_max import ColumnMax
+from lanemon.ui.heartbeat.column_max import ColumnMax
 
 
 def _brute(t, lag, dt, t0, t1, keep_from):

@@ -1,7 +1,7 @@
 """Every way out of the window is clean, whatever is in flight (issue: quit hung forever).
 
 Each case runs ``tests/quit_driver.py`` in its own process and session: the
-window in ``lanemon.ui.app.main``, as the ``lanemon`` command runs it, put in a
+window in ``lanemon.ui.shell.app.main``, as the ``lanemon`` command runs it, put in a
 hard state, then closed one way. ``busy`` is, at once, a Lanes job whose final
 save is held, a Counters compare of a million customers and a warm worker run
 whose process is stopped (SIGSTOP); ``whole`` is a whole run of 2e9

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from lanemon.ui import heartbeat_chart
-from lanemon.ui.heartbeat_chart import HeartbeatChart
+from lanemon.ui.heartbeat import chart as heartbeat_chart
+from lanemon.ui.heartbeat.chart import HeartbeatChart
 
 
 class _Clock:

@@ -11,13 +11,13 @@ import pytest
 from PySide6.QtCore import Qt
 
 from lanemon.counters import CounterState, SimConfig, Simulation
-from lanemon.ui.counters_grid import CLAIMED, DOUBLE, cells_from
-from lanemon.ui.testing import run_window, wait_until
+from lanemon.ui.counters.grid import CLAIMED, DOUBLE, cells_from
+from lanemon.ui.tools.testing import run_window, wait_until
 
 
 @pytest.fixture(autouse=True)
 def _app(qapp):
-    from lanemon.ui.app import application
+    from lanemon.ui.shell.app import application
 
     return application()
 
@@ -150,7 +150,7 @@ def test_a_double_assignment_shows_in_the_grid_and_the_tallies(qtbot):
     cell, view, doubles, color = _run(scenario)
     assert view.conflict and len(cell.customers) >= 2 and cell.customers == view.customers
     assert int(doubles.replace(",", "")) >= 1
-    from lanemon.ui import theme
+    from lanemon.ui.kit import theme
     assert color == theme.REF_LONG
 
 
@@ -250,7 +250,7 @@ def _snapshots_of_a_busy_claim_run(frames: int) -> list:
 def test_grid_and_staff_partial_repaints_match_a_full_paint(qapp):
     """Only changed cells/chips are repainted; what is on screen equals a full paint (texts
     wider than a cell, drawn over the neighbours, included)."""
-    from lanemon.ui.counters_grid import CountersGrid, StaffStrip, chips_from
+    from lanemon.ui.counters.grid import CountersGrid, StaffStrip, chips_from
 
     grid, staff = CountersGrid(), StaffStrip()
     grid.resize(333, 211)   # small cells: "S3's claim expired" is wider than its cell
@@ -298,7 +298,7 @@ def test_shutdown_during_a_long_compare_ends_the_compare_and_its_thread(qtbot, m
 
 
 def test_customers_turned_away_show_in_the_tallies_and_the_compare_table(qtbot):
-    from lanemon.ui import theme
+    from lanemon.ui.kit import theme
 
     async def scenario(win):
         v = _view(win)

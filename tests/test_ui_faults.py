@@ -15,8 +15,8 @@ import os
 
 import pytest
 
-from lanemon.ui import settings
-from lanemon.ui.testing import run_window
+from lanemon.ui.shell import settings
+from lanemon.ui.tools.testing import run_window
 
 
 def _banner(win) -> str:

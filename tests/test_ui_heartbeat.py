@@ -8,8 +8,8 @@ import random
 import numpy as np
 import pytest
 
-from lanemon.ui.heartbeat import Heartbeat, lag_stats
-from lanemon.ui.column_max import ColumnMax
+from lanemon.ui.heartbeat.timer import Heartbeat, lag_stats
+from lanemon.ui.heartbeat.column_max import ColumnMax
 from lanemon.work.lag import summarize
 
 
@@ -53,7 +53,7 @@ def test_period_is_checked(qapp, bad):
 
 
 def test_chart_top_is_on_a_coarse_ladder_above_the_peak():
-    from lanemon.ui.heartbeat_chart import MIN_TOP_MS, nice_top
+    from lanemon.ui.heartbeat.chart import MIN_TOP_MS, nice_top
 
     assert nice_top(0.0) == MIN_TOP_MS
     tops = set()

@@ -9,12 +9,12 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-from lanemon.ui.testing import add_simulated_job, run_window, wait_until
+from lanemon.ui.tools.testing import add_simulated_job, run_window, wait_until
 
 
 @pytest.fixture(autouse=True)
 def _app(qapp):
-    from lanemon.ui.app import application
+    from lanemon.ui.shell.app import application
 
     return application()
 
@@ -248,7 +248,7 @@ def test_fail_next_save_failing_work_stop_and_busy_outside(qtbot):
 
 
 def test_models_announce_only_the_changed_cells_in_view():
-    from lanemon.ui.lanes_model import JobRow, JobsModel
+    from lanemon.ui.lanes.model import JobRow, JobsModel
 
     m = JobsModel()
     seen = []
@@ -279,7 +279,7 @@ def test_timeline_scrolls_by_whole_pixels_only(qtbot):
     """Between snapshots the bars slide left by whole pixels; a tick that would move
     them less than a pixel repaints nothing."""
     from lanemon.lanes import Scheduler
-    from lanemon.ui.lanes_timeline import LanesTimeline
+    from lanemon.ui.lanes.timeline import LanesTimeline
 
     tl = LanesTimeline(window_s=20.0)
     tl.resize(600, 300)
@@ -397,7 +397,7 @@ def test_the_view_keeps_only_a_window_of_finished_jobs(qtbot):
     import asyncio
 
     from lanemon.lanes import Scheduler
-    from lanemon.ui.lanes_view import LanesView
+    from lanemon.ui.lanes.view import LanesView
 
     view = LanesView(Scheduler(keep_finished=100, recent_limit=30, history_limit=4,
                                history_total=200))

@@ -5,8 +5,8 @@ from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QObject, Qt
 from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import QApplication, QTableView, QVBoxLayout, QWidget
 
-from lanemon.ui.fast_delegate import FastDelegate
-from lanemon.ui.live_label import LiveLabel
+from lanemon.ui.kit.fast_delegate import FastDelegate
+from lanemon.ui.kit.live_label import LiveLabel
 
 
 class _LayoutRequests(QObject):
@@ -117,7 +117,7 @@ def test_the_text_cache_is_bounded_and_keeps_what_is_drawn_every_frame(qapp):
     and a text drawn frame after frame is laid out once (the same object comes back)."""
     from PySide6.QtGui import QFont
 
-    from lanemon.ui.static_texts import StaticTexts
+    from lanemon.ui.kit.static_texts import StaticTexts
 
     texts = StaticTexts((QFont("DejaVu Sans", 11),), limit=50)
     hot = texts.get(0, "ws-01 running")[0]

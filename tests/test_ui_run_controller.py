@@ -11,9 +11,9 @@ import asyncio
 
 import pytest
 
-from lanemon.ui.heartbeat import Heartbeat
-from lanemon.ui.run_controller import MAX_RECORDS, RunController
-from lanemon.ui.runs_model import RunsTableModel
+from lanemon.ui.heartbeat.timer import Heartbeat
+from lanemon.ui.runs.controller import MAX_RECORDS, RunController
+from lanemon.ui.runs.model import RunsTableModel
 from lanemon.work import hash_range
 
 

@@ -1,6 +1,6 @@
 """The results table model announces only what changed (no reset per refresh)."""
 
-from lanemon.ui.runs_model import COLUMNS, RunRecord, RunsTableModel
+from lanemon.ui.runs.model import COLUMNS, RunRecord, RunsTableModel
 from lanemon.work.lag import LagStats
 
 

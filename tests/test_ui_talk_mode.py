@@ -14,9 +14,10 @@ from PySide6.QtCore import QEvent, QSettings, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QFileDialog
 
-from lanemon.ui import settings, theme
-from lanemon.ui.main_window import MainWindow
-from lanemon.ui.testing import run_window, wait_until
+from lanemon.ui.shell import settings
+from lanemon.ui.kit import theme
+from lanemon.ui.shell.main_window import MainWindow
+from lanemon.ui.tools.testing import run_window, wait_until
 from lanemon.work import start_method
 
 SMALL = 200_000
@@ -24,7 +25,7 @@ SMALL = 200_000
 
 @pytest.fixture(autouse=True)
 def _app(qapp):
-    from lanemon.ui.app import application
+    from lanemon.ui.shell.app import application
 
     app = application()
     yield app

@@ -16,13 +16,13 @@ from procs import gone, release
 
 from lanemon.bench._common import child_processes
 
-from lanemon.ui.testing import run_window, wait_until
+from lanemon.ui.tools.testing import run_window, wait_until
 from lanemon.work import hash_range, live_worker_pids
 
 
 @pytest.fixture(autouse=True)
 def _app(qapp):
-    from lanemon.ui.app import application
+    from lanemon.ui.shell.app import application
 
     return application()
 
@@ -189,7 +189,7 @@ def test_export_writes_the_seed_report(qtbot, tmp_path):
         for start in (lambda: c.start_whole(total), lambda: c.start_sliced(total, slice_ms=4),
                       lambda: c.start_worker(total, "thread")):
             await _finish(c, start())
-        from lanemon.ui import exports
+        from lanemon.ui.shell import exports
 
         exports.write_report(str(tmp_path / "report.json"), c.report())
         rows = exports.write_heartbeat_csv(str(tmp_path / "heartbeat.csv"), win.heartbeat)
@@ -334,7 +334,7 @@ def test_esc_cancels_a_worker_run_in_flight_and_is_free_otherwise(qtbot):
 
 
 def test_a_hung_worker_run_times_out_and_says_so(qtbot):
-    from lanemon.ui.run_controller import WorkerTimeout
+    from lanemon.ui.runs.controller import WorkerTimeout
 
     async def scenario(win):
         c, panel = win.controller, win.runs_panel

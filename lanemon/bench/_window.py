@@ -4,8 +4,8 @@ from __future__ import annotations
 
 
 def run_window(scenario):
-    """``lanemon.ui.testing.run_window`` with the offscreen platform; raises on loop errors."""
-    from lanemon.ui.testing import headless, run_window as run
+    """``lanemon.ui.tools.testing.run_window`` with the offscreen platform; raises on loop errors."""
+    from lanemon.ui.tools.testing import headless, run_window as run
 
     headless()
     rc, value, errors = run(scenario)
@@ -16,7 +16,7 @@ def run_window(scenario):
 
 async def settled(window, timeout_s: float = 60.0) -> None:
     """Wait until the window's start-up measurements are done."""
-    from lanemon.ui.testing import wait_until
+    from lanemon.ui.tools.testing import wait_until
 
     m = window.controller.machine
     await wait_until(lambda: m.warm_roundtrip_ms is not None or m.errors, timeout_s)

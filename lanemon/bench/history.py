@@ -42,7 +42,7 @@ def _timed(fn) -> float:
 
 
 async def _scenario(win, out):
-    from lanemon.ui.testing import wait_until
+    from lanemon.ui.tools.testing import wait_until
 
     await settled(win)
     win.show_view("placement")

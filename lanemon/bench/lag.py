@@ -22,8 +22,8 @@ JOB_MS = 4000.0        # ~400 heartbeat ticks during the run: a p99 of a few sam
 
 def run(out) -> dict:
     async def scenario(window):
-        from lanemon.ui.heartbeat import lag_stats
-        from lanemon.ui.testing import wait_until
+        from lanemon.ui.heartbeat.timer import lag_stats
+        from lanemon.ui.tools.testing import wait_until
 
         await settled(window)
         hb = window.heartbeat

@@ -3,7 +3,7 @@
 Not part of ``lanemon bench all`` (it takes minutes): run it by name.
 
 The full window runs offscreen (1280×800) on the qasync loop, as the
-``lanemon`` command runs it (``lanemon.ui.testing.run_window``: ``app.main``,
+``lanemon`` command runs it (``lanemon.ui.tools.testing.run_window``: ``app.main``,
 then the window closed and shut down as a user's quit does, worker processes
 stopped). Once its start-up measurements are done, a seeded script acts on it
 through the methods its buttons and shortcuts call (a ``QAction`` triggered,
@@ -259,7 +259,7 @@ class Soak:
         w = self.window
         c, panel = w.controller, w.runs_panel
         w.show_view("runs")
-        from lanemon.ui.testing import wait_until
+        from lanemon.ui.tools.testing import wait_until
 
         try:
             await wait_until(lambda: c.busy(family) is None, FAMILY_WAIT_S, step_s=0.05)
@@ -273,7 +273,7 @@ class Soak:
         return c.busy(family)
 
     async def _whole(self, rng, size_ms) -> None:
-        from lanemon.ui.testing import wait_until
+        from lanemon.ui.tools.testing import wait_until
 
         rec = await self._run("whole", size_ms)
         if rec is None:
@@ -424,8 +424,8 @@ class Soak:
         """Close ``n`` buckets of ``bucket_s`` (the last at the soak's end, once the driver is
         done too). A bucket closes once no whole run is under way, and is open for at
         least half a bucket."""
-        from lanemon.ui.heartbeat import lag_stats
-        from lanemon.ui.testing import wait_until
+        from lanemon.ui.heartbeat.timer import lag_stats
+        from lanemon.ui.tools.testing import wait_until
         from lanemon.work import live_worker_pids
 
         w = self.window

@@ -56,7 +56,7 @@ async def _shown_and_hidden(window, key: str):
     a shared machine's slow drift falls on both alike. Returns (shown, hidden) stats."""
     import numpy as np
 
-    from lanemon.ui.heartbeat import lag_stats
+    from lanemon.ui.heartbeat.timer import lag_stats
 
     shown, hidden = [], []
     for _ in range(SEGMENTS):
@@ -185,7 +185,7 @@ def run(out) -> dict:
         # so one slow moment of a shared machine weighs half as much
         counters.stop()
         window.show_view("runs")
-        from lanemon.ui.testing import wait_until
+        from lanemon.ui.tools.testing import wait_until
         await wait_until(lambda: sched.jobs_finished == JOBS, 60, step_s=0.2)
         await asyncio.sleep(0.5)
         idle_after = await _lags(window, RECORD_S)
@@ -193,7 +193,7 @@ def run(out) -> dict:
 
     import numpy as np
 
-    from lanemon.ui.heartbeat import lag_stats
+    from lanemon.ui.heartbeat.timer import lag_stats
 
     before, after, results, counts = run_window(scenario)
     idle = lag_stats(np.concatenate([before, after]))

@@ -1,50 +1,51 @@
 """The window: a thin Qt layer over the Qt-free domains.
 
-Modules:
+Laid out by what each part is:
 
-- ``app``               ``run_app()`` (the ``lanemon`` command) and the ``main``
-                        coroutine: qasync start, clean shutdown.
-- ``main_window``       ``MainWindow``: heartbeat chart on top, tabbed views
-                        below (``add_view``), status bar.
-- ``heartbeat``         ``Heartbeat``: the precise re-armed single-shot timer
-                        and its preallocated ring buffer (Qt, no widgets);
-                        ``lag_stats`` (nearest-rank, same as
-                        ``lanemon.work.lag.summarize``).
-- ``heartbeat_chart``   ``HeartbeatChart``: pyqtgraph view of the buffer,
-                        runs as shaded regions, redrawn at ~30 fps.
-- ``chart_items``       Qt-painted chart pieces (curve, bars, labels, lines):
-                        no Python call per frame; ``lag_trace``: the lag
-                        curve and the area under it (small polygons), from
-                        buffers kept between frames; ``column_max``: one
-                        point per pixel column, the column's maximum, kept
-                        as the ticks arrive.
-- ``live_label``        ``LiveLabel``: often-changing text, no re-layout.
-- ``fast_delegate``     ``FastDelegate``: table cells from cached laid-out text.
-- ``run_controller``    ``RunController``: button -> domain call -> event;
-                        machine figures (calibration, start-up, thresholds),
-                        the report.
-- ``runs_model``        ``RunRecord`` and the results table model.
-- ``runs_panel``        job size, Whole / Sliced / Worker, results, exports.
-- ``placement_panel``   ``place()`` for a described job and for each run.
-- ``exports``           report JSON, heartbeat CSV, chart PNG.
-- ``theme``             colours, fonts, ``font_scale``.
-- ``shoot``             ``python -m lanemon.ui.shoot out.png``: the README
-                        screenshot, reproducibly.
+- ``shell``      the application around the views: ``app`` (``run_app()``,
+                 the ``main`` coroutine, signals, clean shutdown),
+                 ``main_window``, ``talk_mode`` (presenter), ``settings``,
+                 ``about``, ``first_paint``, ``exports``.
+- ``heartbeat``  the lag the window exists to show: ``timer`` (the precise
+                 re-armed single-shot heartbeat and its ring buffer),
+                 ``chart`` (the heartbeat chart), ``lag_trace`` and
+                 ``column_max`` (what the chart draws from).
+- ``runs``       the Runs tab (whole / sliced / worker runs of the CPU job):
+                 ``controller``, ``model``, ``panel``, ``placement``.
+- ``lanes``      the Lanes & queues tab: ``view``, ``model``, ``controls``,
+                 ``timeline``.
+- ``counters``   the Counters tab: ``view``, ``controls``, ``grid``.
+- ``kit``        the drawing kit every view uses, no domain in it:
+                 ``theme`` (every colour and font), ``live_label``,
+                 ``static_texts``, ``fast_delegate``, ``chart_items``,
+                 ``tables``.
+- ``tools``      not part of the window: screenshot scripts (``shoot*``) and
+                 the drivers tests and benchmarks use (``testing``).
 
-Importing this package sets two process settings, unless already set, both
-for a steady event loop on a machine with few cores (``lanemon bench ui``):
-
-- ``QT_NO_GUI_THREADPOOL=1``: Qt's raster engine fills large areas on helper
-  threads and waits for them; with a worker process on the other core the
-  GUI thread then waits for a thread to be scheduled. Fills stay on the GUI
-  thread.
-- ``OPENBLAS_NUM_THREADS=1``: numpy's BLAS threads spin after each call
-  (``perf`` counted 6 % of the window process in ``blas_thread_server``);
-  the window does no linear algebra worth a second thread. Takes effect
-  only when numpy is imported after this package.
+Importing this package (or any module in it) changes no process setting.
+The window's entry points call :func:`steady_process_settings` first.
 """
 
 import os as _os
 
-_os.environ.setdefault("QT_NO_GUI_THREADPOOL", "1")
-_os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+def steady_process_settings() -> None:
+    """Set, unless already set, two process settings for a steady event loop.
+
+    Call before numpy and Qt are imported (the window, the benchmarks, the
+    screenshot tools and the tests do). Both matter on a machine with few
+    cores (``lanemon bench ui``):
+
+    - ``QT_NO_GUI_THREADPOOL=1``: Qt's raster engine fills large areas on
+      helper threads and waits for them; with a worker process on the other
+      core the GUI thread then waits for a thread to be scheduled. Fills stay
+      on the GUI thread.
+    - ``OPENBLAS_NUM_THREADS=1``: numpy's BLAS threads spin after each call
+      (``perf`` counted 6 % of the window process in ``blas_thread_server``);
+      the window does no linear algebra worth a second thread. Takes effect
+      only when numpy is imported after this call.
+
+    A value the user set is kept.
+    """
+    _os.environ.setdefault("QT_NO_GUI_THREADPOOL", "1")
+    _os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

@@ -50,7 +50,8 @@ from PySide6.QtWidgets import (
 )
 
 from lanemon.files import cannot_write
-from lanemon.ui import exports, theme
+from lanemon.ui.shell import exports
+from lanemon.ui.kit import theme
 
 PRESENTER_SCALE = 1.5
 PRESENTER_CHART_SHARE = 0.44     # of the window's height, chart versus the views below
@@ -375,7 +376,7 @@ class TalkMode(QObject):
             self.overlay.open()
 
     def show_about(self):
-        from lanemon.ui.about import AboutDialog
+        from lanemon.ui.shell.about import AboutDialog
 
         if self._about is None:
             self._about = AboutDialog(self.window.controller, self.window)

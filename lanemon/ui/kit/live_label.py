@@ -32,7 +32,7 @@ from PySide6.QtCore import QEvent, QPointF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QPainter
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-from lanemon.ui.static_texts import StaticTexts
+from lanemon.ui.kit.static_texts import StaticTexts
 
 Part = tuple[str, "str | None", bool]
 

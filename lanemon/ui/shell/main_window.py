@@ -15,9 +15,9 @@ Hooks for later views and presenter mode:
   window closes.
 - ``export_chart_to(path)``: write the chart's PNG and say the outcome (written,
   or why not) in the Runs tab's banner; returns whether it was written.
-- ``talk`` (``lanemon/ui/talk_mode.py``): menus, shortcuts, presenter mode,
+- ``talk`` (``lanemon/ui/shell/talk_mode.py``): menus, shortcuts, presenter mode,
   full screen, the shortcut overlay and About; ``app.main`` restores and saves
-  the settings (``lanemon/ui/settings.py``).
+  the settings (``lanemon/ui/shell/settings.py``).
 """
 
 from __future__ import annotations
@@ -29,15 +29,16 @@ from PySide6.QtWidgets import QApplication, QMainWindow, QSplitter, QTabWidget, 
 from PySide6.QtWidgets import QFrame, QLabel, QScrollArea
 
 from lanemon.files import cannot_write
-from lanemon.ui import exports, theme
-from lanemon.ui.heartbeat import DEFAULT_PERIOD_MS, Heartbeat
-from lanemon.ui.heartbeat_chart import HeartbeatChart
-from lanemon.ui.live_label import LiveLabel
-from lanemon.ui.counters_view import install_counters_view
-from lanemon.ui.lanes_view import install_lanes_view
-from lanemon.ui.placement_panel import PlacementPanel
-from lanemon.ui.run_controller import RunController
-from lanemon.ui.runs_panel import RunsPanel
+from lanemon.ui.shell import exports
+from lanemon.ui.kit import theme
+from lanemon.ui.heartbeat.timer import DEFAULT_PERIOD_MS, Heartbeat
+from lanemon.ui.heartbeat.chart import HeartbeatChart
+from lanemon.ui.kit.live_label import LiveLabel
+from lanemon.ui.counters.view import install_counters_view
+from lanemon.ui.lanes.view import install_lanes_view
+from lanemon.ui.runs.placement import PlacementPanel
+from lanemon.ui.runs.controller import RunController
+from lanemon.ui.runs.panel import RunsPanel
 
 DEFAULT_SIZE = (1280, 800)
 
@@ -92,7 +93,7 @@ class MainWindow(QMainWindow):
         self._status_timer.timeout.connect(self._update_status)
         self._update_status()
         # talk mode: menus, shortcuts, presenter mode, full screen, the shortcut overlay, About
-        from lanemon.ui.talk_mode import install as install_talk_mode
+        from lanemon.ui.shell.talk_mode import install as install_talk_mode
         self.talk = install_talk_mode(self)
 
     # --- hooks -----------------------------------------------------------------------------

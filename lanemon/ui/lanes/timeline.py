@@ -22,10 +22,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from lanemon.ui import theme
-from lanemon.ui.live_label import LiveLabel
-from lanemon.ui.chart_items import Bars, cosmetic_pen, live_plot
-from lanemon.ui.lanes_model import QUEUE_COLORS, parse_owner
+from lanemon.ui.kit import theme
+from lanemon.ui.kit.live_label import LiveLabel
+from lanemon.ui.kit.chart_items import Bars, cosmetic_pen, live_plot
+from lanemon.ui.lanes.model import QUEUE_COLORS, parse_owner
 
 MAX_ROWS = 30
 MIN_ROW_PX = 15          # a row is at least this tall (scaled by the font scale)

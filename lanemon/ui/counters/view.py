@@ -50,16 +50,16 @@ from PySide6.QtWidgets import (
 )
 
 from lanemon.counters import CounterState, Simulation, compare_async
-from lanemon.ui import theme
-from lanemon.ui.counters_controls import (
+from lanemon.ui.kit import theme
+from lanemon.ui.counters.controls import (
     COMPARE_CUSTOMERS,
     CompareTable,
     ConfigForm,
     MessageLine,
     TalliesPanel,
 )
-from lanemon.ui.counters_grid import CountersGrid, StaffStrip, cells_from, chips_from, counter_label
-from lanemon.ui.live_label import LiveLabel
+from lanemon.ui.counters.grid import CountersGrid, StaffStrip, cells_from, chips_from, counter_label
+from lanemon.ui.kit.live_label import LiveLabel
 
 log = logging.getLogger(__name__)
 

@@ -39,10 +39,11 @@ from PySide6.QtWidgets import (
 )
 
 from lanemon.files import cannot_write
-from lanemon.ui import exports, theme
-from lanemon.ui.run_controller import RunController
-from lanemon.ui.runs_model import COLUMNS, RunsTableModel
-from lanemon.ui.tables import NEW_ROWS, fit_columns
+from lanemon.ui.shell import exports
+from lanemon.ui.kit import theme
+from lanemon.ui.runs.controller import RunController
+from lanemon.ui.runs.model import COLUMNS, RunsTableModel
+from lanemon.ui.kit.tables import NEW_ROWS, fit_columns
 from lanemon.work.report import MAX_TOTAL
 from lanemon.work.slicing import AIM
 

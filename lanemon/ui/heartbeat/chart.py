@@ -24,13 +24,13 @@ from PySide6.QtGui import QColor, QFont
 from PySide6.QtCore import QRectF
 from PySide6.QtWidgets import QGraphicsLineItem, QGraphicsRectItem, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
-from lanemon.ui import theme
-from lanemon.ui.chart_items import Curve, Label, cosmetic_pen, hline, live_plot
-from lanemon.ui.column_max import ColumnMax
-from lanemon.ui.lag_trace import LagTrace
-from lanemon.ui.live_label import LiveLabel, figure_parts
-from lanemon.ui.heartbeat import MAX_PERIOD_MS, MIN_PERIOD_MS, Heartbeat, lag_stats
-from lanemon.ui.run_controller import RunController
+from lanemon.ui.kit import theme
+from lanemon.ui.kit.chart_items import Curve, Label, cosmetic_pen, hline, live_plot
+from lanemon.ui.heartbeat.column_max import ColumnMax
+from lanemon.ui.heartbeat.lag_trace import LagTrace
+from lanemon.ui.kit.live_label import LiveLabel, figure_parts
+from lanemon.ui.heartbeat.timer import MAX_PERIOD_MS, MIN_PERIOD_MS, Heartbeat, lag_stats
+from lanemon.ui.runs.controller import RunController
 
 FPS = 30
 MAX_POINTS = 3000
@@ -134,7 +134,7 @@ class HeartbeatChart(QWidget):
         item.addItem(self._grid, ignoreBounds=True)
         # the curve (the line from one tick to a late one is the lateness growing while the
         # loop was blocked) and the translucent area under it: one item, buffers kept between
-        # frames, a handful of Qt calls per frame (lanemon.ui.lag_trace)
+        # frames, a handful of Qt calls per frame (lanemon.ui.heartbeat.lag_trace)
         self.trace = LagTrace()
         self.trace.setZValue(10)
         item.addItem(self.trace, ignoreBounds=True)

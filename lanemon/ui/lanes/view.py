@@ -44,12 +44,12 @@ from PySide6.QtWidgets import (
 )
 
 from lanemon.lanes import InvariantChecker, Scheduler
-from lanemon.ui import theme
-from lanemon.ui.fast_delegate import FastDelegate
-from lanemon.ui.lanes_controls import LanesControls
-from lanemon.ui.lanes_model import QUEUE_COLORS, QUEUE_LABELS, JobsModel, LaneRow, WorkspacesModel, job_row
-from lanemon.ui.lanes_timeline import LanesTimeline
-from lanemon.ui.live_label import LiveLabel, figure_parts
+from lanemon.ui.kit import theme
+from lanemon.ui.kit.fast_delegate import FastDelegate
+from lanemon.ui.lanes.controls import LanesControls
+from lanemon.ui.lanes.model import QUEUE_COLORS, QUEUE_LABELS, JobsModel, LaneRow, WorkspacesModel, job_row
+from lanemon.ui.lanes.timeline import LanesTimeline
+from lanemon.ui.kit.live_label import LiveLabel, figure_parts
 from lanemon.tasks import cancel_and_wait
 
 FPS = 30               # the timeline

@@ -26,7 +26,7 @@ import tempfile
 
 from PySide6.QtCore import QByteArray, QSettings
 
-from lanemon.ui.heartbeat import MAX_PERIOD_MS, MIN_PERIOD_MS
+from lanemon.ui.heartbeat.timer import MAX_PERIOD_MS, MIN_PERIOD_MS
 
 ORGANIZATION = "lanemon"
 APPLICATION = "lanemon"

@@ -1,4 +1,4 @@
-"""The lanes & queues screenshot, reproducibly: ``python -m lanemon.ui.shoot_lanes out.png``.
+"""The lanes & queues screenshot, reproducibly: ``python -m lanemon.ui.tools.shoot_lanes out.png``.
 
 Opens the window at 1280×800 (offscreen unless a platform is set), shows the
 "Lanes & queues" tab and drives it through its own controls, as a person
@@ -16,7 +16,7 @@ import sys
 
 
 async def scenario(win, out: str, splitter: tuple[int, int] | None) -> None:
-    from lanemon.ui.testing import add_simulated_job, wait_until
+    from lanemon.ui.tools.testing import add_simulated_job, wait_until
 
     win.show_view("lanes")
     view = win.views["lanes"]
@@ -68,7 +68,7 @@ async def scenario(win, out: str, splitter: tuple[int, int] | None) -> None:
           "the other workspaces go on.")
     view.refresh(force=True)
     await pause(0.1)
-    from lanemon.ui.exports import save_png
+    from lanemon.ui.shell.exports import save_png
 
     image = save_png(win, out)
     print(f"screenshot written to {out} ({image.width()}×{image.height()})")
@@ -79,13 +79,13 @@ async def scenario(win, out: str, splitter: tuple[int, int] | None) -> None:
 
 
 def shoot(out: str, splitter: tuple[int, int] | None = (215, 545)) -> int:
-    from lanemon.ui.testing import shoot_window
+    from lanemon.ui.tools.testing import shoot_window
 
     return shoot_window(lambda win: scenario(win, out, splitter), size=(1280, 800))
 
 
 def cli(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m lanemon.ui.shoot_lanes",
+    p = argparse.ArgumentParser(prog="python -m lanemon.ui.tools.shoot_lanes",
                                 description=__doc__.splitlines()[0])
     p.add_argument("out", help="PNG file to write")
     args = p.parse_args(argv)
@@ -93,4 +93,7 @@ def cli(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    from lanemon.ui import steady_process_settings
+
+    steady_process_settings()
     sys.exit(cli())

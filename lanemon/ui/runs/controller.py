@@ -52,8 +52,8 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, Signal
 
-from lanemon.ui.heartbeat import Heartbeat, lag_stats
-from lanemon.ui.runs_model import RunRecord
+from lanemon.ui.heartbeat.timer import Heartbeat, lag_stats
+from lanemon.ui.runs.model import RunRecord
 from lanemon.work import (
     DEFAULT_THRESHOLD_MS,
     KINDS,

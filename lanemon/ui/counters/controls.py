@@ -26,8 +26,8 @@ from PySide6.QtWidgets import (
 )
 
 from lanemon.counters import LABELS, STRATEGIES, SimConfig
-from lanemon.ui import theme
-from lanemon.ui.static_texts import StaticTexts
+from lanemon.ui.kit import theme
+from lanemon.ui.kit.static_texts import StaticTexts
 
 DEFAULTS = dict(strategy="short_lock", staff=8, counters=24, customers=0, arrival_rate=50.0,
                 guide_time=0.2, ttl=1.0, speed=0.25, seed=1)

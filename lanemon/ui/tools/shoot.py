@@ -1,4 +1,4 @@
-"""The README screenshot, reproducibly: ``python -m lanemon.ui.shoot out.png``.
+"""The README screenshot, reproducibly: ``python -m lanemon.ui.tools.shoot out.png``.
 
 Opens the window at 1280×800 (offscreen unless a platform is set), waits for
 this machine's measurements, runs a whole, a sliced and a warm worker run of
@@ -18,7 +18,7 @@ import sys
 
 
 async def scenario(win, out: str, job_ms: float, pause_s: float, presenter: bool = False) -> None:
-    from lanemon.ui.testing import wait_until
+    from lanemon.ui.tools.testing import wait_until
 
     if presenter:
         win.talk.set_presenter(True)
@@ -37,20 +37,20 @@ async def scenario(win, out: str, job_ms: float, pause_s: float, presenter: bool
         await wait_until(lambda: len(c.records) > before and c.records[-1].status != "running", 120)
         await asyncio.sleep(pause_s)
     await asyncio.sleep(0.3)
-    from lanemon.ui.exports import save_png
+    from lanemon.ui.shell.exports import save_png
 
     image = save_png(win, out)
     print(f"screenshot written to {out} ({image.width()}×{image.height()})")
 
 
 def shoot(out: str, job_ms: float = 450.0, pause_s: float = 1.6, presenter: bool = False) -> int:
-    from lanemon.ui.testing import shoot_window
+    from lanemon.ui.tools.testing import shoot_window
 
     return shoot_window(lambda win: scenario(win, out, job_ms, pause_s, presenter), size=(1280, 800))
 
 
 def cli(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m lanemon.ui.shoot", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m lanemon.ui.tools.shoot", description=__doc__.splitlines()[0])
     p.add_argument("out", help="PNG file to write")
     p.add_argument("--ms", type=float, default=450.0, help="CPU time of the job in ms (default 450)")
     p.add_argument("--presenter", action="store_true", help="presenter mode (large type, dark theme)")
@@ -59,4 +59,7 @@ def cli(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    from lanemon.ui import steady_process_settings
+
+    steady_process_settings()
     sys.exit(cli())

@@ -13,7 +13,7 @@ from PySide6.QtGui import QPixmap
 from PySide6.QtWidgets import QWidget
 
 from lanemon.files import atomic_replace, atomic_write, write_json
-from lanemon.ui.heartbeat import Heartbeat
+from lanemon.ui.heartbeat.timer import Heartbeat
 
 
 def write_report(path: str, report: dict) -> None:

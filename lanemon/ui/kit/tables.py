@@ -16,7 +16,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QHeaderView, QTableView
 
-from lanemon.ui import theme
+from lanemon.ui.kit import theme
 
 ROWS = 20             # rows measured, from the top
 NEW_ROWS = 3          # rows measured when rows came in on top (grow_only)

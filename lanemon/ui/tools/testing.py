@@ -39,8 +39,8 @@ async def add_simulated_job(view, ws: str, queue: str, seconds: float, fails: bo
 
 
 def run_window(scenario: Callable[[object], Awaitable[object]], window=None, *, size=(1280, 800)):
-    from lanemon.ui.app import application, main
-    from lanemon.ui.main_window import MainWindow
+    from lanemon.ui.shell.app import application, main
+    from lanemon.ui.shell.main_window import MainWindow
 
     app = application()
     errors: list[dict] = []

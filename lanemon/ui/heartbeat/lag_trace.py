@@ -28,7 +28,7 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QBrush, QPainter, QPen
 from PySide6.QtWidgets import QGraphicsItem
 
-from lanemon.ui.chart_items import BoundedItem
+from lanemon.ui.kit.chart_items import BoundedItem
 
 CHUNK = 96    # segments per polygon (polygons of 16 to 128 points cost about the same to fill)
 

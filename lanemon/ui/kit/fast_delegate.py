@@ -23,7 +23,7 @@ from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QFont, QPalette
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
-from lanemon.ui.static_texts import StaticTexts
+from lanemon.ui.kit.static_texts import StaticTexts
 
 _DISPLAY = Qt.ItemDataRole.DisplayRole
 _FG = Qt.ItemDataRole.ForegroundRole

@@ -34,10 +34,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from lanemon.ui import theme
-from lanemon.ui.run_controller import MAX_RECORDS, RunController
-from lanemon.ui.runs_model import RunRecord
-from lanemon.ui.tables import NEW_ROWS, fit_columns
+from lanemon.ui.kit import theme
+from lanemon.ui.runs.controller import MAX_RECORDS, RunController
+from lanemon.ui.runs.model import RunRecord
+from lanemon.ui.kit.tables import NEW_ROWS, fit_columns
 from lanemon.work import DEFAULT_THRESHOLD_MS, decide
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 
-from lanemon.ui import theme
+from lanemon.ui.kit import theme
 from lanemon.work.lag import LagStats
 from lanemon.work.placement import Placement
 

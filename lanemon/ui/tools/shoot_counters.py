@@ -1,4 +1,4 @@
-"""The counters screenshot, reproducibly: ``python -m lanemon.ui.shoot_counters out.png``.
+"""The counters screenshot, reproducibly: ``python -m lanemon.ui.tools.shoot_counters out.png``.
 
 Opens the window at 1280×800 (offscreen unless a platform is set) on the
 Counters tab, runs "compare all three" (the table), then a live short-lock
@@ -15,7 +15,7 @@ import sys
 async def scenario(win, out: str, settle_s: float, compare: bool) -> None:
     import asyncio
 
-    from lanemon.ui.testing import wait_until
+    from lanemon.ui.tools.testing import wait_until
 
     m = win.controller.machine  # the start-up measurements stall the loop a little: let them pass
     await wait_until(lambda: m.warm_roundtrip_ms is not None or m.errors, 60)
@@ -33,7 +33,7 @@ async def scenario(win, out: str, settle_s: float, compare: bool) -> None:
                      and view.grid.cells and any(c.kind == "double" for c in view.grid.cells), 60)
     await asyncio.sleep(0.05)
     print(f"window {win.width()}×{win.height()}, view {view.width()}×{view.height()}, needs {view.minimumSizeHint()}")
-    from lanemon.ui.exports import save_png
+    from lanemon.ui.shell.exports import save_png
 
     image = save_png(win, out)
     print(f"screenshot written to {out} ({image.width()}×{image.height()}); frames {view.frames}, "
@@ -41,13 +41,13 @@ async def scenario(win, out: str, settle_s: float, compare: bool) -> None:
 
 
 def shoot(out: str, settle_s: float = 3.0, compare: bool = True) -> int:
-    from lanemon.ui.testing import shoot_window
+    from lanemon.ui.tools.testing import shoot_window
 
     return shoot_window(lambda win: scenario(win, out, settle_s, compare), size=(1280, 800))
 
 
 def cli(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m lanemon.ui.shoot_counters", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m lanemon.ui.tools.shoot_counters", description=__doc__.splitlines()[0])
     p.add_argument("out", help="PNG file to write")
     p.add_argument("--settle", type=float, default=3.0, help="seconds of live run before the shot (default 3)")
     p.add_argument("--live-only", action="store_true", help="skip the compare table")
@@ -56,4 +56,7 @@ def cli(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    from lanemon.ui import steady_process_settings
+
+    steady_process_settings()
     sys.exit(cli())

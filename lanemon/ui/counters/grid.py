@@ -22,8 +22,8 @@ from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from lanemon.counters import CounterState
-from lanemon.ui import theme
-from lanemon.ui.static_texts import StaticTexts
+from lanemon.ui.kit import theme
+from lanemon.ui.kit.static_texts import StaticTexts
 
 FREE, CLAIMED, ASSIGNED, DOUBLE = "free", "claimed", "assigned", "double"
 

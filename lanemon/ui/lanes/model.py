@@ -23,7 +23,7 @@ from typing import Callable, NamedTuple
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor, QFont
 
-from lanemon.ui import theme
+from lanemon.ui.kit import theme
 
 # state label -> (text colour, background)
 STATE_COLORS = {

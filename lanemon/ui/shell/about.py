@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from lanemon import __version__
-from lanemon.ui import theme
+from lanemon.ui.kit import theme
 from lanemon.work import start_method
 
 MEASURING = "measuring…"

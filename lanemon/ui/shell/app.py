@@ -20,7 +20,7 @@ would otherwise answer only when the run ends. Further signals during the
 shutdown are ignored: the shutdown is bounded (held saves are let go, runs and
 compares cancelled, worker processes stopped).
 
-Settings (``lanemon.ui.settings``): restored before the window shows, saved
+Settings (``lanemon.ui.shell.settings``): restored before the window shows, saved
 when it is closed. A settings file that cannot be written is said in the
 window at start (status bar), and on stderr if the save at close fails.
 
@@ -43,8 +43,10 @@ import qasync
 from PySide6.QtCore import QSocketNotifier
 from PySide6.QtWidgets import QApplication
 
-from lanemon.ui import first_paint, settings, theme
-from lanemon.ui.main_window import MainWindow
+from lanemon.ui.shell import first_paint
+from lanemon.ui.shell import settings
+from lanemon.ui.kit import theme
+from lanemon.ui.shell.main_window import MainWindow
 from lanemon.work import _kernel, shutdown_workers
 
 SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
