@@ -25,14 +25,12 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.live_label import LiveLabel
 from lanemon.ui.kit.chart_items import Bars, cosmetic_pen, live_plot
-from lanemon.ui.lanes.model import QUEUE_COLORS, parse_owner
+from lanemon.ui.lanes.model import parse_owner
 
 MAX_ROWS = 30
 MIN_ROW_PX = 15          # a row is at least this tall (scaled by the font scale)
 BAR = 0.72               # bar height, in rows
 WAIT = 0.16              # waiting line height, in rows
-HELD_COLOR = "#d9480f"
-WAIT_COLOR = "#9aa3b2"
 
 pg.setConfigOptions(antialias=False)
 
@@ -80,9 +78,9 @@ class LanesTimeline(QWidget):
         item.getViewBox().invertY(True)
         self.plot.setXRange(-self.window_s, 0, padding=0)
         self.plot.setYRange(-0.5, 0.5, padding=0)
-        self.items = {q: _bars(c) for q, c in QUEUE_COLORS.items()}
-        self.items["held"] = _bars(HELD_COLOR, Qt.BrushStyle.BDiagPattern)
-        self.items["waiting"] = _bars(WAIT_COLOR)
+        self.items = {q: _bars(c) for q, c in theme.QUEUE_COLORS.items()}
+        self.items["held"] = _bars(theme.HELD_SAVE, Qt.BrushStyle.BDiagPattern)
+        self.items["waiting"] = _bars(theme.WAITING_JOB)
         for z, it in enumerate(self.items.values()):
             it.setZValue(z)
             self.plot.addItem(it, ignoreBounds=True)
@@ -109,9 +107,9 @@ class LanesTimeline(QWidget):
 
     def _set_title(self) -> None:
         legend = "&nbsp;&nbsp;".join(
-            f"<span style='color:{QUEUE_COLORS[q]}'>■</span>&nbsp;{q}" for q in QUEUE_COLORS)
-        legend += (f"&nbsp;&nbsp;<span style='color:{HELD_COLOR}'>▨</span>&nbsp;save held"
-                   f"&nbsp;&nbsp;<span style='color:{WAIT_COLOR}'>▁</span>&nbsp;waiting")
+            f"<span style='color:{c}'>■</span>&nbsp;{q}" for q, c in theme.QUEUE_COLORS.items())
+        legend += (f"&nbsp;&nbsp;<span style='color:{theme.HELD_SAVE}'>▨</span>&nbsp;save held"
+                   f"&nbsp;&nbsp;<span style='color:{theme.WAITING_JOB}'>▁</span>&nbsp;waiting")
         self.plot.getPlotItem().getAxis("bottom").setLabel(
             f"s ago&nbsp;&nbsp;&nbsp;{legend}")
         shown = (f"{len(self.rows)} of {self.total_workspaces} workspaces (latest activity)"
