@@ -168,3 +168,25 @@ def test_painted_widgets_take_their_colours_from_the_palette(qapp, monkeypatch):
         theme.set_palette("light")
         grid.deleteLater()
         strip.deleteLater()
+
+
+def test_the_lanes_timeline_follows_the_palette(qapp):
+    """Regression: in presenter mode the timeline stayed a white plot with dark axes (its
+    background and axes were pyqtgraph's defaults, taken once, in the light palette)."""
+    from lanemon.ui.lanes.timeline import LanesTimeline
+
+    timeline = LanesTimeline()
+    try:
+        for name in ("dark", "light"):
+            theme.set_palette(name)
+            timeline.apply_fonts()
+            timeline.resize(400, 200)
+            image = timeline.plot.grab().toImage()
+            corner = image.pixelColor(image.width() - 3, 3)   # plot background, no bar
+            axis = timeline.plot.getPlotItem().getAxis("left")
+            assert corner.name() == theme.BG, name
+            assert axis.textPen().color().name() == theme.FG, name
+            assert timeline.empty.color.name() == theme.MUTED, name
+    finally:
+        theme.set_palette("light")
+        timeline.deleteLater()

@@ -174,6 +174,12 @@ class Bars(BoundedItem):
         self._pen = QPen(pen)
         self._rects = pg.Qt.internals.PrimitiveArray(QRectF, 4)
 
+    def set_style(self, brush: QBrush, pen: QPen) -> None:
+        """Paint in ``brush`` and ``pen`` from now on (a palette change)."""
+        self._brush = QBrush(brush)
+        self._pen = QPen(pen)
+        self.update()
+
     def set_rects(self, x0, x1, y0, y1) -> None:
         x0, x1, y0, y1 = (np.asarray(a, dtype=np.float64) for a in (x0, x1, y0, y1))
         n = int(x0.size)

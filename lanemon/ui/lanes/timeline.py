@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtGui import QBrush, QColor, QFont, QPen
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from lanemon.ui.kit import theme
@@ -35,9 +35,16 @@ WAIT = 0.16              # waiting line height, in rows
 pg.setConfigOptions(antialias=False)
 
 
-def _bars(color: str, pattern=None) -> Bars:
+def _bar_style(color: str, pattern=None) -> tuple[QBrush, QPen]:
     b = QBrush(QColor(color)) if pattern is None else QBrush(QColor(color), pattern)
-    return Bars(b, cosmetic_pen(QColor(color).darker(130)))
+    return b, cosmetic_pen(QColor(color).darker(130))
+
+
+def _bar_colors() -> dict[str, tuple]:
+    """item name -> (colour, brush pattern) in the current palette: the queues, then held
+    saves (hatched), then waiting jobs."""
+    return {**{q: (c, None) for q, c in theme.QUEUE_COLORS.items()},
+            "held": (theme.HELD_SAVE, Qt.BrushStyle.BDiagPattern), "waiting": (theme.WAITING_JOB, None)}
 
 
 class _Rects:
@@ -78,9 +85,7 @@ class LanesTimeline(QWidget):
         item.getViewBox().invertY(True)
         self.plot.setXRange(-self.window_s, 0, padding=0)
         self.plot.setYRange(-0.5, 0.5, padding=0)
-        self.items = {q: _bars(c) for q, c in theme.QUEUE_COLORS.items()}
-        self.items["held"] = _bars(theme.HELD_SAVE, Qt.BrushStyle.BDiagPattern)
-        self.items["waiting"] = _bars(theme.WAITING_JOB)
+        self.items = {name: Bars(*_bar_style(*style)) for name, style in _bar_colors().items()}
         for z, it in enumerate(self.items.values()):
             it.setZValue(z)
             self.plot.addItem(it, ignoreBounds=True)
@@ -98,12 +103,25 @@ class LanesTimeline(QWidget):
 
     # --- fonts -----------------------------------------------------------------------------
     def apply_fonts(self) -> None:
+        """Follow ``theme``: the font scale and the palette (background, axes, bars, texts)."""
+        self._apply_colors()
         f = theme.style_axes(self.plot, self.font())
         self.empty.setFont(f)
         title = QFont(self.font())
         title.setPointSizeF(theme.pt(12))
         self.title.setFont(title)
         self._set_title()
+
+    def _apply_colors(self) -> None:
+        self.plot.setBackground(theme.BG)
+        for name in ("left", "bottom"):       # as the heartbeat chart's axes
+            ax = self.plot.getPlotItem().getAxis(name)
+            ax.setPen(pg.mkPen(theme.MUTED if theme.is_dark() else theme.FG, width=1))
+            ax.setTextPen(pg.mkPen(theme.FG))
+            ax.label.setDefaultTextColor(QColor(theme.FG))
+        for name, style in _bar_colors().items():
+            self.items[name].set_style(*_bar_style(*style))
+        self.empty.setColor(theme.MUTED)
 
     def _set_title(self) -> None:
         legend = "&nbsp;&nbsp;".join(
