@@ -59,18 +59,18 @@ def colour_literals(source: str) -> list[tuple[int, str]]:
 
 
 def test_the_scanner_finds_each_kind_of_colour_literal():
-    source = '\n'.join([
-        'a = "#1f77b4"',
-        'b = f"color: #fff; border: 2px solid {x}"',
-        'c = "background: rgba(0, 0, 0, 150)"',
-        'd = QColor(120, 120, 120)',
-        'e = pg.mkBrush(1, 2, 3, 4)',
-        'f = Qt.GlobalColor.white',
-        'g = Qt.black',
-        'h = "#shortcutPanel { x }"      # an id selector, not a colour',
-        'i = QColor(theme.FG)             # a named colour',
-        'j = "#12"                        # an issue number',
-    ])
+    source = """\
+a = "#1f77b4"
+b = f"color: #fff; border: 2px solid {x}"
+c = "background: rgba(0, 0, 0, 150)"
+d = QColor(120, 120, 120)
+e = pg.mkBrush(1, 2, 3, 4)
+f = Qt.GlobalColor.white
+g = Qt.black
+h = "#shortcutPanel { x }"      # an id selector, not a colour
+i = QColor(theme.FG)             # a named colour
+j = "#12"                        # an issue number
+"""
     assert [line for line, _ in colour_literals(source)] == [1, 2, 3, 4, 5, 6, 7]
 
 

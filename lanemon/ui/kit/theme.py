@@ -127,30 +127,30 @@ COLOR_NAMES = (
 PALETTES = {
     "light": {name: (dict(value) if isinstance(value, dict) else value)
               for name, value in ((n, globals()[n]) for n in COLOR_NAMES)},
-    "dark": dict(
-        BG="#05070b", PANEL_BG="#131924", FG="#ffffff", MUTED="#c3cad6", GRID="#3b4454",
-        LAG_PEN="#ffffff", REF_FRAME="#ffd23f", REF_LONG="#ff5c5c", BORDER="#5b6578",
-        HOVER="#263043", SELECTION="#2d4f7c", DISABLED="#4a5162", WARN="#ffb347",
-        RUN_TEXT="#05070b",
-        KIND_COLORS={"whole": "#ff5c5c", "sliced": "#4be37a", "cold": "#c9a2ff",
-                     "warm": "#4db8ff", "thread": "#ffa94d"},
-        KIND_UNKNOWN="#777777", PLACE_LOOP="#c3cad6",
-        ERROR_TEXT="#c92a2a", OK_TEXT="#1e7b34",
-        QT_BRIGHT_TEXT="#ffffff", QT_SHADOW="#000000",
-        PHASE_FILL=(120, 120, 120, 35), PHASE_EDGE=(160, 160, 160, 120),
-        COUNTER_CLAIMED=("#ffe6a1", "#e6a700", "#4a3600"),
-        COUNTER_ASSIGNED=("#d3e4f7", "#1f77b4", "#0d3a63"),
-        COUNTER_DOUBLE=("#d62728", "#8f1213", "#ffffff"),
-        CLAIM_TTL_BAR="#e6a700",
-        STAFF_STATE_COLORS={
+    "dark": {
+        "BG": "#05070b", "PANEL_BG": "#131924", "FG": "#ffffff", "MUTED": "#c3cad6", "GRID": "#3b4454",
+        "LAG_PEN": "#ffffff", "REF_FRAME": "#ffd23f", "REF_LONG": "#ff5c5c", "BORDER": "#5b6578",
+        "HOVER": "#263043", "SELECTION": "#2d4f7c", "DISABLED": "#4a5162", "WARN": "#ffb347",
+        "RUN_TEXT": "#05070b",
+        "KIND_COLORS": {"whole": "#ff5c5c", "sliced": "#4be37a", "cold": "#c9a2ff",
+                        "warm": "#4db8ff", "thread": "#ffa94d"},
+        "KIND_UNKNOWN": "#777777", "PLACE_LOOP": "#c3cad6",
+        "ERROR_TEXT": "#c92a2a", "OK_TEXT": "#1e7b34",
+        "QT_BRIGHT_TEXT": "#ffffff", "QT_SHADOW": "#000000",
+        "PHASE_FILL": (120, 120, 120, 35), "PHASE_EDGE": (160, 160, 160, 120),
+        "COUNTER_CLAIMED": ("#ffe6a1", "#e6a700", "#4a3600"),
+        "COUNTER_ASSIGNED": ("#d3e4f7", "#1f77b4", "#0d3a63"),
+        "COUNTER_DOUBLE": ("#d62728", "#8f1213", "#ffffff"),
+        "CLAIM_TTL_BAR": "#e6a700",
+        "STAFF_STATE_COLORS": {
             "waiting_lock": ("#f7c6c6", "#8f1213"),
             "choosing": ("#e3d7f3", "#4b2a7a"),
             "guiding": ("#d3e4f7", "#0d3a63"),
             "away": ("#5d6678", "#ffffff"),
             "waiting_counter": ("#fff1c9", "#5a4200"),
         },
-        STAFF_SELECTED="#1f77b4",
-        JOB_STATE_COLORS={
+        "STAFF_SELECTED": "#1f77b4",
+        "JOB_STATE_COLORS": {
             "queued": ("#7a5a00", "#fff1c2"),
             "starting": ("#1f5fa8", "#dbe9f8"),
             "running": ("#1f5fa8", "#dbe9f8"),
@@ -162,12 +162,12 @@ PALETTES = {
             "unsaved": ("#ffffff", "#c92a2a"),
             "cancelled": ("#4a5262", "#e4e7ec"),
         },
-        QUEUE_COLORS={"reservations": "#1f77b4", "cafe": "#e8590c"},
-        HELD_SAVE="#d9480f", WAITING_JOB="#9aa3b2",
-        SHORTCUT_SHADE="rgba(0, 0, 0, 150)", SHORTCUT_PANEL="rgba(12, 16, 24, 238)",
-        SHORTCUT_BORDER="#5b6578", SHORTCUT_TEXT="#ffffff", SHORTCUT_KEY="#ffd23f",
-        SHORTCUT_HINT="#c3cad6",
-    ),
+        "QUEUE_COLORS": {"reservations": "#1f77b4", "cafe": "#e8590c"},
+        "HELD_SAVE": "#d9480f", "WAITING_JOB": "#9aa3b2",
+        "SHORTCUT_SHADE": "rgba(0, 0, 0, 150)", "SHORTCUT_PANEL": "rgba(12, 16, 24, 238)",
+        "SHORTCUT_BORDER": "#5b6578", "SHORTCUT_TEXT": "#ffffff", "SHORTCUT_KEY": "#ffd23f",
+        "SHORTCUT_HINT": "#c3cad6",
+    },
 }
 _palette = "light"
 

@@ -23,8 +23,8 @@ from PySide6.QtGui import QBrush, QColor, QFont, QPen
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from lanemon.ui.kit import theme
-from lanemon.ui.kit.live_label import LiveLabel
 from lanemon.ui.kit.chart_items import Bars, cosmetic_pen, live_plot
+from lanemon.ui.kit.live_label import LiveLabel
 from lanemon.ui.lanes.model import parse_owner
 
 MAX_ROWS = 30
@@ -89,7 +89,7 @@ class LanesTimeline(QWidget):
         for z, it in enumerate(self.items.values()):
             it.setZValue(z)
             self.plot.addItem(it, ignoreBounds=True)
-        self.empty = pg.TextItem("no activity in the last {:.0f} s — add a job (Alt+A)".format(window_s), color=theme.MUTED,
+        self.empty = pg.TextItem(f"no activity in the last {window_s:.0f} s — add a job (Alt+A)", color=theme.MUTED,
                                  anchor=(0.5, 0.5))
         self.empty.setPos(-self.window_s / 2, 0)
         self.plot.addItem(self.empty)
