@@ -126,11 +126,17 @@ async def test_cancelling_compare_async_ends_its_thread_before_it_returns(monkey
     CancelledError after the cancel was signalled): nothing keeps computing."""
     caplog.set_level(logging.ERROR, logger="asyncio")
     seen = watch_compare(monkeypatch)
+    in_a_run = threading.Event()       # set when the compare's first virtual run begins
+    real_run_virtual = simulation_module.run_virtual
+
+    def watched_run_virtual(*args, **kwargs):
+        in_a_run.set()
+        return real_run_virtual(*args, **kwargs)
+
+    monkeypatch.setattr(simulation_module, "run_virtual", watched_run_virtual)
     task = asyncio.ensure_future(simulation_module.compare_async(HUGE))
-    deadline = time.monotonic() + 60
-    while not seen["entered"].is_set() and time.monotonic() < deadline:
-        await asyncio.sleep(0.005)
-    await asyncio.sleep(0.05)          # let it get into the work (any amount will do)
+    assert await asyncio.to_thread(in_a_run.wait, 60)   # it is into the work
+    assert seen["entered"].is_set() and seen["running"]
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -3,6 +3,7 @@
 import asyncio
 import os
 import signal
+import threading
 
 import pytest
 from procs import gone, release
@@ -98,8 +99,7 @@ def test_killed_warm_worker_raises_and_the_pool_recovers():
     async def main():
         pool = warm_pool()
         job = asyncio.ensure_future(run_in_worker(10**10, "warm"))  # would run for minutes
-        while not pool.busy_pids():
-            await asyncio.sleep(0.01)
+        await _until(pool.busy_pids)
         victim = pool.busy_pids()[0]
         os.kill(victim, signal.SIGKILL)
         with pytest.raises(WorkerDied, match=str(victim)):
@@ -122,11 +122,8 @@ def test_killed_cold_worker_raises_not_hangs():
         def cold():
             return [p for p in workers._live if p.name == "lanemon-cold" and p.is_alive()]
 
-        while not cold():
-            await asyncio.sleep(0.01)
+        await _until(cold)
         proc = cold()[0]
-        while not proc.is_alive():
-            await asyncio.sleep(0.01)
         os.kill(proc.pid, signal.SIGKILL)
         with pytest.raises(WorkerDied):
             await asyncio.wait_for(job, 20)
@@ -134,14 +131,29 @@ def test_killed_cold_worker_raises_not_hangs():
     asyncio.run(main())
 
 
+def _thread_jobs() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "lanemon-thread-job"]
+
+
 @pytest.mark.parametrize("kind", ["cold", "warm", "thread"])
 def test_cancelling_a_run_stops_its_work(kind):
     async def main():
+        before = set(live_worker_pids())
         job = asyncio.ensure_future(run_in_worker(10**10, kind))
-        await asyncio.sleep(0.2)
+        if kind == "thread":                       # the run is under way: then cancel it
+            await _until(_thread_jobs)
+        elif kind == "warm":
+            await _until(warm_pool().busy_pids)
+        else:
+            await _until(lambda: set(live_worker_pids()) - before)
+        working = set(live_worker_pids()) - before if kind == "cold" else set(warm_pool().busy_pids())
         job.cancel()
         with pytest.raises(asyncio.CancelledError):
             await job
+        if kind == "thread":                       # its work stops (at its next checkpoint)
+            await _until(lambda: not _thread_jobs())
+        else:                                      # its process is stopped
+            await _until(lambda: not working & set(live_worker_pids()))
         # The pool (if any) still serves.
         return await run_in_worker(1_000, "warm" if kind == "warm" else kind)
 

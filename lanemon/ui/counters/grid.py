@@ -27,16 +27,14 @@ from lanemon.ui.kit.static_texts import StaticTexts
 
 FREE, CLAIMED, ASSIGNED, DOUBLE = "free", "claimed", "assigned", "double"
 
-TTL_BAR = "#e6a700"
-
 
 def cell_colors() -> dict[str, tuple[str, str, str]]:
     """kind -> (fill, border, text), for the current ``theme`` palette (read at apply time)."""
     return {
         FREE: (theme.PANEL_BG, theme.BORDER, theme.MUTED),
-        CLAIMED: ("#ffe6a1", "#e6a700", "#4a3600"),
-        ASSIGNED: ("#d3e4f7", "#1f77b4", "#0d3a63"),
-        DOUBLE: ("#d62728", "#8f1213", "#ffffff"),
+        CLAIMED: theme.COUNTER_CLAIMED,
+        ASSIGNED: theme.COUNTER_ASSIGNED,
+        DOUBLE: theme.COUNTER_DOUBLE,
     }
 
 
@@ -54,15 +52,8 @@ STAFF_LABELS = {
 
 def staff_colors() -> dict[str, tuple[str, str]]:
     """staff state -> (fill, text) for the current palette."""
-    return {
-        "idle": (theme.PANEL_BG, theme.MUTED),
-        "waiting_lock": ("#f7c6c6", "#8f1213"),
-        "choosing": ("#e3d7f3", "#4b2a7a"),
-        "guiding": ("#d3e4f7", "#0d3a63"),
-        "away": ("#5d6678", "#ffffff"),
-        "waiting_counter": ("#fff1c9", "#5a4200"),
-        "done": (theme.PANEL_BG, theme.MUTED),
-    }
+    quiet = (theme.PANEL_BG, theme.MUTED)
+    return {"idle": quiet, **theme.STAFF_STATE_COLORS, "done": quiet}
 
 
 def counter_label(counter_id: int) -> str:
@@ -169,7 +160,6 @@ class CountersGrid(QWidget):
         self._dirty_rects: list[QRect] = []
         self._fonts = (QFont(), QFont(), QFont())
         self._texts = StaticTexts(self._fonts, limit=4000)
-        self._ttl_bar = QColor(TTL_BAR)
         self._take_colors()
         self.setMinimumSize(240, 120)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
@@ -209,6 +199,7 @@ class CountersGrid(QWidget):
 
     def _take_colors(self) -> None:
         self._bg = QColor(theme.BG)
+        self._ttl_bar = QColor(theme.CLAIM_TTL_BAR)
         self._colors = {k: tuple(QColor(c) for c in v) for k, v in cell_colors().items()}
 
     def resizeEvent(self, event) -> None:  # noqa: N802
@@ -321,7 +312,7 @@ class StaffStrip(QWidget):
         self._bg = QColor(theme.BG)
         self._colors = {k: (QColor(f), QColor(t)) for k, (f, t) in staff_colors().items()}
         self._lock_pen = QPen(QColor(theme.FG), 3)
-        self._sel_pen = QPen(QColor("#1f77b4"), 3)
+        self._sel_pen = QPen(QColor(theme.STAFF_SELECTED), 3)
         self._font = QFont("DejaVu Sans")
         self._font.setPointSizeF(theme.pt(9.5))
         self._bold = QFont(self._font)

@@ -412,7 +412,7 @@ class HeartbeatChart(QWidget):
         return region
 
     def _new_phase_region(self, key: int, text: str) -> None:
-        region = self._make_region(pg.mkBrush(120, 120, 120, 35), pg.mkPen(160, 160, 160, 120, width=1))
+        region = self._make_region(pg.mkBrush(*theme.PHASE_FILL), pg.mkPen(*theme.PHASE_EDGE, width=1))
         region.setZValue(-11)
         label = Label(text.replace(" worker", "\nworker"), theme.MUTED, fill=self._label_fill(190))
         font = QFont(self.font())

@@ -29,6 +29,8 @@ from PySide6.QtGui import QBrush, QColor, QFont, QPainterPath, QPen
 from PySide6.QtWidgets import (QGraphicsItem, QGraphicsLineItem, QGraphicsPathItem, QGraphicsRectItem,
                                QGraphicsSimpleTextItem, QGraphicsView)
 
+from lanemon.ui.kit import theme
+
 PAD = 3          # pixels of plate around the text
 FAR = 1e6        # "any x": a line from -FAR to FAR is clipped by the view
 
@@ -79,9 +81,10 @@ def cosmetic_pen(color, style: Qt.PenStyle = Qt.PenStyle.SolidLine) -> QPen:
 
 
 class Label(QGraphicsRectItem):
-    """Text on a plate; ``anchor`` is the corner at ``setPos``: (0, 0) top left, (1, 1) bottom right."""
+    """Text on a plate; ``anchor`` is the corner at ``setPos``: (0, 0) top left, (1, 1) bottom right.
+    The text is in ``color`` (``None``: the theme's ``FG`` when the label is made)."""
 
-    def __init__(self, text: str = "", color="#000000", fill: QColor | None = None,
+    def __init__(self, text: str = "", color=None, fill: QColor | None = None,
                  anchor: tuple[float, float] = (0.0, 0.0), parent: QGraphicsItem | None = None) -> None:
         super().__init__(parent)
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations, True)
@@ -90,7 +93,7 @@ class Label(QGraphicsRectItem):
         self.setBrush(QBrush(fill) if fill is not None else QBrush(Qt.BrushStyle.NoBrush))
         self._anchor = anchor
         self._text = cached(QGraphicsSimpleTextItem(text, self))   # shaped once
-        self._text.setBrush(QBrush(QColor(color)))
+        self._text.setBrush(QBrush(QColor(theme.FG if color is None else color)))
         self._relayout()
 
     def text(self) -> str:
@@ -170,6 +173,12 @@ class Bars(BoundedItem):
         self._brush = QBrush(brush)
         self._pen = QPen(pen)
         self._rects = pg.Qt.internals.PrimitiveArray(QRectF, 4)
+
+    def set_style(self, brush: QBrush, pen: QPen) -> None:
+        """Paint in ``brush`` and ``pen`` from now on (a palette change)."""
+        self._brush = QBrush(brush)
+        self._pen = QPen(pen)
+        self.update()
 
     def set_rects(self, x0, x1, y0, y1) -> None:
         x0, x1, y0, y1 = (np.asarray(a, dtype=np.float64) for a in (x0, x1, y0, y1))

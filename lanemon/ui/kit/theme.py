@@ -2,16 +2,23 @@
 kind colours, large text. ``font_scale`` scales every font (presenter mode
 hook: ``apply(app, scale)`` may be called again at any time).
 
-Two palettes: "light" (default) and "dark" (presenter mode, high contrast).
-``set_palette(name)`` swaps the colour values of this module in place (read
-them as ``theme.FG`` at draw time, not copied at import); ``apply`` then
-restyles the application.
+Every colour of the window is a name here (``COLOR_NAMES``), by what it
+shows. Two palettes: "light" (default) and "dark" (presenter mode, high
+contrast), each defining every name. ``set_palette(name)`` swaps the colour
+values of this module in place (read them as ``theme.FG`` at draw time, not
+copied at import); ``apply`` then restyles the application.
 """
 
 from __future__ import annotations
 
 from PySide6.QtGui import QColor, QFont, QPalette
 from PySide6.QtWidgets import QApplication
+
+# Every colour of the window lives here, named by what it shows; no other module
+# holds a colour literal (tests/test_theme.py greps the package). The values
+# below are the "light" palette; ``PALETTES["dark"]`` gives every name its
+# presenter value. Read them as ``theme.NAME`` when drawing or restyling (the
+# dicts are updated in place, the other names rebound, by ``set_palette``).
 
 # Run kinds, in the order they appear in the UI.
 KIND_COLORS = {
@@ -21,6 +28,7 @@ KIND_COLORS = {
     "warm": "#1f77b4",    # blue: a pre-started pool
     "thread": "#ff7f0e",  # orange: shares the GIL
 }
+KIND_UNKNOWN = "#777777"  # a kind not in KIND_COLORS
 KIND_LABELS = {
     "whole": "whole",
     "sliced": "sliced",
@@ -28,7 +36,8 @@ KIND_LABELS = {
     "warm": "worker · warm",
     "thread": "worker · thread",
 }
-PLACE_COLORS = {"loop": "#555555", "slice": KIND_COLORS["sliced"], "worker": KIND_COLORS["warm"]}
+PLACE_LOOP = "#555555"    # placement "loop" (slice and worker take their kind's colour)
+PLACE_COLORS = {"loop": PLACE_LOOP, "slice": KIND_COLORS["sliced"], "worker": KIND_COLORS["warm"]}
 
 BG = "#ffffff"
 PANEL_BG = "#f6f7f9"
@@ -44,20 +53,121 @@ SELECTION = "#dbe7f6"
 DISABLED = "#b9bec8"
 WARN = "#a05a00"
 RUN_TEXT = "#ffffff"    # text on a run button
+ERROR_TEXT = "#c92a2a"  # text that reports a failure or a refusal (a stop request, busy outside)
+OK_TEXT = "#1e7b34"     # text that reports a success (a run that succeeded, invariants held)
 
-# Palettes: "light" (the default) and "dark" (presenter mode: high contrast on a
-# projector, brighter kind colours). ``set_palette`` swaps the values above in place.
+# Qt palette roles that only the dark palette sets (the light one keeps the platform's).
+QT_BRIGHT_TEXT = "#ffffff"
+QT_SHADOW = "#000000"   # the roles Dark and Shadow
+
+# Heartbeat chart: the shaded span of a controller phase (calibration, worker start), RGBA.
+PHASE_FILL = (120, 120, 120, 35)
+PHASE_EDGE = (160, 160, 160, 120)
+
+# Counters grid: (fill, border, text) of a counter by what holds it (a free counter
+# is PANEL_BG / BORDER / MUTED).
+COUNTER_CLAIMED = ("#ffe6a1", "#e6a700", "#4a3600")   # claimed, no customer seated yet: amber
+COUNTER_ASSIGNED = ("#d3e4f7", "#1f77b4", "#0d3a63")  # a customer seated: blue
+COUNTER_DOUBLE = ("#d62728", "#8f1213", "#ffffff")    # more than one customer seated: red
+CLAIM_TTL_BAR = "#e6a700"                             # a claim's time left, under its text
+# Staff strip: staff state -> (fill, text) (idle and done are PANEL_BG / MUTED).
+STAFF_STATE_COLORS = {
+    "waiting_lock": ("#f7c6c6", "#8f1213"),
+    "choosing": ("#e3d7f3", "#4b2a7a"),
+    "guiding": ("#d3e4f7", "#0d3a63"),
+    "away": ("#5d6678", "#ffffff"),
+    "waiting_counter": ("#fff1c9", "#5a4200"),
+}
+STAFF_SELECTED = "#1f77b4"   # the ring around the chosen staff member's chip
+
+# Lanes: a job's state label -> (text, background) of its badge.
+JOB_STATE_COLORS = {
+    "queued": ("#7a5a00", "#fff1c2"),
+    "starting": ("#1f5fa8", "#dbe9f8"),
+    "running": ("#1f5fa8", "#dbe9f8"),
+    "saving": ("#6a3d9a", "#ece2f5"),
+    "save held": ("#ffffff", "#d9480f"),
+    "stopping": ("#9c2f00", "#ffe0cc"),
+    "succeeded": ("#1e7b34", "#dcf2e0"),
+    "failed": ("#ffffff", "#c92a2a"),
+    "unsaved": ("#ffffff", "#c92a2a"),   # over, but its final record was not written: as failed
+    "cancelled": ("#4a5262", "#e4e7ec"),
+}
+QUEUE_COLORS = {"reservations": "#1f77b4", "cafe": "#e8590c"}   # a queue's runs and its name
+HELD_SAVE = "#d9480f"     # a held final save: the timeline's hatched tail, the "holds" figure
+WAITING_JOB = "#9aa3b2"   # a job waiting for its lane: the timeline's thin line
+
+# The shortcut overlay (talk mode): a dark panel over a shaded window, in both palettes.
+SHORTCUT_SHADE = "rgba(0, 0, 0, 150)"     # over the window
+SHORTCUT_PANEL = "rgba(12, 16, 24, 238)"
+SHORTCUT_BORDER = "#5b6578"
+SHORTCUT_TEXT = "#ffffff"
+SHORTCUT_KEY = "#ffd23f"                  # the keys column
+SHORTCUT_HINT = "#c3cad6"                 # "Esc, F1 or a click closes this"
+
+COLOR_NAMES = (
+    "KIND_COLORS", "KIND_UNKNOWN", "PLACE_LOOP",
+    "BG", "PANEL_BG", "FG", "MUTED", "GRID", "LAG_PEN", "REF_FRAME", "REF_LONG", "BORDER", "HOVER",
+    "SELECTION", "DISABLED", "WARN", "RUN_TEXT", "ERROR_TEXT", "OK_TEXT",
+    "QT_BRIGHT_TEXT", "QT_SHADOW", "PHASE_FILL", "PHASE_EDGE",
+    "COUNTER_CLAIMED", "COUNTER_ASSIGNED", "COUNTER_DOUBLE", "CLAIM_TTL_BAR",
+    "STAFF_STATE_COLORS", "STAFF_SELECTED", "JOB_STATE_COLORS", "QUEUE_COLORS", "HELD_SAVE",
+    "WAITING_JOB", "SHORTCUT_SHADE", "SHORTCUT_PANEL", "SHORTCUT_BORDER", "SHORTCUT_TEXT",
+    "SHORTCUT_KEY", "SHORTCUT_HINT",
+)
+"""The names every palette defines (``PLACE_COLORS`` follows from them)."""
+
+# Palettes: "light" (the default: the values above) and "dark" (presenter mode: high
+# contrast on a projector, brighter kind colours). ``set_palette`` swaps the values in place.
+# The dark palette keeps the light value (today's presenter look) of the colours drawn on
+# their own fill (counter cells, staff chips, job badges, timeline bars), of the overlay,
+# which is dark already, and of ERROR_TEXT and OK_TEXT: on the dark BG those two contrast
+# only ~3.7:1 (3.2:1 on PANEL_BG), below the 4.5:1 of the rest: candidates for a brighter
+# presenter value (e.g. REF_LONG's and KIND_COLORS["sliced"]'s), a visible change.
 PALETTES = {
-    "light": dict(BG=BG, PANEL_BG=PANEL_BG, FG=FG, MUTED=MUTED, GRID=GRID, LAG_PEN=LAG_PEN,
-                  REF_FRAME=REF_FRAME, REF_LONG=REF_LONG, BORDER=BORDER, HOVER=HOVER,
-                  SELECTION=SELECTION, DISABLED=DISABLED, WARN=WARN, RUN_TEXT=RUN_TEXT,
-                  KIND_COLORS=dict(KIND_COLORS)),
-    "dark": dict(BG="#05070b", PANEL_BG="#131924", FG="#ffffff", MUTED="#c3cad6", GRID="#3b4454",
-                 LAG_PEN="#ffffff", REF_FRAME="#ffd23f", REF_LONG="#ff5c5c", BORDER="#5b6578",
-                 HOVER="#263043", SELECTION="#2d4f7c", DISABLED="#4a5162", WARN="#ffb347",
-                 RUN_TEXT="#05070b",
-                 KIND_COLORS={"whole": "#ff5c5c", "sliced": "#4be37a", "cold": "#c9a2ff",
-                              "warm": "#4db8ff", "thread": "#ffa94d"}),
+    "light": {name: (dict(value) if isinstance(value, dict) else value)
+              for name, value in ((n, globals()[n]) for n in COLOR_NAMES)},
+    "dark": {
+        "BG": "#05070b", "PANEL_BG": "#131924", "FG": "#ffffff", "MUTED": "#c3cad6", "GRID": "#3b4454",
+        "LAG_PEN": "#ffffff", "REF_FRAME": "#ffd23f", "REF_LONG": "#ff5c5c", "BORDER": "#5b6578",
+        "HOVER": "#263043", "SELECTION": "#2d4f7c", "DISABLED": "#4a5162", "WARN": "#ffb347",
+        "RUN_TEXT": "#05070b",
+        "KIND_COLORS": {"whole": "#ff5c5c", "sliced": "#4be37a", "cold": "#c9a2ff",
+                        "warm": "#4db8ff", "thread": "#ffa94d"},
+        "KIND_UNKNOWN": "#777777", "PLACE_LOOP": "#c3cad6",
+        "ERROR_TEXT": "#c92a2a", "OK_TEXT": "#1e7b34",
+        "QT_BRIGHT_TEXT": "#ffffff", "QT_SHADOW": "#000000",
+        "PHASE_FILL": (120, 120, 120, 35), "PHASE_EDGE": (160, 160, 160, 120),
+        "COUNTER_CLAIMED": ("#ffe6a1", "#e6a700", "#4a3600"),
+        "COUNTER_ASSIGNED": ("#d3e4f7", "#1f77b4", "#0d3a63"),
+        "COUNTER_DOUBLE": ("#d62728", "#8f1213", "#ffffff"),
+        "CLAIM_TTL_BAR": "#e6a700",
+        "STAFF_STATE_COLORS": {
+            "waiting_lock": ("#f7c6c6", "#8f1213"),
+            "choosing": ("#e3d7f3", "#4b2a7a"),
+            "guiding": ("#d3e4f7", "#0d3a63"),
+            "away": ("#5d6678", "#ffffff"),
+            "waiting_counter": ("#fff1c9", "#5a4200"),
+        },
+        "STAFF_SELECTED": "#1f77b4",
+        "JOB_STATE_COLORS": {
+            "queued": ("#7a5a00", "#fff1c2"),
+            "starting": ("#1f5fa8", "#dbe9f8"),
+            "running": ("#1f5fa8", "#dbe9f8"),
+            "saving": ("#6a3d9a", "#ece2f5"),
+            "save held": ("#ffffff", "#d9480f"),
+            "stopping": ("#9c2f00", "#ffe0cc"),
+            "succeeded": ("#1e7b34", "#dcf2e0"),
+            "failed": ("#ffffff", "#c92a2a"),
+            "unsaved": ("#ffffff", "#c92a2a"),
+            "cancelled": ("#4a5262", "#e4e7ec"),
+        },
+        "QUEUE_COLORS": {"reservations": "#1f77b4", "cafe": "#e8590c"},
+        "HELD_SAVE": "#d9480f", "WAITING_JOB": "#9aa3b2",
+        "SHORTCUT_SHADE": "rgba(0, 0, 0, 150)", "SHORTCUT_PANEL": "rgba(12, 16, 24, 238)",
+        "SHORTCUT_BORDER": "#5b6578", "SHORTCUT_TEXT": "#ffffff", "SHORTCUT_KEY": "#ffd23f",
+        "SHORTCUT_HINT": "#c3cad6",
+    },
 }
 _palette = "light"
 
@@ -76,17 +186,26 @@ def is_dark() -> bool:
 
 
 def set_palette(name: str) -> None:
-    """Switch the colours (module values and ``KIND_COLORS``); ``apply`` then restyles the app."""
+    """Switch every name of ``COLOR_NAMES`` to the palette's value; ``apply`` then restyles the app.
+
+    The dicts (``KIND_COLORS``, ``QUEUE_COLORS``, ...) are updated in place, so a module
+    that imported one sees the new values; the other names are rebound (read them as
+    ``theme.NAME``). ``PLACE_COLORS`` follows ``PLACE_LOOP`` and the kind colours. An
+    unknown palette raises ``ValueError`` and changes nothing.
+    """
     global _palette
     if name not in PALETTES:
         raise ValueError(f"unknown palette {name!r}; known: {', '.join(PALETTES)}")
     _palette = name
-    values = dict(PALETTES[name])
-    KIND_COLORS.clear()
-    KIND_COLORS.update(values.pop("KIND_COLORS"))
-    PLACE_COLORS.update(slice=KIND_COLORS["sliced"], worker=KIND_COLORS["warm"],
-                        loop="#c3cad6" if name == "dark" else "#555555")
-    globals().update(values)
+    for key, value in PALETTES[name].items():
+        current = globals()[key]
+        if isinstance(current, dict):
+            fresh = dict(value)
+            current.clear()
+            current.update(fresh)
+        else:
+            globals()[key] = value
+    PLACE_COLORS.update(loop=PLACE_LOOP, slice=KIND_COLORS["sliced"], worker=KIND_COLORS["warm"])
 
 
 def font_scale() -> float:
@@ -100,7 +219,7 @@ def pt(size: float) -> float:
 
 
 def kind_color(kind: str, alpha: int = 255) -> QColor:
-    color = QColor(KIND_COLORS.get(kind, "#777777"))
+    color = QColor(KIND_COLORS.get(kind, KIND_UNKNOWN))
     color.setAlpha(alpha)
     return color
 
@@ -202,11 +321,11 @@ def _apply_qpalette(app: QApplication) -> None:
     role, group = QPalette.ColorRole, QPalette.ColorGroup
     for r, value in ((role.Window, PANEL_BG), (role.WindowText, FG), (role.Base, BG),
                      (role.AlternateBase, PANEL_BG), (role.Text, FG), (role.Button, PANEL_BG),
-                     (role.ButtonText, FG), (role.BrightText, "#ffffff"), (role.ToolTipBase, PANEL_BG),
+                     (role.ButtonText, FG), (role.BrightText, QT_BRIGHT_TEXT), (role.ToolTipBase, PANEL_BG),
                      (role.ToolTipText, FG), (role.Highlight, SELECTION), (role.HighlightedText, FG),
                      (role.PlaceholderText, MUTED), (role.Link, KIND_COLORS["warm"]),
                      (role.Light, BORDER), (role.Midlight, GRID), (role.Mid, BORDER),
-                     (role.Dark, "#000000"), (role.Shadow, "#000000")):
+                     (role.Dark, QT_SHADOW), (role.Shadow, QT_SHADOW)):
         pal.setColor(r, QColor(value))
     # Disabled text stays FG: the look the old ``QWidget { color }`` rule gave (it
     # overrode every state); greying it out would be a visible change.

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from lanemon.lanes import CpuWork, SimulatedWork
+from lanemon.ui.kit import theme
 
 WORK_KINDS = ("simulated", "CPU")
 PLACEMENTS = ("auto", "loop", "slice", "worker")
@@ -230,5 +231,5 @@ class LanesControls(QWidget):
         return [ws_name(i % m + 1) for i in range(n)]
 
     def say(self, text: str, error: bool = False) -> None:
-        self.notice.setStyleSheet("color: #c92a2a; font-weight: bold;" if error else "")
+        self.notice.setStyleSheet(f"color: {theme.ERROR_TEXT}; font-weight: bold;" if error else "")
         self.notice.setText(text)

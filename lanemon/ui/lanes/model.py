@@ -25,21 +25,7 @@ from PySide6.QtGui import QBrush, QColor, QFont
 
 from lanemon.ui.kit import theme
 
-# state label -> (text colour, background)
-STATE_COLORS = {
-    "queued": ("#7a5a00", "#fff1c2"),
-    "starting": ("#1f5fa8", "#dbe9f8"),
-    "running": ("#1f5fa8", "#dbe9f8"),
-    "saving": ("#6a3d9a", "#ece2f5"),
-    "save held": ("#ffffff", "#d9480f"),
-    "stopping": ("#9c2f00", "#ffe0cc"),
-    "succeeded": ("#1e7b34", "#dcf2e0"),
-    "failed": ("#ffffff", "#c92a2a"),
-    "cancelled": ("#4a5262", "#e4e7ec"),
-}
-STATE_COLORS["unsaved"] = STATE_COLORS["failed"]  # over, but its final record was not written
-LAST_RUN_COLORS = {"failed": "#c92a2a", "succeeded": "#1e7b34"}
-QUEUE_COLORS = {"reservations": "#1f77b4", "cafe": "#e8590c"}
+QUEUE_COLORS = theme.QUEUE_COLORS   # the theme's dict (updated in place by a palette change)
 QUEUE_LABELS = {"reservations": "reservations", "cafe": "cafe delivery"}
 
 _DISPLAY = Qt.ItemDataRole.DisplayRole
@@ -62,6 +48,13 @@ def brush(color: str) -> QBrush:
     if b is None:
         b = _brushes[color] = QBrush(QColor(color))
     return b
+
+
+def _last_run_color(state: str) -> str:
+    """A workspace's last run: failed in ``ERROR_TEXT``, succeeded in ``OK_TEXT``, else muted."""
+    if state == "failed":
+        return theme.ERROR_TEXT
+    return theme.OK_TEXT if state == "succeeded" else theme.MUTED
 
 
 def seconds(s: float | None) -> str:
@@ -325,13 +318,13 @@ class WorkspacesModel(_RowsModel):
             return Qt.CheckState.Checked if r.busy else Qt.CheckState.Unchecked
         if role == _FG:
             if c == 1:
-                return brush(QUEUE_COLORS.get(r.queue, theme.MUTED))
+                return brush(theme.QUEUE_COLORS.get(r.queue, theme.MUTED))
             if c == 4 and r.stop:
-                return brush("#c92a2a")
+                return brush(theme.ERROR_TEXT)
             if c == 5 and r.last_state:
-                return brush(LAST_RUN_COLORS.get(r.last_state, theme.MUTED))
+                return brush(_last_run_color(r.last_state))
             if c == 6 and r.busy:
-                return brush("#c92a2a")
+                return brush(theme.ERROR_TEXT)
             return None
         if role == _FONT and c == 1 and r.queue:
             return self._bold
@@ -420,15 +413,15 @@ class JobsModel(_RowsModel):
             return None
         if c == 2:
             if role == _BG:
-                return brush(STATE_COLORS.get(r.label, (theme.FG, theme.BG))[1])
+                return brush(theme.JOB_STATE_COLORS.get(r.label, (theme.FG, theme.BG))[1])
             if role == _FG:
-                return brush(STATE_COLORS.get(r.label, (theme.FG, theme.BG))[0])
+                return brush(theme.JOB_STATE_COLORS.get(r.label, (theme.FG, theme.BG))[0])
             if role == _FONT:
                 return self._bold
             if role == _ALIGN:
                 return _CENTER
         if role == _FG and c == 5 and r.label in _RED_DETAIL:
-            return brush("#c92a2a")
+            return brush(theme.ERROR_TEXT)
         if role == _ALIGN:
             return _RIGHT if c in (0, 3) else _LEFT
         if role == _TIP and c in (4, 5):

@@ -19,27 +19,32 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtGui import QBrush, QColor, QFont, QPen
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from lanemon.ui.kit import theme
-from lanemon.ui.kit.live_label import LiveLabel
 from lanemon.ui.kit.chart_items import Bars, cosmetic_pen, live_plot
-from lanemon.ui.lanes.model import QUEUE_COLORS, parse_owner
+from lanemon.ui.kit.live_label import LiveLabel
+from lanemon.ui.lanes.model import parse_owner
 
 MAX_ROWS = 30
 MIN_ROW_PX = 15          # a row is at least this tall (scaled by the font scale)
 BAR = 0.72               # bar height, in rows
 WAIT = 0.16              # waiting line height, in rows
-HELD_COLOR = "#d9480f"
-WAIT_COLOR = "#9aa3b2"
 
 pg.setConfigOptions(antialias=False)
 
 
-def _bars(color: str, pattern=None) -> Bars:
+def _bar_style(color: str, pattern=None) -> tuple[QBrush, QPen]:
     b = QBrush(QColor(color)) if pattern is None else QBrush(QColor(color), pattern)
-    return Bars(b, cosmetic_pen(QColor(color).darker(130)))
+    return b, cosmetic_pen(QColor(color).darker(130))
+
+
+def _bar_colors() -> dict[str, tuple]:
+    """item name -> (colour, brush pattern) in the current palette: the queues, then held
+    saves (hatched), then waiting jobs."""
+    return {**{q: (c, None) for q, c in theme.QUEUE_COLORS.items()},
+            "held": (theme.HELD_SAVE, Qt.BrushStyle.BDiagPattern), "waiting": (theme.WAITING_JOB, None)}
 
 
 class _Rects:
@@ -80,13 +85,11 @@ class LanesTimeline(QWidget):
         item.getViewBox().invertY(True)
         self.plot.setXRange(-self.window_s, 0, padding=0)
         self.plot.setYRange(-0.5, 0.5, padding=0)
-        self.items = {q: _bars(c) for q, c in QUEUE_COLORS.items()}
-        self.items["held"] = _bars(HELD_COLOR, Qt.BrushStyle.BDiagPattern)
-        self.items["waiting"] = _bars(WAIT_COLOR)
+        self.items = {name: Bars(*_bar_style(*style)) for name, style in _bar_colors().items()}
         for z, it in enumerate(self.items.values()):
             it.setZValue(z)
             self.plot.addItem(it, ignoreBounds=True)
-        self.empty = pg.TextItem("no activity in the last {:.0f} s — add a job (Alt+A)".format(window_s), color=theme.MUTED,
+        self.empty = pg.TextItem(f"no activity in the last {window_s:.0f} s — add a job (Alt+A)", color=theme.MUTED,
                                  anchor=(0.5, 0.5))
         self.empty.setPos(-self.window_s / 2, 0)
         self.plot.addItem(self.empty)
@@ -100,6 +103,8 @@ class LanesTimeline(QWidget):
 
     # --- fonts -----------------------------------------------------------------------------
     def apply_fonts(self) -> None:
+        """Follow ``theme``: the font scale and the palette (background, axes, bars, texts)."""
+        self._apply_colors()
         f = theme.style_axes(self.plot, self.font())
         self.empty.setFont(f)
         title = QFont(self.font())
@@ -107,11 +112,22 @@ class LanesTimeline(QWidget):
         self.title.setFont(title)
         self._set_title()
 
+    def _apply_colors(self) -> None:
+        self.plot.setBackground(theme.BG)
+        for name in ("left", "bottom"):       # as the heartbeat chart's axes
+            ax = self.plot.getPlotItem().getAxis(name)
+            ax.setPen(pg.mkPen(theme.MUTED if theme.is_dark() else theme.FG, width=1))
+            ax.setTextPen(pg.mkPen(theme.FG))
+            ax.label.setDefaultTextColor(QColor(theme.FG))
+        for name, style in _bar_colors().items():
+            self.items[name].set_style(*_bar_style(*style))
+        self.empty.setColor(theme.MUTED)
+
     def _set_title(self) -> None:
         legend = "&nbsp;&nbsp;".join(
-            f"<span style='color:{QUEUE_COLORS[q]}'>■</span>&nbsp;{q}" for q in QUEUE_COLORS)
-        legend += (f"&nbsp;&nbsp;<span style='color:{HELD_COLOR}'>▨</span>&nbsp;save held"
-                   f"&nbsp;&nbsp;<span style='color:{WAIT_COLOR}'>▁</span>&nbsp;waiting")
+            f"<span style='color:{c}'>■</span>&nbsp;{q}" for q, c in theme.QUEUE_COLORS.items())
+        legend += (f"&nbsp;&nbsp;<span style='color:{theme.HELD_SAVE}'>▨</span>&nbsp;save held"
+                   f"&nbsp;&nbsp;<span style='color:{theme.WAITING_JOB}'>▁</span>&nbsp;waiting")
         self.plot.getPlotItem().getAxis("bottom").setLabel(
             f"s ago&nbsp;&nbsp;&nbsp;{legend}")
         shown = (f"{len(self.rows)} of {self.total_workspaces} workspaces (latest activity)"
