@@ -9,7 +9,7 @@
 
 Bad input anywhere: one line on stderr and exit status 2, no traceback, and
 before any work: ``measure --total`` is 1 to ``MAX_TOTAL`` iterations
-(``lanemon.work.report``), an output file (``--out``, ``--json``) must be
+(``lanemon.work.runs``), an output file (``--out``, ``--json``) must be
 creatable in an existing folder (checked by creating and removing a temporary
 file there), ``--version`` takes nothing else.
 
@@ -75,7 +75,7 @@ def _ms(*, positive: bool):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from lanemon.work.report import DEFAULT_TOTAL, MAX_TOTAL
+    from lanemon.work.runs import DEFAULT_TOTAL, MAX_TOTAL
     from lanemon.work.workers import KINDS
 
     parser = _Parser(prog="lanemon", description="Make event-loop responsiveness and scheduling contention visible.")

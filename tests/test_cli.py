@@ -113,7 +113,7 @@ def test_the_largest_total_is_accepted(monkeypatch, capsys):
     """MAX_TOTAL itself is a valid size (the refusal is above it), shared with the window."""
     import lanemon.work.report
     from lanemon.ui.runs import panel as runs_panel
-    from lanemon.work.report import MAX_TOTAL
+    from lanemon.work.runs import MAX_TOTAL
 
     class Accepted(Exception):
         """Stop here: the size got through to the measurement."""

@@ -81,3 +81,29 @@ def test_a_start_refused_because_the_controller_is_closing_is_said(qapp):
     assert asyncio.run(main()) == (None, None)
     assert c.records == []
     assert len(said) == 2 and all("closing" in text and error for text, error in said)
+
+
+def test_a_whole_run_counts_from_when_it_blocks_the_others_from_their_start(qapp):
+    """What the window records of each kind through the one dispatch (unchanged by it): a whole
+    run's time starts after its announcement painted (``t_start`` moves to when it blocks); a
+    sliced or worker run's ``t_start`` stays when it was started; ``work_ms`` spans t_start..t_end."""
+    c = RunController(Heartbeat())
+
+    async def main():
+        out = []
+        for start in (lambda: c.start_whole(20_000), lambda: c.start_sliced(20_000, slice_size=3_000),
+                      lambda: c.start_worker(20_000, "thread")):
+            rec = start()
+            started = rec.t_start
+            out.append((await _done(rec), started))
+        return out
+
+    (whole, whole_started), (sliced, sliced_started), (worker, worker_started) = asyncio.run(main())
+    assert whole.t_start > whole_started
+    assert (sliced.t_start, worker.t_start) == (sliced_started, worker_started)
+    for rec in (whole, sliced, worker):
+        assert rec.result == hash_range(0, 20_000) and rec.t_end > rec.t_start
+        assert rec.work_ms == (rec.t_end - rec.t_start) * 1000.0
+    assert (whole.slices, sliced.slices, worker.slices) == (None, 7, None)
+    assert [rec.how for rec in (whole, sliced, worker)] == [
+        "one piece, on the loop", "slices of 3,000", "thread worker"]

@@ -33,7 +33,8 @@ Works provided
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
     "StopRequested", "WorkFailed", "RunContext", "Work",
@@ -197,14 +198,24 @@ class CpuWork:
 
     ``where`` forces a placement (``"loop"``, ``"slice"``, ``"worker"``);
     by default ``lanemon.work.place({"cpu_ms", "shared_state"}, threshold_ms)``
-    decides, and the decision is noted on the job (``placement``) so that it
-    shows in snapshots and events next to the heartbeat.
+    decides (``threshold_ms`` ``None``: ``lanemon.work.DEFAULT_THRESHOLD_MS``).
+    The job then runs through ``lanemon.work.run_job``, the one dispatch of a
+    run: ``loop`` as a whole run (it blocks the loop: the heartbeat shows it),
+    ``slice`` as a sliced run of ``slice_ms`` per slice (``None``:
+    ``lanemon.work.DEFAULT_SLICE_MS``), ``worker`` in a ``worker_kind`` worker.
+
+    Notes on the job (``ctx.note``): ``placement`` (the word above) before the
+    job runs, so that it shows in snapshots and events next to the heartbeat;
+    for a sliced run that ends, ``slices`` (how many slices it took, an int).
+    A stop request is honoured before the job, between slices of a sliced run
+    (``StopRequested``), and after the job.
     """
 
     PLACES = ("loop", "slice", "worker")
+    KIND_OF_PLACE = {"loop": "whole", "slice": "sliced"}   # "worker": ``worker_kind``
 
     def __init__(self, cpu_ms: float, *, shared_state: bool = False, where: str | None = None,
-                 threshold_ms: float = 50.0, slice_ms: float = 8.0,
+                 threshold_ms: float | None = None, slice_ms: float | None = None,
                  worker_kind: str = "warm") -> None:
         if where is not None and where not in self.PLACES:
             raise ValueError(f"where must be one of {self.PLACES}, not {where!r}")
@@ -223,8 +234,17 @@ class CpuWork:
             return self.where
         from lanemon import work as W  # lazy: lanemon.lanes never needs it otherwise
 
+        threshold = W.DEFAULT_THRESHOLD_MS if self.threshold_ms is None else self.threshold_ms
         return W.place({"cpu_ms": self.cpu_ms, "shared_state": self.shared_state},
-                       threshold_ms=self.threshold_ms)
+                       threshold_ms=threshold)
+
+    def spec(self, where: str, total: int) -> Any:
+        """The ``lanemon.work.RunSpec`` of this job placed at ``where``, over ``total`` iterations."""
+        from lanemon import work as W
+
+        if where == "slice":
+            return W.RunSpec("sliced", total, slice_ms=self.slice_ms)
+        return W.RunSpec(self.KIND_OF_PLACE.get(where, self.worker_kind), total)
 
     async def run(self, ctx: RunContext) -> Any:
         from lanemon import work as W
@@ -232,25 +252,15 @@ class CpuWork:
         where = self.placement()
         ctx.note("placement", where)
         ctx.checkpoint()
-        total = W.iterations_for_ms(self.cpu_ms)
-        if where == "loop":
-            result = W.hash_range(0, total)
-        elif where == "slice":
-            # honour a stop between slices, not only at the end
-            stopped = getattr(W, "SliceStopped", None)
-            try:
-                sliced = await W.run_sliced_budget(total, slice_ms=self.slice_ms,
-                                                   should_stop=ctx.stop_requested)
-            except Exception as exc:
-                if stopped is not None and isinstance(exc, stopped):
-                    raise StopRequested(str(exc)) from exc
-                raise
-            ctx.note("slices", sliced.slices)
-            result = sliced.result
-        else:
-            result = await W.run_in_worker(total, kind=self.worker_kind)
+        spec = self.spec(where, W.iterations_for_ms(self.cpu_ms))
+        try:
+            ran = await W.run_job(spec, should_stop=ctx.stop_requested if where == "slice" else None)
+        except W.SliceStopped as exc:       # a stop honoured between slices
+            raise StopRequested(str(exc)) from exc
+        if ran.slices is not None:
+            ctx.note("slices", ran.slices)
         ctx.checkpoint()
-        return result
+        return ran.result
 
 
 ZERO_WORK = SimulatedWork(0.0)

@@ -9,7 +9,10 @@ Qt-free and numpy-free. Public API:
   ``shutdown_workers``, ``WorkerError``, ``WorkerDied``, ``KINDS``  (``workers``)
 - ``place``, ``decide``, ``Placement``, ``threshold_from_startup``  (``placement``)
 - ``LagRecorder``, ``LagStats``, ``summarize``   (``lag``)
-- ``measure``, ``build_report``, ``summary``     (``report``)
+- ``run_job``, ``RunSpec``, ``RunResult``, ``RunTimedOut``, ``family``, ``RUN_KINDS``,
+  ``FAMILIES``, ``DEFAULT_TOTAL``, ``WINDOW_TOTAL``, ``MAX_TOTAL``, ``DEFAULT_SLICE_MS``
+  (``runs``: the one dispatch of a run by kind, and the defaults of a run)
+- ``measure``, ``build_report``, ``summary``     (``report``, imported on its own)
 """
 
 from lanemon.work._kernel import Chunk, chunks, hash_range
@@ -21,6 +24,19 @@ from lanemon.work.placement import (
     decide,
     place,
     threshold_from_startup,
+)
+from lanemon.work.runs import (
+    DEFAULT_SLICE_MS,
+    DEFAULT_TOTAL,
+    FAMILIES,
+    MAX_TOTAL,
+    RUN_KINDS,
+    WINDOW_TOTAL,
+    RunResult,
+    RunSpec,
+    RunTimedOut,
+    family,
+    run_job,
 )
 from lanemon.work.slicing import (
     SlicedResult,
@@ -53,4 +69,6 @@ __all__ = [
     "iterations_per_ms", "run_sliced", "run_sliced_budget",
     "KINDS", "WorkerDied", "WorkerError", "live_worker_pids", "run_in_worker", "shutdown_workers",
     "spawn_cost_ms", "start_method", "warm_pool", "warm_roundtrip_ms",
+    "DEFAULT_SLICE_MS", "DEFAULT_TOTAL", "FAMILIES", "MAX_TOTAL", "RUN_KINDS", "WINDOW_TOTAL",
+    "RunResult", "RunSpec", "RunTimedOut", "family", "run_job",
 ]

@@ -21,19 +21,13 @@ from __future__ import annotations
 
 import platform
 import time
-from typing import Callable
+from collections.abc import Callable
 
-from lanemon.work._kernel import hash_range
 from lanemon.work.lag import LagStats, timed_with_lag
-from lanemon.work.slicing import AIM, run_sliced, run_sliced_budget
-from lanemon.work.workers import run_in_worker, spawn_cost_ms
-
-DEFAULT_TOTAL = 40_000_000
-# The largest job ``lanemon measure`` and the window's job size accept. The job runs at about
-# 10 million iterations a second on a shared 2-core Xeon (CPython 3.11): a whole run of
-# MAX_TOTAL blocks for ~50 s there and ``measure`` (whole, sliced, worker) takes ~2.5 min; a
-# machine three times slower takes ~2.5 min per run, ~7.5 min for ``measure``.
-MAX_TOTAL = 500_000_000
+from lanemon.work.runs import DEFAULT_TOTAL, RunResult, RunSpec, run_job
+from lanemon.work.runs import MAX_TOTAL as MAX_TOTAL  # defined in lanemon.work.runs; re-exported
+from lanemon.work.slicing import AIM
+from lanemon.work.workers import spawn_cost_ms
 
 
 def run_entry(stats: LagStats, work_ms: float, result: int, **extra) -> dict:
@@ -43,6 +37,13 @@ def run_entry(stats: LagStats, work_ms: float, result: int, **extra) -> dict:
              "workMs": round(work_ms, 3), "result": result}
     entry.update(extra)
     return entry
+
+
+def entry_of(run: RunResult, stats: LagStats) -> dict:
+    """A finished run (``run_job``) as a report entry: ``run_entry`` of its work time and result,
+    with ``slices`` for a sliced run."""
+    extra = {"slices": run.slices} if run.spec.family == "sliced" else {}
+    return run_entry(stats, run.work_ms, run.result, **extra)
 
 
 def slicing_figures(whole: dict, sliced: dict) -> dict:
@@ -80,15 +81,25 @@ async def measure(
     progress: Progress | None = None,
     lag_period_ms: float = 1.0,
 ) -> dict:
-    """Run whole, sliced and worker under a lag recorder; return the report.
+    """Run whole, sliced and worker (``run_job``) under a lag recorder; return the report.
 
-    Slicing is by ``slice_size`` if given, else by ``slice_ms`` (default 8).
+    Slicing is by ``slice_size`` if given, else by ``slice_ms`` (default
+    ``DEFAULT_SLICE_MS``); giving both is refused (``ValueError``, before any run).
+    Each entry's ``workMs`` is the run's own ``work_ms``.
     """
     say = progress or (lambda _msg: None)
+    whole_spec = RunSpec("whole", total)
+    sliced_spec = RunSpec("sliced", total, slice_size=slice_size, slice_ms=slice_ms)
+    worker_spec = RunSpec(worker, total)
+    if worker_spec.family != "worker":
+        raise ValueError(f"unknown worker kind {worker!r}")
+
+    async def timed(spec: RunSpec, on_slice=None) -> dict:
+        _work, lag, run = await timed_with_lag(lambda: run_job(spec, on_slice=on_slice), lag_period_ms)
+        return entry_of(run, lag)
 
     say(f"whole: {total:,} iterations in one piece (the loop is blocked meanwhile)")
-    work, lag, result = await timed_with_lag(lambda: hash_range(0, total), lag_period_ms)
-    whole = run_entry(lag, work, result)
+    whole = await timed(whole_spec)
 
     last = [time.perf_counter()]
 
@@ -98,21 +109,15 @@ async def measure(
             last[0] = now
             say(f"sliced: {100.0 * done / all_:5.1f}%")
 
-    if slice_size is not None:
-        say(f"sliced: {total:,} iterations in slices of {slice_size:,}")
-        job = lambda: run_sliced(total, slice_size, on_slice=on_slice)  # noqa: E731
-    else:
-        budget = 8.0 if slice_ms is None else slice_ms
-        say(f"sliced: {total:,} iterations in slices of at most ~{budget:g} ms (aimed at {AIM * budget:g} ms)")
-        job = lambda: run_sliced_budget(total, budget, on_slice=on_slice)  # noqa: E731
-    work, lag, res = await timed_with_lag(job, lag_period_ms)
-    sliced = run_entry(lag, work, res.result, slices=res.slices)
+    budget = sliced_spec.budget_ms
+    aimed = f" (aimed at {AIM * budget:g} ms)" if budget is not None else ""
+    say(f"sliced: {total:,} iterations in {sliced_spec.how}{aimed}")
+    sliced = await timed(sliced_spec, on_slice)
 
     say("worker: measuring start-up (an empty job in a cold worker)")
     startup = await spawn_cost_ms()
-    say(f"worker: {total:,} iterations in a {worker} worker")
-    work, lag, result = await timed_with_lag(lambda: run_in_worker(total, worker), lag_period_ms)
-    worker_entry = run_entry(lag, work, result)
+    say(f"worker: {total:,} iterations in a {worker_spec.how}")
+    worker_entry = await timed(worker_spec)
 
     return build_report(total, whole, sliced, worker_entry, startup)
 
@@ -124,7 +129,8 @@ def summary(report: dict) -> str:
     lines.append(f"{'run':<8}{'workMs':>10}{'samples':>9}{'p50':>8}{'p99':>8}{'max':>10}  result")
     for name in ("whole", "sliced", "worker"):
         r = runs[name]
-        lines.append(f"{name:<8}{r['workMs']:>10.1f}{r['samples']:>9}{r['p50']:>8.2f}{r['p99']:>8.2f}{r['max']:>10.2f}  {r['result']}")
+        lines.append(f"{name:<8}{r['workMs']:>10.1f}{r['samples']:>9}{r['p50']:>8.2f}{r['p99']:>8.2f}"
+                     f"{r['max']:>10.2f}  {r['result']}")
     s = report["slicing"]
     lines.append("")
     lines.append(f"slicing: costRatio {s['costRatio']}  tailRatio {s['tailRatio']}  sliceMs {s['sliceMs']}  "

@@ -30,13 +30,14 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from lanemon.work._kernel import check_size, check_total, hash_range
 
 MIN_SLICE = 1_000
 AIM = 0.8          # budgeted slices are sized to take this fraction of the budget
+DEFAULT_SLICE_MS = 8.0   # the budget per slice when none is given (measure, the lanes' CPU works)
 
 
 async def yield_to_timers() -> None:
@@ -116,7 +117,7 @@ async def run_sliced(
 
 async def run_sliced_budget(
     total: int,
-    slice_ms: float = 8.0,
+    slice_ms: float = DEFAULT_SLICE_MS,
     *,
     on_slice: Callable[[int, int], None] | None = None,
     should_stop: Callable[[], bool] | None = None,

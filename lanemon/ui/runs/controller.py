@@ -14,10 +14,12 @@ changed through two signals:
   an error (also a ``notice``). ``started`` and ``ended`` count the runs
   started and ended, so a view can tell which messages are out of date.
 
-Runs: *whole* calls ``hash_range(0, total)`` on the loop (deliberately
-blocking, after announcing it and letting the window paint); *sliced* awaits
-``run_sliced`` / ``run_sliced_budget``; *worker* awaits ``run_in_worker``. One
-run at a time per family (whole, sliced, worker): a second start of a family
+Runs go through ``lanemon.work.run_job``, the one dispatch of a run by kind:
+*whole* computes ``hash_range(0, total)`` on the loop (deliberately blocking,
+after announcing it and letting the window paint; its time counts from when it
+blocks); *sliced* slices by size or by a time budget; *worker* runs in a cold,
+warm or thread worker (sliced and worker runs count their time from the
+start). One run at a time per family (whole, sliced, worker): a second start of a family
 whose run is in flight is refused (not queued) and the refusal says which run
 is in flight and how to stop it. Each finished run's lag figures are the
 heartbeat ticks fired during it plus the first tick after it (which measured a
@@ -57,13 +59,13 @@ from lanemon.ui.runs.model import RunRecord
 from lanemon.work import (
     DEFAULT_THRESHOLD_MS,
     KINDS,
+    RunResult,
+    RunSpec,
+    RunTimedOut,
     WorkerDied,
     calibrate_async,
     decide,
-    hash_range,
-    run_in_worker,
-    run_sliced,
-    run_sliced_budget,
+    run_job,
     spawn_cost_ms,
     threshold_from_startup,
     warm_pool,
@@ -100,10 +102,6 @@ class WorkerTimeout:
 
 
 WORKER_TIMEOUT = WorkerTimeout()
-
-
-class RunTimedOut(Exception):
-    """A worker run took longer than its ``WorkerTimeout`` allowed; its worker was stopped."""
 
 
 @dataclass
@@ -256,7 +254,8 @@ class RunController(QObject):
         self.notice.emit(text)
 
     # --- starting runs -----------------------------------------------------------
-    def _admit(self, family: str, kind: str, total: int, how: str = "") -> RunRecord | None:
+    def _admit(self, spec: RunSpec) -> RunRecord | None:
+        family = spec.family
         if self._closing:
             self._say(f"Not started: lanemon is closing (no new {family} run).")
             return None
@@ -266,7 +265,8 @@ class RunController(QObject):
             stop = f"; {CANCEL_HINT}" if family != "whole" else ""
             self._say(f"One {family} run at a time: run #{running.id} ({running.label}) is still running{what}{stop}.")
             return None
-        rec = RunRecord(id=self._next_id, kind=kind, total=total, t_start=time.perf_counter(), how=how)
+        rec = RunRecord(id=self._next_id, kind=spec.kind, total=spec.total, t_start=time.perf_counter(),
+                        how=spec.how)
         self._next_id += 1
         self.started += 1
         self.records.append(rec)
@@ -297,46 +297,41 @@ class RunController(QObject):
         for key in [k for k, rec in self._latest.items() if id(rec) in drop]:
             del self._latest[key]        # a size's latest run left the history: none is known now
 
-    def _start(self, rec: RunRecord, body) -> None:
-        self._run_tasks[rec.id] = self._spawn(self._run(rec, body))
+    def _start(self, rec: RunRecord, spec: RunSpec) -> None:
+        self._run_tasks[rec.id] = self._spawn(self._run(rec, spec))
 
     def start_whole(self, total: int) -> RunRecord | None:
-        rec = self._admit("whole", "whole", total, "one piece, on the loop")
+        spec = RunSpec("whole", total)
+        rec = self._admit(spec)
         if rec is not None:
-            self._start(rec, lambda: self._whole_body(rec))
+            self._start(rec, spec)
         return rec
 
     def start_sliced(self, total: int, *, slice_size: int | None = None,
                      slice_ms: float | None = None) -> RunRecord | None:
         if (slice_size is None) == (slice_ms is None):
             raise ValueError("give exactly one of slice_size and slice_ms")
-        how = f"slices of {slice_size:,}" if slice_size is not None else f"slices of at most ~{slice_ms:g} ms"
-        rec = self._admit("sliced", "sliced", total, how)
-        if rec is None:
-            return None
-
-        def progress(done: int, all_: int) -> None:
-            rec.progress = done / all_ if all_ else 1.0
-
-        if slice_size is not None:
-            body = lambda: self._sliced_body(run_sliced(total, slice_size, on_slice=progress))  # noqa: E731
-        else:
-            body = lambda: self._sliced_body(run_sliced_budget(total, slice_ms, on_slice=progress))  # noqa: E731
-        self._start(rec, body)
+        spec = RunSpec("sliced", total, slice_size=slice_size, slice_ms=slice_ms)
+        rec = self._admit(spec)
+        if rec is not None:
+            self._start(rec, spec)
         return rec
 
     def start_worker(self, total: int, kind: str) -> RunRecord | None:
         if kind not in KINDS:
             raise ValueError(f"unknown worker kind {kind!r}")
-        rec = self._admit("worker", kind, total, f"{kind} worker")
+        spec = RunSpec(kind, total)
+        rec = self._admit(spec)
         if rec is not None:
             rec.expected_s = self.expected_s(total, kind)
             rec.timeout_s = self.worker_timeout.seconds(rec.expected_s) if self.worker_timeout else None
-            self._start(rec, lambda: self._worker_body(rec))
+            self._start(rec, spec)
         return rec
 
-    # --- run bodies: each returns (result, slices) -----------------------------------
-    async def _whole_body(self, rec: RunRecord):
+    # --- running: lanemon.work.run_job; what is the window's own is said here ------------
+    async def _whole(self, rec: RunRecord, spec: RunSpec) -> RunResult:
+        """Announce the whole run, let the window paint, then block: ``rec.t_start`` is when
+        it blocks."""
         est = self.estimate_ms(rec.total)
         self.banner = (f"Blocking the loop for ~{est:,.0f} ms (run #{rec.id}, whole)…" if est is not None
                        else f"Blocking the loop (run #{rec.id}, whole)…")
@@ -345,35 +340,33 @@ class RunController(QObject):
         try:
             await asyncio.sleep(PAINT_PAUSE_S)   # let the banner paint before we block
             await asyncio.sleep(0)
-            rec.t_start = time.perf_counter()
-            return hash_range(0, rec.total), None
+
+            def blocks(t: float) -> None:
+                rec.t_start = t
+
+            return await run_job(spec, on_start=blocks)
         finally:
             self.banner = ""
 
-    @staticmethod
-    async def _sliced_body(job):
-        res = await job
-        return res.result, res.slices
+    def _dispatch(self, rec: RunRecord, spec: RunSpec):
+        """The coroutine that runs ``spec`` as ``rec`` (a sliced run's progress kept in it)."""
+        if spec.kind == "whole":
+            return self._whole(rec, spec)
 
-    @staticmethod
-    async def _worker_body(rec: RunRecord):
-        if rec.timeout_s is None:
-            return await run_in_worker(rec.total, rec.kind), None
-        try:
-            async with asyncio.timeout(rec.timeout_s):
-                return await run_in_worker(rec.total, rec.kind), None
-        except TimeoutError:
-            raise RunTimedOut(f"no answer after {_secs(rec.timeout_s)}") from None
+        def progress(done: int, all_: int) -> None:
+            rec.progress = done / all_ if all_ else 1.0
 
-    async def _run(self, rec: RunRecord, body) -> None:
-        """Run ``body()`` (a coroutine factory returning ``(result, slices)``) as ``rec``."""
+        return run_job(spec, on_slice=progress, timeout_s=rec.timeout_s)
+
+    async def _run(self, rec: RunRecord, spec: RunSpec) -> None:
+        """Run ``spec`` as ``rec``; record how it ended and say so."""
         finished = died = False
         try:
-            result, slices = await body()
+            ran = await self._dispatch(rec, spec)
             finished = True
-            rec.t_end = time.perf_counter()
+            rec.t_end = ran.t_end
             rec.work_ms = (rec.t_end - rec.t_start) * 1000.0
-            rec.result, rec.slices, rec.progress = result, slices, 1.0
+            rec.result, rec.slices, rec.progress = ran.result, ran.slices, 1.0
             self.changed.emit()
             # the first tick after the run measured a whole run's stall: wait for it
             await self.heartbeat.wait_tick_after(rec.t_end)
@@ -392,7 +385,7 @@ class RunController(QObject):
             raise
         except RunTimedOut as exc:
             rec.status = "timed out"
-            rec.error = str(exc)
+            rec.error = f"no answer after {_secs(exc.seconds)}"
         except Exception as exc:
             rec.status = "failed"
             rec.error = f"{type(exc).__name__}: {exc}"

@@ -12,7 +12,7 @@ other messages (refusals, exports) said since the last run started or ended
 (or Esc, while a sliced or worker run is in flight and the focus is in the
 window's content) stops the sliced and worker runs in flight.
 
-The job size is at most ``MAX_TOTAL`` iterations (``lanemon.work.report``,
+The job size is at most ``MAX_TOTAL`` iterations (``lanemon.work.runs``,
 the same limit as ``lanemon measure``); a CPU ms size beyond it is refused
 with a message.
 """
@@ -44,12 +44,11 @@ from lanemon.ui.kit import theme
 from lanemon.ui.runs.controller import RunController
 from lanemon.ui.runs.model import COLUMNS, RunsTableModel
 from lanemon.ui.kit.tables import NEW_ROWS, fit_columns
-from lanemon.work.report import MAX_TOTAL
+from lanemon.work.runs import MAX_TOTAL, WINDOW_TOTAL
 from lanemon.work.slicing import AIM
 
 UNITS = ("iterations", "CPU ms")
 SLICING = ("ms budget", "size")
-DEFAULT_TOTAL = 4_000_000
 MESSAGES_SHOWN = 2
 
 
@@ -75,7 +74,7 @@ class RunsPanel(QWidget):
         self.size.setDecimals(0)
         self.size.setGroupSeparatorShown(True)
         self.size.setRange(1, MAX_TOTAL)
-        self.size.setValue(DEFAULT_TOTAL)
+        self.size.setValue(WINDOW_TOTAL)
         self.unit = QComboBox()
         self.unit.addItems(UNITS)
         self.size_hint = QLabel("calibrating…")
@@ -262,7 +261,7 @@ class RunsPanel(QWidget):
         else:
             total = self.controller.iterations_for_ms(self.size.value())
             self.size.setRange(1, MAX_TOTAL)
-            self.size.setValue(total or DEFAULT_TOTAL)
+            self.size.setValue(total or WINDOW_TOTAL)
         self.schedule_refresh()
 
     def _slicing_changed(self) -> None:
