@@ -372,8 +372,9 @@ class Board:
         return now
 
     def _emit(self, t, kind, counter, owner, customer, epoch, detail="") -> None:
-        if self.events:
-            self.events.emit(Event(t, kind, counter, owner, customer, epoch, detail))
+        if self.events.active:
+            self.events.publish(Event(time=t, kind=kind, counter=counter, owner=owner,
+                                      customer=customer, epoch=epoch, detail=detail))
 
 
 def _token(token: ClaimToken | Claim) -> ClaimToken:

@@ -681,8 +681,9 @@ class Simulation:
 
     def _emit(self, kind: str, counter: int | None = None, owner: str | None = None,
               customer: str | None = None, detail: str = "") -> None:
-        if self.events:
-            self.events.emit(Event(self.clock.now(), kind, counter, owner, customer, None, detail))
+        if self.events.active:
+            self.events.publish(Event(time=self.clock.now(), kind=kind, counter=counter, owner=owner,
+                                      customer=customer, detail=detail))
 
 
 VIRTUAL_TIME_LIMIT = 3600.0
