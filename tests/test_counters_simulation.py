@@ -160,7 +160,8 @@ def test_stop_cancels_staff_and_releases_claims():
     snap = sim.snapshot()
     assert snap.state == STOPPED
     assert all(c.state is not CounterState.CLAIMED for c in snap.counters)
-    assert sim.board.claims == sim.board.finalized + sim.board.released + sim.board.finalize_refused
+    counts = sim.claims.counts()
+    assert counts.claims == counts.finalized + counts.released + counts.finalize_refused
     with pytest.raises(RuntimeError):
         run_in_virtual_time(sim.run())
 
@@ -234,7 +235,7 @@ def test_expire_claim_on_demand():
         sim = Simulation(config)
 
         def on_event(e):
-            if e.kind == ev.CLAIMED and sim.board.claims == 1:
+            if e.kind == ev.CLAIMED and sim.claims.counts().claims == 1:
                 assert sim.expire_claim(e.counter)
 
         sim.subscribe(on_event)
