@@ -24,6 +24,13 @@ from typing import Callable
 
 from lanemon.events import EventHub
 
+__all__ = [
+    "Event", "EventHub", "Callback",
+    "CLAIMED", "CLAIM_REFUSED", "FINALIZED", "FINALIZE_REFUSED", "RELEASED", "RELEASE_REFUSED",
+    "ASSIGNED", "DOUBLE_ASSIGNMENT", "VACATED", "EXPIRED",
+    "ARRIVED", "TURNED_AWAY", "SERVED", "RETRY", "ABANDONED", "RETURNED", "LOCK_ACQUIRED", "FINISHED",
+]
+
 # Board events
 CLAIMED = "claimed"
 CLAIM_REFUSED = "claim_refused"
