@@ -19,13 +19,14 @@ from lanemon.counters import (
     long_lock,
     short_lock,
 )
+from lanemon.store.memory_claims import MemoryClaims
 
 
 class GatedDesk(Desk):
     """Guiding waits until the test opens that staff member's gate."""
 
     def __init__(self, board):
-        super().__init__(board, sleep=_no_sleep)
+        super().__init__(MemoryClaims(board), sleep=_no_sleep)
         self.gates = {}
         self.guiding = []  # (staff, counter) in the order guiding started
         self.fail = set()

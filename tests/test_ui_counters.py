@@ -156,12 +156,13 @@ def test_a_double_assignment_shows_in_the_grid_and_the_tallies(qtbot):
 
 def test_cells_model_maps_each_counter_state():
     from lanemon.counters import Board, ManualClock
+    from lanemon.store.memory_claims import MemoryClaims
 
     clock = ManualClock()
     cfg = SimConfig(counters=4, ttl=2.0)
-    sim = Simulation(cfg)
     board = Board(4, clock=clock, default_ttl=2.0)
-    sim.board = board           # a board driven by hand, read through the simulation's snapshot
+    # a board driven by hand, read through the simulation's snapshot: the simulation's store
+    sim = Simulation(cfg, claims=lambda **_: MemoryClaims(board))
     board.claim(1, "S1", "C1", 2.0)
     board.assign(2, "C2", "S2")
     board.assign(3, "C3", "S2")

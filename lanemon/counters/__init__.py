@@ -7,7 +7,10 @@ numbers:
 
 - ``Board``: counters, their customers and claims; ``claim`` / ``finalize`` /
   ``release`` with fencing tokens; TTL on an injected clock; double
-  assignments counted by the board itself.
+  assignments counted by the board itself. It is the state machine of the
+  in-memory claim store: the strategies and the simulation reach claims only
+  through ``lanemon.store.claims.ClaimStore`` (``MemoryClaims`` today;
+  ``Simulation(config, claims=factory)`` takes another engine).
 - ``short_lock`` / ``long_lock`` / ``claim_finalize``: the three strategies,
   written as the seed writes them, over a ``Desk``.
 - ``Simulation`` / ``SimConfig``: S staff, a seeded stream of customers,

@@ -42,79 +42,25 @@ Guaranteed:
 
 Refused: an unknown counter (``IndexError``), a non-positive TTL
 (``ValueError``). The board is single-threaded: use it from one event loop.
+
+The board is the state machine of the in-memory claim store
+(``lanemon.store.memory_claims.MemoryClaims``); the strategies, the
+simulation and the window reach claims only through that seam
+(``lanemon.store.claims.ClaimStore``, where the records ``Claim``,
+``ClaimToken``, ``Outcome``, ``CounterState`` and ``CounterView`` live).
 """
 
 from __future__ import annotations
 
-import enum
 import heapq
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Callable
 
 from lanemon.counters import events as ev
 from lanemon.counters.events import Event, EventHub
+from lanemon.store.claims import Claim, ClaimCounts, ClaimToken, CounterState, CounterView, Outcome
 
-
-class CounterState(str, enum.Enum):
-    FREE = "free"
-    CLAIMED = "claimed"
-    ASSIGNED = "assigned"
-
-
-class Outcome(str, enum.Enum):
-    """Result of ``finalize``. Truthy only for ``OK``."""
-
-    OK = "ok"
-    EXPIRED = "expired"  # still the current claim, but its TTL ran out
-    STALE = "stale"  # not the current claim: released, replaced or finalized
-
-    def __bool__(self) -> bool:
-        return self is Outcome.OK
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class ClaimToken:
-    epoch: int
-    counter: int
-
-
-@dataclass(frozen=True, slots=True)
-class Claim:
-    token: ClaimToken
-    owner: str
-    customer: str
-    claimed_at: float
-    expires_at: float
-
-    @property
-    def counter(self) -> int:
-        return self.token.counter
-
-    @property
-    def epoch(self) -> int:
-        return self.token.epoch
-
-
-@dataclass(frozen=True, slots=True)
-class CounterView:
-    """One counter at one instant, for drawing.
-
-    ``state``: assigned if it has a customer, else claimed if it has a live
-    claim, else free. ``owner``: the live claim's owner (claimed) or the staff
-    member who seated the last customer (assigned). ``ttl_left``: seconds
-    until the live claim expires (None without one). ``expired_owner``: owner
-    of a dead claim still on record (the counter is free for others).
-    """
-
-    id: int
-    state: CounterState
-    owner: str | None
-    customer: str | None
-    customers: tuple[str, ...]
-    ttl_left: float | None
-    epoch: int | None
-    conflict: bool
-    expired_owner: str | None
+__all__ = ["Board", "Claim", "ClaimCounts", "ClaimToken", "CounterState", "CounterView", "Outcome"]
 
 
 class _Counter:
@@ -177,6 +123,14 @@ class Board:
 
     def free_count(self) -> int:
         return len(self.assignable())
+
+    def counts(self) -> ClaimCounts:
+        """The running totals (reads only: notices no expiry, emits nothing)."""
+        return ClaimCounts(
+            claims=self.claims, claim_refused=self.claim_refused, finalized=self.finalized,
+            finalize_refused=self.finalize_refused, released=self.released,
+            release_refused=self.release_refused, assigned=self.assigned, expired=self.expired,
+            double_assignments=self.double_assignments)
 
     def current_claim(self, counter: int) -> Claim | None:
         """The claim on record (live or expired), or None."""
@@ -372,8 +326,9 @@ class Board:
         return now
 
     def _emit(self, t, kind, counter, owner, customer, epoch, detail="") -> None:
-        if self.events:
-            self.events.emit(Event(t, kind, counter, owner, customer, epoch, detail))
+        if self.events.active:
+            self.events.publish(Event(time=t, kind=kind, counter=counter, owner=owner,
+                                      customer=customer, epoch=epoch, detail=detail))
 
 
 def _token(token: ClaimToken | Claim) -> ClaimToken:

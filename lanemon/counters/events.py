@@ -1,26 +1,35 @@
-"""Events of the counter board and simulation, and a synchronous hub.
+"""Events of the counter board and simulation; delivered by the one hub.
 
 Guaranteed:
 
-- ``EventHub.subscribe(callback)`` returns an ``unsubscribe()`` function;
+- ``EventHub`` is :class:`lanemon.events.EventHub` (the hub every domain
+  uses): ``subscribe(callback)`` returns an ``unsubscribe()`` function;
   calling it twice is harmless. Callbacks run synchronously, in subscription
   order, **after** the change they describe is complete, so a callback that
   reads a snapshot sees the state the event announces.
-- A callback that raises is logged and skipped; it never leaves the board
+- A callback that raises is counted (``subscriber_errors``, ``last_error``;
+  a hub's first failure is logged) and skipped; it never leaves the board
   half-updated and never stops the simulation. A callback may unsubscribe
   itself (or others) while being called.
-- ``Event`` is immutable plain data. ``time`` is simulation seconds (for an
-  ``expired`` event: the moment the claim ran out, which may be a little
-  earlier than the moment it was noticed).
+- ``Event`` is immutable plain data with named fields (built by name, read by
+  name). ``time`` is simulation seconds (for an ``expired`` event: the moment
+  the claim ran out, which may be a little earlier than the moment it was
+  noticed).
 """
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Callable
 
-log = logging.getLogger(__name__)
+from lanemon.events import EventHub
+
+__all__ = [
+    "Event", "EventHub", "Callback",
+    "CLAIMED", "CLAIM_REFUSED", "FINALIZED", "FINALIZE_REFUSED", "RELEASED", "RELEASE_REFUSED",
+    "ASSIGNED", "DOUBLE_ASSIGNMENT", "VACATED", "EXPIRED",
+    "ARRIVED", "TURNED_AWAY", "SERVED", "RETRY", "ABANDONED", "RETURNED", "LOCK_ACQUIRED", "FINISHED",
+]
 
 # Board events
 CLAIMED = "claimed"
@@ -56,29 +65,3 @@ class Event:
 
 
 Callback = Callable[[Event], None]
-
-
-class EventHub:
-    def __init__(self) -> None:
-        self._subscribers: list[Callback] = []
-
-    def __bool__(self) -> bool:  # "does anyone listen?" -- lets emitters skip work
-        return bool(self._subscribers)
-
-    def subscribe(self, callback: Callback) -> Callable[[], None]:
-        self._subscribers.append(callback)
-
-        def unsubscribe() -> None:
-            try:
-                self._subscribers.remove(callback)
-            except ValueError:
-                pass
-
-        return unsubscribe
-
-    def emit(self, event: Event) -> None:
-        for callback in tuple(self._subscribers):
-            try:
-                callback(event)
-            except Exception:
-                log.exception("counter event subscriber %r failed on %r", callback, event)

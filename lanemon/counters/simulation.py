@@ -23,9 +23,9 @@ Guaranteed:
   jitter -- in real time (``Simulation(config, speed=...)`` on the running
   loop; ``set_speed`` changes speed or pauses with 0). The strategy code is
   the same in both.
-- Double assignments are the board's count (``Board.double_assignments``),
-  never adjusted here. ``served`` counts every customer seated, including
-  those seated on an occupied counter.
+- Double assignments are the board's count (the claim store's
+  ``counts().double_assignments``), never adjusted here. ``served`` counts
+  every customer seated, including those seated on an occupied counter.
 - Bounded memory, however long the run: the queue holds at most
   ``queue_limit`` new arrivals -- an arrival that finds it that full is
   **turned away** (counted in ``turned_away``, announced as a
@@ -84,12 +84,13 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from lanemon.counters import events as ev
-from lanemon.counters.board import Board, Claim, CounterView, Outcome
+from lanemon.counters.board import Claim, CounterView, Outcome
 from lanemon.counters.clock import ScaledClock, run_in_virtual_time
 from lanemon.counters.events import Event, EventHub
 from lanemon.counters.strategies import LABELS, STRATEGIES, Attempt, Desk
 from lanemon.counters.workload import Customer, workload
 from lanemon.stats import percentile
+from lanemon.store.claims import ClaimStore, ClaimStoreFactory, completed_now
 from lanemon.tasks import cancel_and_wait
 
 # Staff states
@@ -307,7 +308,7 @@ class _SimDesk(Desk):
     """The desk with the simulation's accounting around each operation."""
 
     def __init__(self, sim: "Simulation") -> None:
-        super().__init__(sim.board, sleep=sim.clock.sleep, ttl=sim.config.ttl,
+        super().__init__(sim.claims, sleep=sim.clock.sleep, ttl=sim.config.ttl,
                          choose_time=sim.config.choose_time)
         self._sim = sim
 
@@ -339,25 +340,25 @@ class _SimDesk(Desk):
         await self.sleep(customer.guide - half)
 
     async def assign_customer_to_counter(self, staff, customer, counter):
-        clean = self.board.assign(counter, customer.name, staff)
+        clean = await self.claims.assign(counter, customer.name, staff)
         self._sim._board_changed()
         self._sim._seated(staff, customer, counter)
         return clean
 
     async def claim_counter(self, staff, customer, counter):
-        claim = self.board.claim(counter, staff, customer.name, self.ttl)
+        claim = await self.claims.claim(counter, staff, customer.name, self.ttl)
         self._sim._board_changed()
         return claim
 
     async def finalize_counter_assignment(self, staff, customer, claim: Claim) -> Outcome:
-        outcome = self.board.finalize(claim.token)
+        outcome = await self.claims.finalize(claim.token)
         self._sim._board_changed()
         if outcome:
             self._sim._seated(staff, customer, claim.counter)
         return outcome
 
     async def release_counter_claim(self, staff, claim: Claim) -> bool:
-        released = self.board.release(claim.token)
+        released = await self.claims.release(claim.token)
         self._sim._board_changed()
         if released:
             self._sim._notify_freed()
@@ -369,15 +370,26 @@ class Simulation:
 
     ``speed`` only matters in real time: simulation seconds per loop second
     (on a ``VirtualTimeLoop`` keep 1). Pass ``clock`` to share one.
+
+    ``claims``: the engine that keeps the counter board's claims, a
+    ``lanemon.store.claims.ClaimStoreFactory`` called once with
+    ``counters=``, ``clock=`` (the simulation clock), ``default_ttl=`` and
+    ``events=`` (the simulation's hub); default: the in-memory engine. The
+    simulation reaches the board only through the resulting
+    ``ClaimStore`` (``self.claims``).
     """
 
     def __init__(self, config: SimConfig | None = None, *, speed: float = 1.0,
-                 clock: ScaledClock | None = None) -> None:
+                 clock: ScaledClock | None = None,
+                 claims: ClaimStoreFactory | None = None) -> None:
+        if claims is None:
+            from lanemon.store.memory_claims import MemoryClaims  # it imports this package
+            claims = MemoryClaims.create
         self.config = config if config is not None else SimConfig()
         self.clock = clock if clock is not None else ScaledClock(speed)
         self.events = EventHub()
-        self.board = Board(self.config.counters, clock=self.clock.now,
-                           default_ttl=self.config.ttl, events=self.events)
+        self.claims: ClaimStore = claims(counters=self.config.counters, clock=self.clock.now,
+                                         default_ttl=self.config.ttl, events=self.events)
         self._strategy = STRATEGIES[self.config.strategy]
         self._desk = _SimDesk(self)
         self._queue = _CustomerQueue()
@@ -457,8 +469,12 @@ class Simulation:
         self._abandon_requests.add(staff)
 
     def expire_claim(self, counter: int) -> bool:
-        """End the counter's live claim now (its owner's finalize will fail)."""
-        expired = self.board.expire(counter)
+        """End the counter's live claim now (its owner's finalize will fail).
+
+        Synchronous (the window's button; an event callback): it needs an
+        engine that completes without suspending, as the memory one does
+        (``completed_now``; ``RuntimeError`` otherwise)."""
+        expired = completed_now(self.claims.expire(counter))
         if expired:
             self._board_changed()
             self._notify_freed()
@@ -470,7 +486,7 @@ class Simulation:
         self._state = RUNNING
         self.clock.start()
         self._acc_t = self.clock.now()
-        self._free_cache = self.board.free_count()
+        self._free_cache = self.claims.free_count()
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._arrivals())]
         self._tasks += [loop.create_task(self._staff_loop(name)) for name in self._staff]
@@ -507,7 +523,7 @@ class Simulation:
         now = self.clock.now()
         waits = self._waits
         n = waits.count
-        b = self.board
+        b = self.claims.counts()
         return Tallies(
             strategy=self.config.strategy,
             served=self.served,
@@ -537,7 +553,7 @@ class Simulation:
         )
 
     def snapshot(self) -> Snapshot:
-        counters = self.board.views()
+        counters = self.claims.views()
         return Snapshot(
             time=self.clock.now(),
             strategy=self.config.strategy,
@@ -588,18 +604,18 @@ class Simulation:
         self._set_staff(name, DONE)
 
     async def _wait_for_counter(self, name: str) -> None:
-        if self.board.assignable():
+        if await self.claims.assignable():
             return  # freed while we were giving up: try again at once
         self._set_staff(name, WAITING_COUNTER)
         fut = asyncio.get_running_loop().create_future()
         self._freed_waiters.append(fut)
-        expiry = self.board.next_expiry()
+        expiry = await self.claims.next_expiry()
         timer = None
         try:
             if expiry is None:
                 await fut
             else:
-                timer = asyncio.ensure_future(self.clock.sleep(max(0.0, expiry - self.clock.now())))
+                timer = asyncio.ensure_future(self.clock.sleep(max(0.0, expiry - self.claims.now())))
                 await asyncio.wait((fut, timer), return_when=asyncio.FIRST_COMPLETED)
         finally:
             if timer is not None and not timer.done():
@@ -631,7 +647,7 @@ class Simulation:
 
     async def _service(self, counter: int, customer: Customer) -> None:
         await self.clock.sleep(customer.service)
-        self.board.vacate(counter, customer.name)
+        await self.claims.vacate(counter, customer.name)
         self._board_changed()
         self._notify_freed()
 
@@ -671,7 +687,7 @@ class Simulation:
 
     def _board_changed(self) -> None:
         self._account()
-        self._free_cache = self.board.free_count()
+        self._free_cache = self.claims.free_count()
 
     def _set_staff(self, name: str, state: str, customer: str | None = None,
                    counter: int | None = None) -> None:
@@ -681,8 +697,9 @@ class Simulation:
 
     def _emit(self, kind: str, counter: int | None = None, owner: str | None = None,
               customer: str | None = None, detail: str = "") -> None:
-        if self.events:
-            self.events.emit(Event(self.clock.now(), kind, counter, owner, customer, None, detail))
+        if self.events.active:
+            self.events.publish(Event(time=self.clock.now(), kind=kind, counter=counter, owner=owner,
+                                      customer=customer, detail=detail))
 
 
 VIRTUAL_TIME_LIMIT = 3600.0

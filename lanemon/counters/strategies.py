@@ -33,8 +33,8 @@ import asyncio
 import enum
 from typing import AsyncContextManager, Awaitable, Callable
 
-from lanemon.counters.board import Board, Claim, Outcome
 from lanemon.counters.workload import Customer
+from lanemon.store.claims import Claim, ClaimStore, Outcome
 
 
 class Attempt(str, enum.Enum):
@@ -44,27 +44,30 @@ class Attempt(str, enum.Enum):
 
 
 class Desk:
-    """What a strategy may do: the seed's operations over one board.
+    """What a strategy may do: the seed's operations over one claim store.
 
-    ``find_*`` reads the board, then takes ``choose_time`` (a query's round
-    trip): the answer may be stale when it arrives. Guiding takes the
-    customer's ``guide`` time. Claim, finalize, release and assign are
-    single, atomic board operations. Override any method to observe or to
-    force an interleaving; subclasses add accounting (the simulation).
+    ``claims`` is any ``lanemon.store.claims.ClaimStore`` (in memory:
+    ``MemoryClaims(board)``). ``find_*`` reads the store, then takes
+    ``choose_time`` (a query's round trip): the answer may be stale when it
+    arrives. Guiding takes the customer's ``guide`` time. Claim, finalize,
+    release and assign are single, atomic store operations (awaited; the
+    memory engine completes them without suspending). Override any method to
+    observe or to force an interleaving; subclasses add accounting (the
+    simulation).
     """
 
     def __init__(
         self,
-        board: Board,
+        claims: ClaimStore,
         *,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         ttl: float | None = None,
         choose_time: float = 0.0,
         lock: AsyncContextManager | None = None,
     ) -> None:
-        self.board = board
+        self.claims = claims
         self.sleep = sleep
-        self.ttl = board.default_ttl if ttl is None else ttl
+        self.ttl = claims.default_ttl if ttl is None else ttl
         self.choose_time = choose_time
         self._lock = lock if lock is not None else asyncio.Lock()
 
@@ -73,7 +76,7 @@ class Desk:
         return self._lock
 
     async def find_assignable_counters(self, staff: str) -> list[int]:
-        counters = self.board.assignable()
+        counters = await self.claims.assignable()
         if self.choose_time > 0:
             await self.sleep(self.choose_time)
         return counters
@@ -86,16 +89,16 @@ class Desk:
         await self.sleep(customer.guide)
 
     async def assign_customer_to_counter(self, staff: str, customer: Customer, counter: int) -> bool:
-        return self.board.assign(counter, customer.name, staff)
+        return await self.claims.assign(counter, customer.name, staff)
 
     async def claim_counter(self, staff: str, customer: Customer, counter: int) -> Claim | None:
-        return self.board.claim(counter, staff, customer.name, self.ttl)
+        return await self.claims.claim(counter, staff, customer.name, self.ttl)
 
     async def finalize_counter_assignment(self, staff: str, customer: Customer, claim: Claim) -> Outcome:
-        return self.board.finalize(claim.token)
+        return await self.claims.finalize(claim.token)
 
     async def release_counter_claim(self, staff: str, claim: Claim) -> bool:
-        return self.board.release(claim.token)
+        return await self.claims.release(claim.token)
 
 
 async def short_lock(desk: Desk, staff: str, customer: Customer) -> Attempt:

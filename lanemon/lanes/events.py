@@ -9,7 +9,8 @@ Guarantees
   order is the order in which changes happened on the loop.
 * A callback that raises does not break the scheduler or the other
   subscribers: the exception is counted in ``subscriber_errors`` (and the
-  last one kept in ``last_error``) and delivery continues.
+  last one kept in ``last_error``) and delivery continues (the one policy
+  of :mod:`lanemon.events`, which also logs a hub's first failure).
 * Subscribing or unsubscribing from inside a callback is allowed; it takes
   effect from the next event.
 * With no subscriber, ``emit`` builds nothing (a UI that is closed costs
@@ -49,6 +50,8 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, NamedTuple
 
+from lanemon.events import EventHub as _Hub
+
 __all__ = ["Event", "EventHub"]
 
 
@@ -65,43 +68,18 @@ class Event(NamedTuple):
 _new = tuple.__new__  # builds an Event without the NamedTuple's Python-level __new__
 
 
-class EventHub:
-    """Synchronous fan-out of :class:`Event` objects to subscribers."""
+class EventHub(_Hub[Event]):
+    """The one hub (:class:`lanemon.events.EventHub`: subscribe, ``active``, error
+    policy) with the scheduler's builder: ``emit`` stamps an :class:`Event` with
+    this hub's clock, and builds nothing when nobody listens."""
 
-    __slots__ = ("_subs", "_clock", "subscriber_errors", "last_error")
+    __slots__ = ("_clock",)
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._subs: tuple[Callable[[Event], None], ...] = ()
+        super().__init__()
         self._clock = clock
-        self.subscriber_errors = 0
-        self.last_error: BaseException | None = None
-
-    def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
-        self._subs = self._subs + (callback,)
-
-        def unsubscribe() -> None:
-            subs = list(self._subs)
-            try:
-                subs.remove(callback)
-            except ValueError:
-                return
-            self._subs = tuple(subs)
-
-        return unsubscribe
-
-    @property
-    def active(self) -> bool:
-        return bool(self._subs)
 
     def emit(self, kind: str, workspace: str | None = None, queue: str | None = None,
              job_id: int | None = None, state: str | None = None, detail: Any = None) -> None:
-        subs = self._subs
-        if not subs:
-            return
-        ev = _new(Event, (kind, self._clock(), workspace, queue, job_id, state, detail))
-        for cb in subs:
-            try:
-                cb(ev)
-            except Exception as exc:  # a broken subscriber must not break us
-                self.subscriber_errors += 1
-                self.last_error = exc
+        if self.active:
+            self.publish(_new(Event, (kind, self._clock(), workspace, queue, job_id, state, detail)))
