@@ -58,14 +58,16 @@ async def _busy(win) -> None:
 
 def _say_when_whole_run_blocks() -> None:
     """From a thread: print "ready" once the loop thread computes the whole run."""
-    from lanemon.work import _kernel
+    from lanemon.work import _kernel, runs
 
     main_id = threading.main_thread().ident
 
     def watch() -> None:
         while True:
             frame = sys._current_frames().get(main_id)
-            if frame is not None and frame.f_code is _kernel.hash_range.__code__:
+            # hash_range called by the run dispatch: the whole run, not the start-up calibration
+            if (frame is not None and frame.f_code is _kernel.hash_range.__code__
+                    and frame.f_back is not None and frame.f_back.f_code is runs.run_job.__code__):
                 _print("ready")
                 return
             time.sleep(0.005)

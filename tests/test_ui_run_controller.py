@@ -107,3 +107,33 @@ def test_a_whole_run_counts_from_when_it_blocks_the_others_from_their_start(qapp
     assert (whole.slices, sliced.slices, worker.slices) == (None, 7, None)
     assert [rec.how for rec in (whole, sliced, worker)] == [
         "one piece, on the loop", "slices of 3,000", "thread worker"]
+
+
+def test_a_whole_run_announced_before_the_close_never_blocks(qapp, monkeypatch):
+    """Regression: a signal that arrived while a whole run waited for its banner to paint was
+    spent (on the start-up calibration, say) and the run then blocked the loop for its whole
+    length, with no later signal able to stop it. ``refuse_new_runs()`` is what the signal
+    handler calls: the run ends cancelled before it blocks."""
+    from lanemon.work import runs
+
+    computed = []
+    monkeypatch.setattr(runs, "hash_range", lambda lo, hi: computed.append(hi) or 0)
+    c = RunController(Heartbeat())
+
+    async def main():
+        rec = c.start_whole(2_000_000_000)
+        assert rec is not None
+        await asyncio.sleep(0)                       # the run's task takes its first step
+        assert c.banner                              # announced, in its paint pause
+        c.refuse_new_runs()                          # the signal handler's call
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30
+        while rec.running:
+            assert loop.time() < deadline, "the run did not end"
+            await asyncio.sleep(0.005)
+        return rec
+
+    rec = asyncio.run(main())
+    assert rec.status == "cancelled"
+    assert computed == []                            # it never blocked the loop
+    assert c.start_whole(1_000) is None              # and nothing new starts

@@ -229,9 +229,14 @@ class RunController(QObject):
             exc = task.exception()
             self.notice.emit(f"error: {type(exc).__name__}: {exc}")
 
+    def refuse_new_runs(self) -> None:
+        """From now on no run starts, and a whole run that has not yet blocked never will
+        (it ends "cancelled"). Only sets a flag: safe from a signal handler."""
+        self._closing = True
+
     async def shutdown(self) -> None:
         """Cancel every run and measurement and wait for them to end."""
-        self._closing = True
+        self.refuse_new_runs()
         await cancel_and_wait(self._tasks)
 
     def cancel(self) -> list[RunRecord]:
@@ -342,6 +347,8 @@ class RunController(QObject):
             await asyncio.sleep(0)
 
             def blocks(t: float) -> None:
+                if self._closing:  # e.g. a signal arrived during the paint pause
+                    raise asyncio.CancelledError("lanemon is closing")
                 rec.t_start = t
 
             return await run_job(spec, on_start=blocks)

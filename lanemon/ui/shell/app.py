@@ -61,15 +61,19 @@ class SignalDoor:
     the loop wakes up even when no Python code runs); ``received`` is that
     signal's number. A whole run computing on the loop when the signal arrives
     is interrupted by ``CancelledError`` raised in it (its task is cancelled, as
-    a cancel from the loop would do). Later signals are ignored. ``close()``
+    a cancel from the loop would do). ``on_received(signum)``, when given, is
+    called at once, inside the signal handler (so it may only set flags): the
+    window uses it to refuse a whole run that was about to block, since no
+    later signal could interrupt it. Later signals are ignored. ``close()``
     puts back the previous handlers and wake-up file.
     Refused: other threads never run these handlers (Python runs signal
     handlers in the main thread), so a thread run is stopped by the shutdown.
     """
 
-    def __init__(self, on_signal) -> None:
+    def __init__(self, on_signal, on_received=None) -> None:
         self.received: int | None = None
         self._on_signal = on_signal
+        self._on_received = on_received
         self._told = False
         self._read, self._write = socket.socketpair()
         for sock in (self._read, self._write):
@@ -83,6 +87,8 @@ class SignalDoor:
         if self.received is not None:
             return
         self.received = signum
+        if self._on_received is not None:
+            self._on_received(signum)
         if frame is not None and frame.f_code is _WHOLE_RUN_CODE and asyncio.current_task() is not None:
             raise asyncio.CancelledError(f"interrupted by signal {signal.Signals(signum).name}")
 
@@ -127,7 +133,7 @@ async def main(window: MainWindow | None = None) -> int:
     win = window if window is not None else MainWindow()
     closed = asyncio.Event()
     win.close_requested.connect(closed.set)
-    door = SignalDoor(lambda signum: win.close())
+    door = SignalDoor(lambda signum: win.close(), on_received=lambda signum: win.controller.refuse_new_runs())
     store = settings.open_store()
     settings.restore(win, store)
     problem = settings.unwritable(store)
