@@ -1,7 +1,9 @@
 """The runs panel: describe the job, start runs, read the results, export.
 
 A thin view over ``RunController``: buttons call ``start_*``; the table and
-figures repaint (coalesced) when the controller says ``changed``.
+figures repaint (coalesced: on the next frame tick of its ``LiveView``) when
+the controller says ``changed`` or an input changed, and ``TEXT_FPS`` times a
+second while a run is in flight (a sliced run's progress).
 
 Under the buttons, the panel always describes the present: ``in_flight``
 has one line per run in flight (what it is, how long it has run, how to stop
@@ -19,7 +21,7 @@ with a message.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -41,6 +43,7 @@ from PySide6.QtWidgets import (
 from lanemon.files import cannot_write
 from lanemon.ui.shell import exports
 from lanemon.ui.kit import theme
+from lanemon.ui.kit.live_view import LiveView
 from lanemon.ui.runs.controller import RunController
 from lanemon.ui.runs.model import COLUMNS, RunsTableModel
 from lanemon.ui.kit.tables import NEW_ROWS, fit_columns
@@ -61,8 +64,11 @@ def _restyle(widget, sheet: str) -> None:
         widget.setStyleSheet(sheet)
 
 
-class RunsPanel(QWidget):
+class RunsPanel(LiveView):
     """Job size, Whole / Sliced / Worker, the results table and exports."""
+
+    TEXT_FPS = 4.0      # a run's progress, while one is in flight
+    REFRESH_HIDDEN = True   # its buttons, Esc and tables follow the runs from any tab
 
     export_chart_requested = Signal()   # the window owns the chart; it saves the PNG
 
@@ -122,6 +128,7 @@ class RunsPanel(QWidget):
         app = QApplication.instance()
         if app is not None:              # a layer over the window (the shortcut list) keeps its Esc
             app.focusChanged.connect(self._update_esc)
+        self._running = False            # a run was in flight at the last refresh
         # (text, error, outcome, runs started then, runs ended then)
         self._messages: list[tuple[str, bool, bool, int, int]] = []
 
@@ -207,13 +214,6 @@ class RunsPanel(QWidget):
         self.apply_fonts()
 
         # --- wiring: inputs and controller events -> coalesced repaint -------------------
-        self._refresh_timer = QTimer(self)
-        self._refresh_timer.setSingleShot(True)
-        self._refresh_timer.setInterval(40)
-        self._refresh_timer.timeout.connect(self.refresh)
-        self._progress_timer = QTimer(self)  # sliced progress, while something runs
-        self._progress_timer.setInterval(250)
-        self._progress_timer.timeout.connect(self.refresh)
         controller.changed.connect(self.schedule_refresh)
         controller.said.connect(self.show_notice)
         controller.outcome.connect(self._show_outcome)
@@ -226,8 +226,8 @@ class RunsPanel(QWidget):
         self._slicing_changed()
         self.refresh()
 
-    def apply_fonts(self) -> None:
-        """Follow ``theme.font_scale`` (called by ``MainWindow.set_font_scale``)."""
+    def fonts_changed(self) -> None:
+        """Follow ``theme.font_scale`` (``LiveView.apply_fonts``, called by ``MainWindow.set_font_scale``)."""
         s = theme.font_scale()
         self._job_box.setFixedWidth(int(380 + 260 * (s - 1)))
         # large type (presenter mode): the lag columns matter; the rest is in the report and figures
@@ -239,8 +239,6 @@ class RunsPanel(QWidget):
         for family, kind in (("whole", "whole"), ("sliced", "sliced"), ("worker", self.worker_kind.currentText())):
             _restyle(self.buttons[family], theme.run_button_style(kind))
         self.model.colours_changed()
-        if getattr(self, "_refresh_timer", None) is not None:
-            self.schedule_refresh()
 
     # --- reading the inputs ------------------------------------------------------------
     def job_total(self) -> int | None:
@@ -405,11 +403,24 @@ class RunsPanel(QWidget):
         if self.banner.text() != text:
             self.banner.setText(text)
 
-    def schedule_refresh(self) -> None:
-        if not self._refresh_timer.isActive():
-            self._refresh_timer.start()
+    def schedule_refresh(self, *_args) -> None:
+        """Something changed: refresh on the next frame tick (changes in between coalesce)."""
+        self.mark_dirty(urgent=True)
+
+    def refresh_steps(self, urgent: bool):
+        return (self.refresh,)
+
+    def frame_motion(self, changed: bool, refreshing: bool, text_due: bool) -> bool:
+        """While a run is in flight, refresh ``TEXT_FPS`` times a second (a sliced run's
+        progress, the time in flight)."""
+        if not self._running:
+            return False
+        if text_due and not refreshing:
+            self.mark_stale()
+        return True
 
     def refresh(self) -> None:
+        """Show everything now: hints, buttons, banner, table, figures."""
         c = self.controller
         # job size hint
         total = self.job_total()
@@ -447,10 +458,7 @@ class RunsPanel(QWidget):
         self.cancel_btn.setEnabled(bool(c.cancellable()))
         self._update_esc()
         self._paint_banner()
-        if running and not self._progress_timer.isActive():
-            self._progress_timer.start()
-        elif not running:
-            self._progress_timer.stop()
+        self._running = running
 
         if self.model.refresh():              # the newest rows changed: the columns may widen
             fit_columns(self.table, NEW_ROWS, stretch_last=False, grow_only=True)
