@@ -268,7 +268,7 @@ def test_models_announce_only_the_changed_cells_in_view():
     m.tick(2.5)                                          # the clock: the time column only
     assert seen == [(0, 3, 5, 3)] and m.data(m.index(5, 3)) == "2.5 s"
     seen.clear()
-    m.visible_rows = lambda: (2, 3)                      # rows out of view are not compared
+    m.set_visible_rows(lambda: (2, 3))                      # rows out of view are not compared
     rows3 = [r._replace(work="other") for r in rows2]
     m.set_rows(rows3, [r.id for r in rows3], 2.5)
     assert seen == [(2, 4, 3, 4)]

@@ -118,7 +118,7 @@ def _table(model, cls=QTableView) -> QTableView:
     h.setHighlightSections(False)
     h.setStretchLastSection(True)
     h.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-    model.visible_rows = lambda: _rows_in_view(t)
+    model.set_visible_rows(partial(_rows_in_view, t))
     return t
 
 

@@ -53,6 +53,7 @@ from lanemon.work.slicing import AIM
 UNITS = ("iterations", "CPU ms")
 SLICING = ("ms budget", "size")
 DEFAULT_TOTAL = 4_000_000
+MAX_CPU_MS = 600_000      # the largest job size in CPU ms (MAX_TOTAL bounds it again when run)
 MESSAGES_SHOWN = 2
 
 
@@ -75,6 +76,7 @@ class RunsPanel(LiveView):
     def __init__(self, controller: RunController, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.controller = controller
+        self._job: tuple[float, str] = (float(DEFAULT_TOTAL), "iterations")   # the source of truth
 
         # --- the job ---------------------------------------------------------------
         self.size = QDoubleSpinBox()
@@ -219,6 +221,7 @@ class RunsPanel(LiveView):
         controller.outcome.connect(self._show_outcome)
         controller.notice.connect(self._paint_banner)     # "blocking the loop…" paints before the block
         self.unit.currentIndexChanged.connect(self._unit_changed)
+        self.size.valueChanged.connect(self._size_typed)
         self.slicing.currentIndexChanged.connect(self._slicing_changed)
         for w in (self.size, self.slice_value):
             w.valueChanged.connect(self.schedule_refresh)
@@ -241,27 +244,54 @@ class RunsPanel(LiveView):
         self.model.colours_changed()
 
     # --- reading the inputs ------------------------------------------------------------
+    def job(self) -> tuple[float, str]:
+        """The job as chosen: (size, unit), the unit one of ``UNITS``. The size and unit
+        widgets show it and edit it; settings keep and restore it."""
+        return self._job
+
     def job_total(self) -> int | None:
         """The job size in iterations (``None`` while CPU ms cannot be converted yet)."""
-        if self.unit.currentText() == "iterations":
-            return int(self.size.value())
-        return self.controller.iterations_for_ms(self.size.value())
+        size, unit = self._job
+        if unit == "iterations":
+            return int(size)
+        return self.controller.iterations_for_ms(size)
 
     def set_job(self, value: float, unit: str = "iterations") -> None:
-        self.unit.setCurrentText(unit)
-        self.size.setValue(value)
+        """Choose the job: ``value`` in ``unit`` (one of ``UNITS``, else ``ValueError``),
+        rounded to a whole number and clamped to 1..``MAX_TOTAL`` iterations or
+        1..``MAX_CPU_MS`` CPU ms. The widgets follow."""
+        if unit not in UNITS:
+            raise ValueError(f"unknown unit {unit!r}: one of {', '.join(UNITS)}")
+        top = MAX_TOTAL if unit == "iterations" else MAX_CPU_MS
+        self._job = (float(min(max(round(value), 1), top)), unit)
+        size, unit = self._job
+        widgets = (self.size, self.unit)
+        for w in widgets:
+            w.blockSignals(True)
+        try:
+            self.unit.setCurrentText(unit)
+            self.size.setRange(1, top)
+            self.size.setValue(size)
+        finally:
+            for w in widgets:
+                w.blockSignals(False)
+        self.schedule_refresh()
+
+    def _size_typed(self, value: float) -> None:
+        self._job = (float(value), self._job[1])
+        self.schedule_refresh()
 
     def _unit_changed(self) -> None:
-        total = None
-        if self.unit.currentText() == "CPU ms":
-            est = self.controller.estimate_ms(int(self.size.value()))
-            self.size.setRange(1, 600_000)
-            self.size.setValue(round(est) if est else 400)
+        """Another unit chosen: the same job in that unit (a default until calibrated)."""
+        size, old = self._job
+        unit = self.unit.currentText()
+        if unit == old:
+            return
+        if unit == "CPU ms":
+            est = self.controller.estimate_ms(int(size))
+            self.set_job(round(est) if est else 400, unit)
         else:
-            total = self.controller.iterations_for_ms(self.size.value())
-            self.size.setRange(1, MAX_TOTAL)
-            self.size.setValue(total or DEFAULT_TOTAL)
-        self.schedule_refresh()
+            self.set_job(self.controller.iterations_for_ms(size) or DEFAULT_TOTAL, unit)
 
     def _slicing_changed(self) -> None:
         if self.slicing.currentText() == "ms budget":
@@ -290,6 +320,13 @@ class RunsPanel(LiveView):
             self.show_notice(f"The job is too big: {total:,} iterations; at most {MAX_TOTAL:,}{here}.")
             return None
         return total
+
+    @property
+    def esc_cancels(self) -> bool:
+        """Does Esc cancel now (a run can be cancelled and the focus is in the window's
+        content, as of the last refresh or focus change)? Otherwise Esc is the rest of the
+        window's."""
+        return self._esc.isEnabled()
 
     def _update_esc(self, *_args) -> None:
         """Esc cancels while a run can be cancelled and the focus is in the window's content
@@ -424,7 +461,7 @@ class RunsPanel(LiveView):
         c = self.controller
         # job size hint
         total = self.job_total()
-        if self.unit.currentText() == "iterations":
+        if self._job[1] == "iterations":
             est = c.estimate_ms(total)
             self.size_hint.setText(f"≈ {est:,.0f} ms of CPU on this machine" if est else "calibrating…")
         else:

@@ -9,6 +9,9 @@ Hooks for later views and presenter mode:
   awaited, its domain closed), in the order the views were added, after the
   run controller's; ``add_shutdown_hook(coro_fn)``: another async callable
   awaited after them, before the worker processes are stopped.
+- ``set_period_ms(ms)``: the heartbeat's period (``ValueError`` outside
+  1..100 ms); the chart's period box follows (it also sets the period when
+  the user edits it).
 - ``set_font_scale(scale)`` re-applies the theme and calls ``apply_fonts()``
   on the chart and on every view.
 - ``close_requested`` (signal) is emitted by ``closeEvent``; ``app.main``
@@ -128,6 +131,15 @@ class MainWindow(QMainWindow):
 
     def add_shutdown_hook(self, hook: Callable[[], Awaitable[None]]) -> None:
         self._shutdown_hooks.append(hook)
+
+    def set_period_ms(self, period_ms: int) -> None:
+        self.heartbeat.set_period_ms(period_ms)
+        box = self.chart.period
+        box.blockSignals(True)          # it shows the period; the heartbeat has it already
+        try:
+            box.setValue(self.heartbeat.period_ms)
+        finally:
+            box.blockSignals(False)
 
     def set_font_scale(self, scale: float) -> None:
         app = QApplication.instance()
