@@ -132,8 +132,9 @@ def test_shutdown_cancels_and_awaits_the_views_tasks_then_closes_its_domain_and_
 
     v = _shown(qtbot, Owner())
 
-    async def forever():
+    async def forever(started: asyncio.Event):
         try:
+            started.set()
             await asyncio.Event().wait()
         finally:
             await asyncio.sleep(0)            # clean-up that takes a turn of the loop
@@ -141,11 +142,12 @@ def test_shutdown_cancels_and_awaits_the_views_tasks_then_closes_its_domain_and_
 
     async def scenario():
         done: list = []
-        task = v.spawn(forever(), done.append)
-        await asyncio.sleep(0)
+        started = asyncio.Event()
+        task = v.spawn(forever(started), done.append)
+        await started.wait()                  # in its try: its clean-up will run
         assert v.tasks == {task}
         await v.shutdown()
-        late = forever()
+        late = forever(asyncio.Event())
         refused = v.spawn(late)
         return task, done, refused
 

@@ -237,18 +237,6 @@ class LiveView(QWidget):
         task.add_done_callback(finished)
         return task
 
-    def track(self, task: asyncio.Task) -> asyncio.Task:
-        """Track a task started elsewhere (a domain's own runner) as ``spawn`` does: it is
-        cancelled and awaited by ``shutdown``; the view refreshes when it ends."""
-        self._tasks.add(task)
-
-        def finished(t: asyncio.Task) -> None:
-            self._tasks.discard(t)
-            self.mark_dirty(urgent=True)
-
-        task.add_done_callback(finished)
-        return task
-
     async def shutdown(self) -> None:
         """Stop drawing for good, cancel the view's tasks and wait for them, then
         ``close_domain()``. A second call returns at once."""
