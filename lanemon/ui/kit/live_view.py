@@ -77,6 +77,7 @@ class LiveView(QWidget):
         self._steps: deque[Step] = deque()
         self._tasks: set[asyncio.Task] = set()
         self._shut = False
+        self._shown = False          # between a show and a hide event (no Qt call per tick)
         self.frames = 0
         self.frame_costs_ms: deque[float] = deque(maxlen=COST_FRAMES)
         self.frame_timer = QTimer(self)
@@ -188,7 +189,7 @@ class LiveView(QWidget):
             self._steps.popleft()()
 
     def _may_tick(self) -> bool:
-        return self.REFRESH_HIDDEN or self.isVisible()
+        return self.REFRESH_HIDDEN or self._shown
 
     def _start(self, t0: float) -> None:
         urgent = self._urgent
@@ -203,9 +204,11 @@ class LiveView(QWidget):
     # --- Qt life cycle -------------------------------------------------------------------------
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
+        self._shown = True
         self.mark_dirty(urgent=True)
 
     def hideEvent(self, event) -> None:  # noqa: N802
+        self._shown = False
         if not self.REFRESH_HIDDEN:
             self.frame_timer.stop()
         super().hideEvent(event)
