@@ -83,12 +83,13 @@ def test_a_paused_chart_keeps_its_picture_when_the_window_or_width_changes(chart
     assert x.min() <= -9.9 and x.max() <= 0.0   # the whole window, up to the pause
     assert y.max() == 40.0                      # the stall before the pause; nothing after it
 
-    wide = c._vb_size[0]
+    vb = c.plot.getViewBox()                    # the plot area
+    wide = vb.width()
     c.resize(max(600, c.minimumSizeHint().width()), 320)   # a new width, still paused (the
-    qtbot.waitUntil(lambda: c._vb_size[0] < wide - 100)     # app's font sets how narrow it can be)
+    qtbot.waitUntil(lambda: vb.width() < wide - 100)     # app's font sets how narrow it can be)
     c.redraw()
     x, y = c.trace.xData, c.trace.yData
-    assert x.min() <= -9.9 and y.max() == 40.0 and x.size <= c._vb_size[0] + 2
+    assert x.min() <= -9.9 and y.max() == 40.0 and x.size <= vb.width() + 2
 
     c.set_paused(False)                         # what was recorded meanwhile shows
     x, y = c.trace.xData, c.trace.yData

@@ -215,18 +215,21 @@ def test_refresh_is_coalesced_and_stops_when_hidden(qtbot):
         v.form.counters.setValue(64)
         v.form.speed.setValue(2.0)
         v.start()
-        await wait_until(lambda: v.frames >= 10)
+        await wait_until(lambda: v.grid_frames >= 10 and v.frames >= 2)
         win.show_view("runs")
         await wait_until(lambda: not v.frame_timer.isActive())
-        frames = v.frames
-        await asyncio.sleep(0.2)     # events keep coming; nothing is drawn for a hidden view
-        hidden_frames = v.frames - frames
+        frames, grid = v.frames, v.grid_frames
+        events = []
+        unsubscribe = v.sim.subscribe(events.append)
+        await wait_until(lambda: len(events) >= 50)   # events keep coming; nothing is drawn for a hidden view
+        unsubscribe()
+        hidden = (v.frames - frames, v.grid_frames - grid)
         win.show_view("counters")
-        await wait_until(lambda: v.frames > frames)
-        return hidden_frames, v.frame_timer.interval(), len(v.grid.cells)
+        await wait_until(lambda: v.grid_frames > grid and v.frames > frames)
+        return hidden, v.frame_timer.interval(), len(v.grid.cells)
 
-    hidden_frames, interval, cells = _run(scenario)
-    assert hidden_frames == 0 and interval >= 33 and cells == 64
+    hidden, interval, cells = _run(scenario)
+    assert hidden == (0, 0) and interval >= 33 and cells == 64
 
 
 def _snapshots_of_a_busy_claim_run(frames: int) -> list:
@@ -286,8 +289,7 @@ def test_shutdown_during_a_long_compare_ends_the_compare_and_its_thread(qtbot, m
         v.form.customers.setValue(1_000_000)
         assert v.start()                       # a live run too
         task = v.compare_all()
-        await wait_until(seen["entered"].is_set, 30)
-        await asyncio.sleep(0.1)               # deep in the work (any amount will do)
+        await wait_until(seen["entered"].is_set, 30)   # in the work: from here on, any moment will do
         await win.shutdown()                   # what closing the window runs
         return (task.done(), seen["running"], seen["outcome"], v.sim, v.compare_btn.isEnabled(),
                 [t.name for t in threading.enumerate() if t.name.startswith("lanemon-compare")])

@@ -225,7 +225,7 @@ def test_fail_next_save_failing_work_stop_and_busy_outside(qtbot):
         await wait_until(lambda: (_lane(view, "ws-04") or ()) and _lane(view, "ws-04").busy, 10)
         out["button_checked"] = c.busy_button.isChecked()
         parked = await _add(view, "ws-04", "reservations", 0.05)
-        view.refresh(force=True)                   # what the window shows now: still queued
+        view.refresh_now()                   # what the window shows now: still queued
         out["parked"] = _label(view, "reservations", parked)
         m, t = view.lanes_model, view.lanes_table
         t.setFocus()
@@ -268,7 +268,7 @@ def test_models_announce_only_the_changed_cells_in_view():
     m.tick(2.5)                                          # the clock: the time column only
     assert seen == [(0, 3, 5, 3)] and m.data(m.index(5, 3)) == "2.5 s"
     seen.clear()
-    m.visible_rows = lambda: (2, 3)                      # rows out of view are not compared
+    m.set_visible_rows(lambda: (2, 3))                      # rows out of view are not compared
     rows3 = [r._replace(work="other") for r in rows2]
     m.set_rows(rows3, [r.id for r in rows3], 2.5)
     assert seen == [(2, 4, 3, 4)]
@@ -300,24 +300,33 @@ def test_events_that_keep_coming_never_starve_the_last_steps_of_a_refresh(qtbot)
     rate allows a new snapshot, the steps already queued are still all shown first
     (regression: a new snapshot replaced the unfinished plan, and on a slow loop the
     timeline was never drawn)."""
+    from lanemon.lanes import Scheduler
+    from lanemon.ui.lanes.view import LanesView
+
+    class Eager(LanesView):
+        TEXT_FPS = float("inf")                 # the text rate always allows a new snapshot
+
     async def scenario(win):
-        win.show_view("lanes")
-        view = win.views["lanes"]
+        view = Eager(Scheduler())
+        win.add_view("eager", "Eager", view)
+        win.show_view("eager")
         await _add(view, "ws-03", "reservations", 60.0)
         view.frame_timer.stop()
-        drawn = []
-        draw = view._draw_bars
-        view._draw_bars = lambda now: (drawn.append(now), draw(now))
         snapshots = view.frames
+        shown = []
         for _ in range(30):                     # ticks, each after events and with text due
-            view._observer.dirty = True
-            view._text_at = 0.0
-            view.refresh()
-        return len(drawn), view.frames - snapshots, "ws-03" in view.timeline.rows
+            view.mark_dirty()
+            was_refreshing = view.refreshing
+            view.frame()
+            shown.append((was_refreshing, view.frames - snapshots))
+        # a new snapshot is read only once the last one's steps have all been shown
+        new_while_refreshing = [n for (busy, n), (_, before) in zip(shown, [(False, 0)] + shown)
+                                if busy and n != before]
+        return new_while_refreshing, view.frames - snapshots, "ws-03" in view.timeline.rows
 
-    rc, (bars, snapshots, shown), errors = run_window(scenario)
+    rc, (early, snapshots, drawn), errors = run_window(scenario)
     assert rc == 0 and errors == []
-    assert snapshots >= 4 and bars >= snapshots - 1 and shown
+    assert early == [] and snapshots >= 4 and drawn
 
 
 def test_ctrl_q_with_a_held_final_save_on_a_long_job_quits(qtbot):
@@ -344,7 +353,7 @@ def test_ctrl_q_with_a_held_final_save_on_a_long_job_quits(qtbot):
         QTest.keyClick(QApplication.focusWidget() or win, Qt.Key.Key_Q,
                        Qt.KeyboardModifier.ControlModifier)
         try:
-            await wait_until(lambda: s.closed and view._closed
+            await wait_until(lambda: s.closed and view.is_shut
                              and s.counts().jobs_finished == s.counts().jobs_submitted, 30)
         except BaseException:
             s.release_holds()   # never leave a hung shutdown behind: fail instead
@@ -412,7 +421,7 @@ def test_the_view_keeps_only_a_window_of_finished_jobs(qtbot):
             await s.join()
 
     asyncio.run(push())
-    view.refresh(force=True)
+    view.refresh_now()
     stats = view.checker.stats()
     assert view.checker.violations == [] and view.checker.runs == 6_000
     assert stats["live"] == 0 and stats["finished_ids"] <= view.checker.keep_finished

@@ -100,16 +100,17 @@ def test_fast_delegate_paints_the_models_colours_and_elides(qtbot):
     blue = (cell[..., 0] > 180) & (cell[..., 1] < 90) & (cell[..., 2] < 90)
     assert blue.any()                                        # the model's text colour
     # the long text was elided to the column, laid out once and reused
-    cache = delegate._texts._cache          # (font index, text, elide width) -> laid-out text
+    cache = delegate.texts.kept()           # (font index, text, elide width) -> laid-out text
     keys = [k for k in cache if k[1].startswith("a rather long")]
     assert keys and all(k[2] <= 80 for k in keys)
     assert all(cache[k][0].text().endswith("…") for k in keys)
     assert any(k[0] == 1 for k in cache)    # row 2's bold font
     before = dict(cache)
     view.viewport().repaint()
-    assert all(cache[k] is before[k] for k in before)
+    again = delegate.texts.kept()
+    assert all(again[k] is before[k] for k in before)
     delegate.clear()
-    assert len(delegate._texts) == 0 and delegate._texts.fonts == ()
+    assert len(delegate.texts) == 0 and delegate.texts.fonts == ()
 
 
 def test_the_text_cache_is_bounded_and_keeps_what_is_drawn_every_frame(qapp):

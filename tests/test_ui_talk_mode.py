@@ -98,11 +98,13 @@ def test_space_pauses_the_chart_while_the_heartbeat_keeps_recording(qtbot):
         await wait_until(lambda: chart.trace.xData is not None and len(chart.trace.xData) > 10)
         key(win, Qt.Key.Key_Space)
         paused = chart.paused, win.talk.actions["pause"].isChecked(), chart.paused_label.isVisibleTo(chart)
-        ticks, frame = hb.count, chart._frame
-        await wait_until(lambda: hb.count > ticks + 20 and chart._frame > frame + 3)
+        frames = []                             # the chart's frame ticks, after its redraw
+        chart.frame_timer.timeout.connect(lambda: frames.append(1))
+        ticks = hb.count
+        await wait_until(lambda: hb.count > ticks + 20 and len(frames) > 3)
         frozen_a = chart.trace.xData.copy()
-        frame = chart._frame
-        await wait_until(lambda: chart._frame > frame + 3)
+        frame = len(frames)
+        await wait_until(lambda: len(frames) > frame + 3)
         frozen_b = chart.trace.xData.copy()
         key(win, Qt.Key.Key_Space)
         resumed = not chart.paused
@@ -115,6 +117,32 @@ def test_space_pauses_the_chart_while_the_heartbeat_keeps_recording(qtbot):
     assert paused == (True, True, True)
     assert len(a) == len(b) and (a == b).all()      # frozen while the heartbeat ticked on
     assert resumed
+
+
+def test_the_blocking_notice_leaves_the_status_bar_when_the_whole_run_ends_and_only_it(qtbot):
+    """The whole run's "blocking the loop…" notice is cleared from the status bar once the
+    run has ended; a message that only reads alike is not (it was: the notice was told
+    apart by its first words)."""
+    async def scenario(win):
+        await _ready(win)
+        c, bar = win.controller, win.statusBar()
+        said = []
+        c.notice.connect(lambda text: said.append((text, bar.currentMessage(), c.banner)))
+        rec = c.start_whole(SMALL)
+        await wait_until(lambda: rec.status != "running", 30)
+        await wait_until(lambda: "Blocking" not in bar.currentMessage(), 10)
+        after_run = bar.currentMessage()
+        alike = "Blocking the loop is what a whole run does (said by someone else)"
+        bar.showMessage(alike, 60_000)
+        c.changed.emit()
+        return said, after_run, bar.currentMessage(), alike
+
+    rc, (said, after_run, kept, alike), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    blocking = [text for text, shown, banner in said if text == banner and text]
+    assert len(blocking) == 1 and blocking[0].startswith("Blocking the loop")
+    assert blocking[0] not in after_run
+    assert kept == alike
 
 
 def test_f11_full_screen_f1_overlay_f5_presenter(qtbot):
@@ -238,6 +266,33 @@ def test_settings_round_trip_in_a_temporary_store(qtbot, tmp_path):
     second.talk.set_presenter(False)
     assert theme.palette_name() == "dark"      # the theme outside presenter mode was kept too
     second.deleteLater()
+
+
+def test_settings_restore_the_state_and_the_widgets_follow(qtbot, tmp_path):
+    """The heartbeat's period and the job are restored as state, not by driving their
+    widgets (which then merely show them): with the widgets deaf, the state is still
+    restored and the widgets still show it."""
+    ini = str(tmp_path / "lanemon.ini")
+    store = settings.open_store(ini)
+    store.setValue(settings.PERIOD, 7)
+    store.setValue(settings.JOB_SIZE, 321.0)
+    store.setValue(settings.JOB_UNIT, "CPU ms")
+    store.sync()
+    win = MainWindow()
+    qtbot.addWidget(win)
+    panel = win.runs_panel
+    for w in (win.chart.period, panel.size, panel.unit):
+        w.blockSignals(True)              # a widget that drove the state would be lost here
+    settings.restore(win, settings.open_store(ini))
+    for w in (win.chart.period, panel.size, panel.unit):
+        w.blockSignals(False)
+    assert win.heartbeat.period_ms == 7 and win.chart.period.value() == 7
+    assert panel.job() == (321.0, "CPU ms")
+    assert (panel.size.value(), panel.unit.currentText()) == (321.0, "CPU ms")
+    settings.save(win, settings.open_store(ini))
+    again = settings.open_store(ini)
+    assert (int(again.value(settings.PERIOD)), float(again.value(settings.JOB_SIZE)),
+            again.value(settings.JOB_UNIT)) == (7, 321.0, "CPU ms")
 
 
 def test_tests_never_touch_the_users_settings(tmp_path):

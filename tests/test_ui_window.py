@@ -6,7 +6,6 @@ one test, with a wide margin.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 
@@ -17,7 +16,7 @@ from procs import gone, release
 from lanemon.bench._common import child_processes
 
 from lanemon.ui.tools.testing import run_window, wait_until
-from lanemon.work import hash_range, live_worker_pids
+from lanemon.work import hash_range, live_worker_pids, warm_pool
 
 
 @pytest.fixture(autouse=True)
@@ -71,14 +70,19 @@ def test_the_chart_header_shows_the_live_figures_in_full(qtbot):
     and showed nothing), in normal and large type."""
     from PySide6.QtGui import QFont, QFontMetrics
 
+    from lanemon.ui.heartbeat.chart import STATS_EVERY
+
     async def scenario(win):
         live = win.chart.live
+        frames = []                             # the chart's frame ticks
+        win.chart.frame_timer.timeout.connect(lambda: frames.append(1))
         await wait_until(lambda: live.text().startswith("p50"))
         seen = []
         for scale in (1.0, 1.6):
             win.set_font_scale(scale)
             await wait_until(lambda: win.chart.live.width() > 0, 5)
-            await asyncio.sleep(0.3)            # the next figures, in the new font
+            shown = len(frames)                 # the next figures, in the new font
+            await wait_until(lambda: len(frames) > shown + STATS_EVERY, 10)
             bold = QFont(live.font())
             bold.setBold(True)
             need = sum(QFontMetrics(bold if b else live.font()).horizontalAdvance(t) for t, _, b in live.parts)
@@ -110,8 +114,9 @@ def test_each_kind_adds_a_row_with_the_right_result(qtbot):
                 await _finish(c, c.start_sliced(total, slice_size=30_000))]
         for kind in ("cold", "warm", "thread"):
             recs.append(await _finish(c, c.start_worker(total, kind)))
-        await asyncio.sleep(0.1)  # let the table repaint
-        return recs, win.runs_panel.model.rowCount(), win.placement_panel.placed.rowCount()
+        runs, placed = win.runs_panel.model, win.placement_panel.placed
+        await wait_until(lambda: runs.rowCount() == placed.rowCount() == len(recs), 10)   # the tables follow
+        return recs, runs.rowCount(), placed.rowCount()
 
     rc, (recs, rows, placed), errors = run_window(scenario)
     assert rc == 0 and errors == []
@@ -166,7 +171,7 @@ def test_closing_during_a_warm_run_leaves_no_child_process(qtbot):
         c = win.controller
         await wait_until(lambda: c.machine.warm_roundtrip_ms is not None or c.machine.errors, 60)
         rec = c.start_worker(2_000_000_000, "warm")   # minutes of work: still running at close
-        await asyncio.sleep(0.3)
+        await wait_until(lambda: bool(warm_pool().busy_pids()), 20)    # in a worker now
         assert rec.running
         return rec, live_worker_pids()
 
@@ -238,7 +243,6 @@ import signal  # noqa: E402
 
 async def _busy_warm_worker(win, total=2_000_000_000):
     """A warm worker run of minutes started from the window, and its worker's pid."""
-    from lanemon.work import warm_pool
 
     c = win.controller
     await wait_until(lambda: c.machine.warm_roundtrip_ms is not None or c.machine.errors, 60)
@@ -267,7 +271,7 @@ def test_a_hung_worker_run_is_cancelled_from_the_window_and_worker_runs_work_aga
             panel.cancel_btn.click()
             await wait_until(lambda: not rec.running, 20)
             await wait_until(lambda: gone(victim) and len(pool.pids()) == pool.size, 20)
-            await asyncio.sleep(0.1)                             # the panel's coalesced refresh
+            await wait_until(lambda: not panel.in_flight.text(), 5)   # the panel's coalesced refresh
             cancelled = panel.in_flight.text(), panel.banner.text(), panel.cancel_btn.isEnabled()
             again = await _finish(c, c.start_worker(60_000, "warm"))
             await wait_until(lambda: f"#{again.id}" in panel.banner.text(), 5)
@@ -322,7 +326,7 @@ def test_esc_cancels_a_worker_run_in_flight_and_is_free_otherwise(qtbot):
         esc()                                      # now: the run
         await wait_until(lambda: not rec.running, 20)
         await wait_until(lambda: not win.runs_panel.cancel_btn.isEnabled(), 10)
-        idle_esc = win.runs_panel._esc.isEnabled()
+        idle_esc = win.runs_panel.esc_cancels
         return rec, still_running, idle_esc, live_worker_pids()
 
     rc, (rec, still_running, idle_esc, pids), errors = run_window(scenario)
@@ -344,7 +348,7 @@ def test_a_hung_worker_run_times_out_and_says_so(qtbot):
             os.kill(victim, signal.SIGSTOP)
             await wait_until(lambda: not rec.running, 30)
             await wait_until(lambda: gone(victim) and len(pool.pids()) == pool.size, 20)
-            await asyncio.sleep(0.1)
+            await wait_until(lambda: f"Run #{rec.id}" in panel.banner.text(), 5)   # its outcome, said
             return rec, panel.banner.text()
         finally:
             release(victim)
@@ -362,7 +366,7 @@ def test_a_worker_that_dies_mid_run_is_said_in_the_banner(qtbot):
         try:
             os.kill(victim, signal.SIGKILL)
             await wait_until(lambda: not rec.running, 20)
-            await asyncio.sleep(0.1)
+            await wait_until(lambda: f"Run #{rec.id}" in win.runs_panel.banner.text(), 5)   # its outcome, said
             return rec, victim, win.runs_panel.banner.text()
         finally:
             release(victim)

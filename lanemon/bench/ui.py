@@ -67,15 +67,6 @@ async def _shown_and_hidden(window, key: str):
     return lag_stats(np.concatenate(shown)), lag_stats(np.concatenate(hidden))
 
 
-# one refresh that reads a fresh snapshot and shows all of it at once, per view
-FULL_REFRESH = {
-    "lanes": lambda view: view.refresh(force=True),   # normally spread over a few ticks
-    "counters": lambda view: view.refresh(),          # reads a snapshot on every call
-}
-# what each ~30 fps frame timer calls (the chart's, and the shown view's)
-FRAME_SLOTS = {"chart": "redraw", "lanes": "refresh", "counters": "frame_tick"}
-
-
 _POSTED = None
 
 
@@ -100,8 +91,10 @@ async def _frames_as_they_run(window, key: str, seconds: float) -> dict[str, lis
     """The window's own frame work for ``seconds``, as it runs: every tick of the chart's
     and the shown view's frame timers, each timed with the paint it caused.
 
+    Every view is a ``LiveView``: its ``frame_timer`` calls its ``frame``.
     Returns each timer's tick costs in ms, sorted: ``{"chart": [...], key: [...]}``."""
-    owners = {"chart": window.chart, key: window.views[key]}
+    view = window.views[key]
+    owners = {"chart": (window.chart.frame_timer, window.chart.redraw), key: (view.frame_timer, view.frame)}
     ticks: dict[str, list[float]] = {name: [] for name in owners}
 
     def timed(name, slot):
@@ -113,12 +106,11 @@ async def _frames_as_they_run(window, key: str, seconds: float) -> dict[str, lis
         return tick
 
     swapped = []
-    for name, owner in owners.items():
-        slot = getattr(owner, FRAME_SLOTS[name])
+    for name, (timer, slot) in owners.items():
         wrapper = timed(name, slot)
-        owner.frame_timer.timeout.disconnect(slot)
-        owner.frame_timer.timeout.connect(wrapper)
-        swapped.append((owner.frame_timer, slot, wrapper))
+        timer.timeout.disconnect(slot)
+        timer.timeout.connect(wrapper)
+        swapped.append((timer, slot, wrapper))
     try:
         await asyncio.sleep(seconds)
     finally:
@@ -139,7 +131,7 @@ async def _all_at_once(window, key: str, whole_window: bool) -> list[float]:
         _paint_pending()                       # start from a clean slate
         t0 = time.thread_time()
         window.chart.redraw()
-        FULL_REFRESH[key](view)
+        view.refresh_now()
         if whole_window:
             window.repaint()
         _paint_pending()

@@ -7,12 +7,13 @@ Data flow (the view decides nothing about counters):
   ``set_speed()``, ``expire_claim()``, ``abandon()``, ``compare_async()``.
   A ``ValueError`` from the domain, or a run / compare that fails, is shown
   in the view's message line -- never swallowed;
-- every domain event only marks the view dirty (one attribute write);
-- a 33 ms timer (≤ 30 fps) runs while the view is visible and something is
-  to be drawn: it reads one ``snapshot()`` and repaints what changed in the
-  grid; the staff strip, the tallies and the headline follow at most
-  ``TEXT_FPS`` times a second (split over two ticks), and at once after a
-  control was used. It stops itself when nothing changed and no TTL
+- every domain event only marks the view dirty (``LiveView.mark_dirty``);
+- the ``LiveView`` frame tick (33 ms, ≤ 30 fps) runs while the view is
+  visible and something is to be drawn: it reads one ``snapshot()`` and
+  repaints what changed in the grid (``frame_motion``); the staff strip, the
+  tallies and the headline follow at most ``TEXT_FPS`` times a second (two
+  steps: the staff strip, then the tallies and the headline), and at once
+  after a control was used. It stops itself when nothing changed and no TTL
   countdown is on screen, after bringing the text up to the last snapshot.
 
 Config changes (strategy, staff, counters, ...) reset the run -- a
@@ -23,8 +24,9 @@ Customers turned away by the full queue (``SimConfig.queue_limit``) show in
 the tallies ("turned away", in the warning colour once > 0) and, after a
 compare, as served figures in the warning colour whose tooltip says how many.
 
-``install_counters_view(window)`` adds the tab and a shutdown hook that stops
-a running simulation and a compare in flight: the hook returns once the run's
+``install_counters_view(window)`` adds the tab; when the window closes, the
+view's ``shutdown`` stops a running simulation and a compare in flight: it
+returns once the run's
 tasks have finished and the compare's worker thread has ended (it stops within
 one iteration of its virtual-time loop), so closing the window leaves nothing
 computing.
@@ -37,7 +39,6 @@ import contextlib
 import logging
 import time
 
-from PySide6.QtCore import QTimer
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QApplication,
@@ -60,31 +61,30 @@ from lanemon.ui.counters.controls import (
 )
 from lanemon.ui.counters.grid import CountersGrid, StaffStrip, cells_from, chips_from, counter_label
 from lanemon.ui.kit.live_label import LiveLabel
+from lanemon.ui.kit.live_view import LiveView
 
 log = logging.getLogger(__name__)
 
-FRAME_MS = 33  # ≤ 30 fps: the grid (its claim countdowns move on every frame)
 TEXT_FPS = 5   # the staff strip, the tallies and the headline: at most this often, and at
                # once after a control was used (figures that change 30 times a second cannot
                # be read; each of these costs ~0.2-0.6 ms to repaint)
 
 
-class CountersView(QWidget):
+class CountersView(LiveView):
+    """The Counters tab (see the module docstring). ``grid_frames`` counts the grid's
+    repaints (a snapshot read each); ``last_snapshot`` is the snapshot shown last."""
+
+    TEXT_FPS = TEXT_FPS
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.sim: Simulation | None = None
         self._unsubscribe = None
         self._task: asyncio.Task | None = None
         self._compare_task: asyncio.Task | None = None
-        self._dirty = True
         self._countdown = False
-        self._text_at = 0.0          # when the text parts last showed a snapshot
-        self._text_stale = False     # they show an older snapshot than the grid
-        self._text_urgent = True     # a control was used: show them on the next tick
-        self._figures_due = False    # the staff strip was shown: the tallies and headline next
         self._cells_kept: dict = {}  # counter id -> (view, cell): unchanged counters keep their cell
-        self.frames = 0             # repaints done (for tests and the bench)
-        self.frame_ms_max = 0.0     # slowest refresh so far (snapshot + repaint request)
+        self.grid_frames = 0        # grid repaints done (for tests and the bench)
         self.last_snapshot = None
 
         # --- controls ------------------------------------------------------------
@@ -167,9 +167,6 @@ class CountersView(QWidget):
         layout.addWidget(self._right, 0)
 
         # --- wiring ------------------------------------------------------------------
-        self.frame_timer = QTimer(self)
-        self.frame_timer.setInterval(FRAME_MS)
-        self.frame_timer.timeout.connect(self.frame_tick)
         self.start_btn.clicked.connect(self.start)
         self.stop_btn.clicked.connect(self.stop)
         self.reset_btn.clicked.connect(self.reset)
@@ -182,7 +179,7 @@ class CountersView(QWidget):
         self.reset()
 
     # --- presenter mode --------------------------------------------------------------------
-    def apply_fonts(self) -> None:
+    def fonts_changed(self) -> None:
         s = theme.font_scale()
         self._controls.setFixedWidth(int(335 * s))
         self._right.setFixedWidth(int(405 * s))
@@ -194,7 +191,6 @@ class CountersView(QWidget):
         self.headline.setFont(head)
         self.message.apply_fonts()
         self.compare.apply_fonts()
-        self.mark_dirty()
 
     # --- controls -> domain ------------------------------------------------------------------
     def show_message(self, text: str, error: bool = False) -> None:
@@ -220,7 +216,7 @@ class CountersView(QWidget):
         self.staff.selected = None
         self.show_message(f"Ready: {config.label}, {config.staff} staff, {config.counters} counters. "
                           "Start with Alt+S.")
-        self.mark_dirty()
+        self.mark_dirty(urgent=True)
         return True
 
     def start(self) -> bool:
@@ -237,14 +233,14 @@ class CountersView(QWidget):
         self._task = task
         task.add_done_callback(self._run_done)
         self.show_message(f"Running: {self.sim.config.label}.")
-        self.mark_dirty()
+        self.mark_dirty(urgent=True)
         return True
 
     def stop(self) -> None:
         if self.sim is not None and self.running:
             self.sim.stop()
             self.show_message("Stopped. Start runs afresh; Reset clears the board.")
-        self.mark_dirty()
+        self.mark_dirty(urgent=True)
 
     def set_speed(self, speed: float) -> None:
         if self.sim is None:
@@ -253,7 +249,7 @@ class CountersView(QWidget):
             self.sim.set_speed(speed)
         except ValueError as exc:
             self.show_message(str(exc), error=True)
-        self.mark_dirty()
+        self.mark_dirty(urgent=True)
 
     def _config_changed(self) -> None:
         was_running = self.running
@@ -275,7 +271,7 @@ class CountersView(QWidget):
         if self.sim.expire_claim(target):
             self.show_message(f"Claim on counter {counter_label(target)} expired: its owner's finalize "
                               "will be refused.")
-            self.mark_dirty()            # a control was used: grid and text on the next tick
+            self.mark_dirty(urgent=True)   # a control was used: grid and text on the next tick
             return True
         self.show_message(f"Counter {counter_label(target)} has no live claim.", error=True)
         return False
@@ -291,7 +287,7 @@ class CountersView(QWidget):
             return None
         self.show_message(f"{name} will walk away halfway through the next guide "
                           f"({self.sim.config.abandon_time:g} s).")
-        self.mark_dirty()
+        self.mark_dirty(urgent=True)
         return name
 
     def compare_all(self) -> asyncio.Task | None:
@@ -305,10 +301,14 @@ class CountersView(QWidget):
         except ValueError as exc:
             self.show_message(f"Cannot compare: {exc}", error=True)
             return None
+        task = self.spawn(self._compare(config))
+        if task is None:
+            self.show_message("Cannot compare: the window is closing.", error=True)
+            return None
         self.compare_btn.setEnabled(False)
         self.compare_btn.setText("Comparing…")
-        self._compare_task = asyncio.get_running_loop().create_task(self._compare(config))
-        return self._compare_task
+        self._compare_task = task
+        return task
 
     async def _compare(self, config) -> None:
         started = time.perf_counter()
@@ -326,20 +326,14 @@ class CountersView(QWidget):
         self.compare.set_results(results, config)
         self.show_message(f"Compared in {time.perf_counter() - started:.2f} s (virtual time).")
 
-    async def shutdown(self) -> None:
-        """Stop the simulation and a compare in flight (the window's shutdown hook); returns
-        when both have ended, the compare's worker thread included."""
-        self.frame_timer.stop()
+    async def close_domain(self) -> None:
+        """After the view's tasks (a compare in flight: cancelled, its worker thread ended;
+        ``LiveView.shutdown``): stop the simulation and wait until its run has ended."""
         task = self._task
         self._drop_sim()
         if task is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        ct = self._compare_task
-        if ct is not None and not ct.done():
-            ct.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await ct
 
     def _drop_sim(self) -> None:
         if self._unsubscribe is not None:
@@ -361,88 +355,51 @@ class CountersView(QWidget):
             t = task.result()
             self.show_message(f"Finished: {t.served:,} served in {t.elapsed:.1f} s, "
                               f"{t.double_assignments:,} double assignments.")
-        self.mark_dirty()
+        self.mark_dirty(urgent=True)
 
     # --- domain events -> one repaint per tick --------------------------------------------------
     def _on_event(self, _event) -> None:
-        if self._dirty:
-            return
-        self._dirty = True
-        if not self.frame_timer.isActive() and self.isVisible():
-            self.frame_timer.start()
-
-    def mark_dirty(self) -> None:
-        self._dirty = True
-        self._text_urgent = True
-        if self.isVisible() and not self.frame_timer.isActive():
-            self.frame_timer.start()
-
-    def showEvent(self, event) -> None:  # noqa: N802
-        super().showEvent(event)
         self.mark_dirty()
 
-    def hideEvent(self, event) -> None:  # noqa: N802
-        self.frame_timer.stop()
-        super().hideEvent(event)
-
-    def frame_tick(self) -> None:
-        """One tick of ``frame_timer``: refresh if something changed or a countdown runs; else
-        bring the text parts up to the last snapshot (if a tick skipped them) and stop.
-
-        The text parts, when due, are split over two ticks (the staff strip, then the
-        tallies and the headline), so no tick repaints all of them; after a control was
-        used they are shown at once."""
-        sim = self.sim
-        live = sim is not None and sim.state == "running" and sim.clock.speed > 0
-        if not self._dirty and not (self._countdown and live):
-            if self._text_stale and self.last_snapshot is not None:
-                self._show_text(self.last_snapshot, "all")
-            self.frame_timer.stop()
-            return
-        self._dirty = False
-        if self._text_urgent:
-            text = "all"
-        elif self._figures_due:
-            text = "figures"
-        elif time.perf_counter() - self._text_at >= 1.0 / TEXT_FPS:
-            text = "staff"
-        else:
-            text = None
-        self.refresh(text)
-
-    def refresh(self, text: str | None = "all") -> None:
-        """Read one snapshot and show it: the grid, and the text parts named by ``text``:
-        ``"all"``, ``"staff"`` (the staff strip), ``"figures"`` (the tallies and the
-        headline) or ``None``; ``frame_tick`` asks for them at most ``TEXT_FPS`` times
-        a second."""
-        t0 = time.perf_counter()
+    def frame_motion(self, changed: bool, refreshing: bool, text_due: bool) -> bool:
+        """Every tick in which something changed or a claim's countdown runs: read one
+        snapshot and repaint what changed in the grid; the text parts are then behind."""
         sim = self.sim
         if sim is None:
-            return
+            return False
+        live = sim.state == "running" and sim.clock.speed > 0
+        if not changed and not (self._countdown and live):
+            return False
         snap = sim.snapshot()
         self.last_snapshot = snap
         cells = cells_from(snap, self._cells_kept)
         self._countdown = any(c.ttl_fraction is not None for c in cells)
         self.grid.set_cells(cells)
-        if text is not None:
-            self._show_text(snap, text)
-        else:
-            self._text_stale = True
-        self.frames += 1
-        self.frame_ms_max = max(self.frame_ms_max, (time.perf_counter() - t0) * 1000)
+        self.grid_frames += 1
+        self.mark_stale()
+        return True
 
-    def _show_text(self, snap, which: str) -> None:
-        if which in ("all", "staff"):
-            self.staff.set_chips(chips_from(snap))
-            self._text_at = time.perf_counter()
-            self._figures_due = which == "staff"
-            self._text_stale = which == "staff"
-        if which in ("all", "figures"):
+    def refresh_steps(self, urgent: bool):
+        """The text parts from the last snapshot: after a control was used, all at once;
+        else in two steps, the staff strip, then the tallies and the headline (each costs
+        ~0.2-0.6 ms to repaint), so no tick repaints all of them."""
+        if urgent:
+            return (self._show_all,)
+        return (self._show_staff, self._show_figures)
+
+    def _show_all(self) -> None:
+        self._show_staff()
+        self._show_figures()
+
+    def _show_staff(self) -> None:
+        if self.last_snapshot is not None:
+            self.staff.set_chips(chips_from(self.last_snapshot))
+
+    def _show_figures(self) -> None:
+        snap = self.last_snapshot
+        if snap is not None:
             self.tallies.set_tallies(snap.tallies)
             self.headline.set_parts(self._headline(snap))
-            self._figures_due = False
-            self._text_stale = False
-        self._text_urgent = False
 
     def _headline(self, snap) -> list[tuple[str, str, bool]]:
         fg, muted = theme.FG, theme.MUTED
@@ -464,9 +421,7 @@ def _tight_bottom(layout) -> None:
 
 
 def install_counters_view(window) -> CountersView:
-    """Add the Counters tab to ``window`` (a ``MainWindow``) and its shutdown hook."""
+    """Add the Counters tab to ``window`` (a ``MainWindow``) (the window shuts the view down when it closes)."""
     view = CountersView()
     window.add_view("counters", "Counters", view)
-    window.add_shutdown_hook(view.shutdown)
-    window.counters_view = view
     return view

@@ -89,6 +89,11 @@ class FastDelegate(QStyledItemDelegate):
             x = rect.left() + MARGIN
         painter.drawStaticText(QPointF(x, rect.top() + (rect.height() - h) / 2), st)
 
+    @property
+    def texts(self) -> StaticTexts:
+        """The laid-out texts the cells are drawn from (fonts: the view's, then bold)."""
+        return self._texts
+
     def clear(self) -> None:
         """Forget the laid-out texts and fonts (call when the view's font changes)."""
         self._texts.set_fonts(())

@@ -32,6 +32,11 @@ class StaticTexts:
     def __len__(self) -> int:
         return len(self._cache) + len(self._old)
 
+    def kept(self) -> dict[tuple, tuple[QStaticText, float, float]]:
+        """What is kept now, both generations: ``(font_index, text, elide_px)`` -> the
+        laid-out text, its width and height (the objects ``get`` returns). A copy."""
+        return {**self._old, **self._cache}
+
     def set_fonts(self, fonts: tuple[QFont, ...]) -> None:
         self.fonts = tuple(fonts)
         self._cache.clear()

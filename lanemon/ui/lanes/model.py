@@ -105,13 +105,16 @@ class _RowsModel(QAbstractTableModel):
         self.now = 0.0
         self._bold = QFont()
         self._bold.setBold(True)
-        #: ``() -> (first, last)``: the rows a view shows (set by the view;
-        #: ``None``: every row). Only those are compared and announced: a row
-        #: out of view is painted from the model when it scrolls in.
-        self.visible_rows: Callable[[], tuple[int, int]] | None = None
+        self._visible_rows: Callable[[], tuple[int, int]] | None = None
         # row index -> (row, its cells), for the rows shown at the last update;
         # describes the model's current rows (time texts as last compared)
         self._shown: dict[int, tuple] = {}
+
+    def set_visible_rows(self, rows: Callable[[], tuple[int, int]] | None) -> None:
+        """``rows() -> (first, last)``: the rows the view shows (``None``, the default:
+        every row). Only those are compared and announced by ``set_rows`` and ``tick``:
+        a row out of view is painted from the model when it scrolls in."""
+        self._visible_rows = rows
 
     # --- updating in place -------------------------------------------------------------
     def set_rows(self, rows: list[tuple], keys: list, now: float) -> None:
@@ -149,10 +152,10 @@ class _RowsModel(QAbstractTableModel):
     def _announce(self, n_old: int) -> None:
         rows = self._rows
         n = len(rows)
-        if self.visible_rows is None:
+        if self._visible_rows is None:
             lo, hi = 0, n - 1
         else:
-            lo, hi = self.visible_rows()
+            lo, hi = self._visible_rows()
             lo, hi = max(lo, 0), min(hi, n - 1)
         shown, new_shown = self._shown, {}
         tc = self.TIME_COLUMN

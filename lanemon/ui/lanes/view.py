@@ -1,15 +1,18 @@
 """The lanes & queues view: a thin window onto ``lanemon.lanes.Scheduler``.
 
-Data flow: a control -> a domain call (a coroutine runs as a task on the
-running qasync loop; its error or outcome is said under the controls, never
+A ``LiveView`` (``lanemon.ui.kit.live_view``): the frame tick, the text
+throttle, the steps and the view's tasks are the base's.
+
+Data flow: a control -> a domain call (a coroutine runs as a task of the
+view, ``spawn``; its error or outcome is said under the controls, never
 swallowed) -> the domain emits events -> the event callback only marks the
-view dirty -> on a 33 ms timer tick, at most ``TEXT_FPS`` times a second
-(at once after a control was used), one ``Scheduler.snapshot(limit=…,
+view dirty -> on a 33 ms tick, at most ``TEXT_FPS`` times a second (at once
+after a control was used), one ``Scheduler.snapshot(limit=…,
 queue_lanes=False)`` (as many jobs as the tables show), shown one step per
-tick (workspaces, each queue, the timeline's bars; see ``refresh``) so that
-no tick does all of it. Nothing is drawn while the view is hidden (another
-tab) or when nothing changed; between events only the clocks move (time
-held, the timeline's running bars) and only those are redrawn.
+tick (workspaces, each queue, the timeline's bars; see ``refresh_steps``) so
+that no tick does all of it. Nothing is drawn while the view is hidden
+(another tab) or when nothing changed; between events only the clocks move
+(time held, the timeline's running bars) and only those are redrawn.
 
 Parts: the live counters strip; the controls (``lanes_controls``); the
 timeline (``lanes_timeline``); the workspaces table (a row per workspace:
@@ -21,18 +24,18 @@ as many of each as fit, the counts are complete).
 ``InvariantChecker`` (it follows ``started``/``finished`` events), which also
 reports any broken invariant.
 
-``install_lanes_view(window)`` creates the scheduler, adds the tab and the
-shutdown hook (cancel the view's tasks, ``aclose()`` the scheduler).
+``install_lanes_view(window)`` creates the scheduler and adds the tab; when the
+window closes, the view's ``shutdown`` cancels its tasks and ``aclose()``s the
+scheduler.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections import deque
 from functools import partial
 
-from PySide6.QtCore import QEvent, Qt, QTimer
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -50,25 +53,23 @@ from lanemon.ui.lanes.controls import LanesControls
 from lanemon.ui.lanes.model import QUEUE_COLORS, QUEUE_LABELS, JobsModel, LaneRow, WorkspacesModel, job_row
 from lanemon.ui.lanes.timeline import LanesTimeline
 from lanemon.ui.kit.live_label import LiveLabel, figure_parts
-from lanemon.tasks import cancel_and_wait
+from lanemon.ui.kit.live_view import LiveView
 
-FPS = 30               # the timeline
 TEXT_FPS = 4           # tables, titles and counters (at once after a control was used)
 MIN_JOB_ROWS = 12      # jobs per list (running / waiting / recent) read per frame, at least
-COST_FRAMES = 240      # refresh costs kept for ``refresh_costs_ms``
 
 
 class _Observer:
-    """The event callback: marks dirty, remembers when a save started being held."""
+    """The event callback: marks the view dirty, remembers when a save started being held."""
 
-    __slots__ = ("dirty", "held_since")
+    __slots__ = ("held_since", "mark")
 
-    def __init__(self) -> None:
-        self.dirty = True
+    def __init__(self, mark) -> None:
+        self.mark = mark
         self.held_since: dict[int, float] = {}
 
     def __call__(self, ev) -> None:
-        self.dirty = True
+        self.mark()
         kind = ev[0]
         if kind == "save_held":
             self.held_since.setdefault(ev[4], ev[1])
@@ -117,7 +118,7 @@ def _table(model, cls=QTableView) -> QTableView:
     h.setHighlightSections(False)
     h.setStretchLastSection(True)
     h.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-    model.visible_rows = lambda: _rows_in_view(t)
+    model.set_visible_rows(partial(_rows_in_view, t))
     return t
 
 
@@ -132,28 +133,27 @@ def _rows_in_view(t: QTableView) -> tuple[int, int]:
     return max(first, 0), (n - 1 if last < 0 else last)
 
 
-class LanesView(QWidget):
+class LanesView(LiveView):
+    """The lanes & queues tab (see the module docstring). ``frames`` counts the
+    snapshots read, ``ticks`` the clock-only ticks (the running bars and time
+    columns move, nothing else changed)."""
+
+    TEXT_FPS = TEXT_FPS
+
     def __init__(self, scheduler: Scheduler, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.scheduler = scheduler
         self.checker = InvariantChecker(scheduler)
-        self._observer = _Observer()
+        self._observer = _Observer(self.mark_dirty)
         self._unsubscribe = scheduler.subscribe(self._observer)
-        self._tasks: set[asyncio.Task] = set()
         self._snap = None
         self._live = False
         # rows built from the snapshot's immutable views, reused while those views
         # are the same objects (the domain keeps the views of what did not change)
         self._lane_rows: dict[str, tuple] = {}   # ws -> (lane, busy, spans, LaneRow)
         self._job_rows: dict[str, dict] = {}     # queue -> job id -> (JobView, JobRow)
-        self._text_at = 0.0
-        self._urgent = False        # a control was used: read a snapshot on the next tick
-        self._plan: deque = deque()   # the steps left of showing ``_snap``, one per tick (see refresh)
         self._syncing = False
-        self._closed = False
-        self.frames = 0                      # full refreshes (a snapshot read)
         self.ticks = 0                       # clock-only refreshes
-        self.refresh_costs_ms: deque[float] = deque(maxlen=COST_FRAMES)
 
         # --- parts ---------------------------------------------------------------------------
         # text that changes several times a second: LiveLabels (no window re-layout per change)
@@ -222,34 +222,18 @@ class LanesView(QWidget):
         layout.addWidget(self.counters)
         layout.addWidget(main, 1)
 
-        self.frame_timer = QTimer(self)
-        self.frame_timer.setInterval(int(1000 / FPS))
-        self.frame_timer.timeout.connect(self.refresh)
         self.apply_fonts()
 
     # --- life cycle ------------------------------------------------------------------------
-    def showEvent(self, event) -> None:  # noqa: N802
-        super().showEvent(event)
-        if not self._closed:
-            self._observer.dirty = True
-            self.frame_timer.start()
-
-    def hideEvent(self, event) -> None:  # noqa: N802
-        super().hideEvent(event)
-        self.frame_timer.stop()
-
-    async def shutdown(self) -> None:
-        """Stop drawing, cancel this view's tasks, close the scheduler."""
-        self._closed = True
-        self.frame_timer.stop()
-        await cancel_and_wait(self._tasks)
-        # prompt whatever is held or running: holds are released, running jobs
-        # end cancelled ("window closed"), final records saved before lanes go
+    async def close_domain(self) -> None:
+        """After the view's tasks (``shutdown``): close the scheduler. Whatever is held or
+        running is prompted: holds are released, running jobs end cancelled ("window
+        closed"), final records saved before lanes go."""
         await self.scheduler.aclose("window closed")
         self._unsubscribe()
         self.checker.unsubscribe()
 
-    def apply_fonts(self) -> None:
+    def fonts_changed(self) -> None:
         """Re-apply sizes after the window's font scale changed."""
         title = QFont(self.font())
         title.setPointSizeF(theme.pt(12))
@@ -266,7 +250,6 @@ class LanesView(QWidget):
             t.verticalHeader().setMinimumSectionSize(row)
         self._size_columns()
         self.timeline.apply_fonts()
-        self._observer.dirty = True
 
     def _size_columns(self) -> None:
         fm = QFontMetrics(self.font())
@@ -288,18 +271,13 @@ class LanesView(QWidget):
     def request_refresh(self) -> None:
         """A control was used (or something changed that emits no event, e.g. a hold was
         set up): the next tick reads a snapshot, whatever the text rate."""
-        self._observer.dirty = True
-        self._urgent = True
+        self.mark_dirty(urgent=True)
 
-    def refresh(self, force: bool = False) -> None:
-        """One timer tick (30 fps while visible and something changes or moves).
-
-        After an event, at most ``TEXT_FPS`` times a second (and on the next
-        tick after a control was used, ``request_refresh``), the view shows one
-        snapshot, spread over ticks, **one step per tick**, so that no tick
-        holds the loop for the whole refresh (a snapshot, three tables and the
-        timeline cost ~4–5 ms at 200 workspaces and 1000 jobs; a step ~1 ms
-        plus the paint of what it changed):
+    def refresh_steps(self, urgent: bool):
+        """One refresh shows one snapshot, spread over ticks, **one step per tick**, so
+        that no tick holds the loop for the whole refresh (a snapshot, three tables and
+        the timeline cost ~4–5 ms at 200 workspaces and 1000 jobs; a step ~1 ms plus the
+        paint of what it changed):
 
         1. read the snapshot;
         2. the workspaces table;
@@ -307,60 +285,40 @@ class LanesView(QWidget):
         4. each queue's table and title, one queue per tick;
         5. the timeline's bars.
 
-        Every step shows the same snapshot, so the tables never disagree with
-        each other; the last is shown five ticks (~0.17 s) after the first. The
-        next snapshot waits until every step of this one was shown (events
-        that keep coming never starve the last steps), except after a control
-        was used: that starts over with a fresh snapshot on the next tick. Between refreshes only the clock moves: the timeline's bars
-        slide left (no bar is rebuilt) and, at ``TEXT_FPS``, the time columns
-        tick. ``force`` reads a snapshot and does every step at once.
-        """
-        if not force and not self.isVisible():
-            return
-        obs = self._observer
-        t0 = time.perf_counter()
-        text_due = self._urgent or (not self._plan and t0 - self._text_at >= 1.0 / TEXT_FPS)
-        if force or self._snap is None or (obs.dirty and text_due):
-            now = self.scheduler.clock()
-            self._start_plan(now, t0)
-            if force:
-                while self._plan:
-                    self._plan.popleft()(now)
-            elif self._live:
-                self.timeline.scroll(now)
-        elif self._plan:
-            now = self.scheduler.clock()
-            step = self._plan.popleft()
-            step(now)
-            if step != self._draw_bars and self._live:
-                self.timeline.scroll(now)
-        elif self._live:
-            now = self.scheduler.clock()
+        Every step shows the same snapshot, so the tables never disagree with each
+        other; the last is shown five ticks (~0.17 s) after the first. The next
+        snapshot waits until every step of this one was shown (events that keep coming
+        never starve the last steps), except after a control was used: that starts over
+        with a fresh snapshot on the next tick (``LiveView``). Between refreshes only the
+        clock moves (``frame_motion``). ``refresh_now()`` does every step at once."""
+        return (self._read, partial(self._step, self._show_workspaces),
+                partial(self._step, self._show_titles),
+                *(partial(self._step, partial(self._show_queue, q)) for q in self.scheduler.queues),
+                partial(self._step, self._draw_bars))
+
+    def _read(self) -> None:
+        """Step 1: the snapshot the other steps show (as many jobs as the tables show)."""
+        limit = max(MIN_JOB_ROWS, self._visible_job_rows() + 2)
+        self._snap = self.scheduler.snapshot(limit=limit, queue_lanes=False)
+
+    def _step(self, show) -> None:
+        show(self.scheduler.clock())
+
+    def frame_motion(self, changed: bool, refreshing: bool, text_due: bool) -> bool:
+        """While bars run, the clock moves: the timeline's bars slide left (no bar is
+        rebuilt) and, between refreshes at ``TEXT_FPS``, the time columns tick."""
+        if not self._live:
+            return False
+        now = self.scheduler.clock()
+        if not refreshing:
             if text_due:
-                self._text_at = t0
+                self.text_shown()
                 self.lanes_model.tick(now)
                 for m in self.queue_models.values():
                     m.tick(now)
-            self.timeline.scroll(now)
             self.ticks += 1
-        else:
-            return                   # nothing changed, nothing moves
-        self.refresh_costs_ms.append((time.perf_counter() - t0) * 1000.0)
-
-    def _start_plan(self, now: float, t0: float) -> None:
-        """Read a snapshot (the first step) and queue the others, one per tick."""
-        obs = self._observer
-        obs.dirty = False
-        self._urgent = False
-        self._text_at = t0
-        limit = max(MIN_JOB_ROWS, self._visible_job_rows() + 2)
-        snap = self._snap = self.scheduler.snapshot(limit=limit, queue_lanes=False)
-        self.frames += 1
-        self._plan.clear()
-        self._plan.append(self._show_workspaces)
-        self._plan.append(self._show_titles)
-        self._plan.extend(partial(self._show_queue, q) for q in snap.queues)
-        self._plan.append(self._draw_bars)
+        self.timeline.scroll(now)
+        return True
 
     def _draw_bars(self, now: float) -> None:
         self._live = self.timeline.draw(self._snap, now, self._observer.held_since)
@@ -510,17 +468,8 @@ class LanesView(QWidget):
         self.controls.say(text, error)
 
     def _spawn(self, coro, done=None) -> asyncio.Task | None:
-        """Run a domain coroutine as a task; its outcome or error is said."""
-        if self._closed:
-            coro.close()
-            self._say("The window is closing.", error=True)
-            return None
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-
-        def finished(t: asyncio.Task) -> None:
-            self._tasks.discard(t)
-            self.request_refresh()
+        """Run a domain coroutine as a task of the view; its outcome or error is said."""
+        def said(t: asyncio.Task) -> None:
             if t.cancelled():
                 return
             exc = t.exception()
@@ -529,7 +478,9 @@ class LanesView(QWidget):
             elif done is not None:
                 done(t.result())
 
-        task.add_done_callback(finished)
+        task = self.spawn(coro, said)
+        if task is None:
+            self._say("The window is closing.", error=True)
         return task
 
     def _checked(self, *getters):
@@ -652,8 +603,7 @@ class LanesView(QWidget):
 
 
 def install_lanes_view(window, scheduler: Scheduler | None = None) -> LanesView:
-    """Create the scheduler and the view; add the tab and the shutdown hook."""
+    """Create the scheduler and the view; add the tab (the window shuts the view down when it closes)."""
     view = LanesView(scheduler or Scheduler(clock=time.monotonic))
     window.add_view("lanes", "La&nes && queues", view)
-    window.add_shutdown_hook(view.shutdown)
     return view

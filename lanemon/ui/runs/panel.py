@@ -1,7 +1,9 @@
 """The runs panel: describe the job, start runs, read the results, export.
 
 A thin view over ``RunController``: buttons call ``start_*``; the table and
-figures repaint (coalesced) when the controller says ``changed``.
+figures repaint (coalesced: on the next frame tick of its ``LiveView``) when
+the controller says ``changed`` or an input changed, and ``TEXT_FPS`` times a
+second while a run is in flight (a sliced run's progress).
 
 Under the buttons, the panel always describes the present: ``in_flight``
 has one line per run in flight (what it is, how long it has run, how to stop
@@ -19,7 +21,7 @@ with a message.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -41,6 +43,7 @@ from PySide6.QtWidgets import (
 from lanemon.files import cannot_write
 from lanemon.ui.shell import exports
 from lanemon.ui.kit import theme
+from lanemon.ui.kit.live_view import LiveView
 from lanemon.ui.runs.controller import RunController
 from lanemon.ui.runs.model import COLUMNS, RunsTableModel
 from lanemon.ui.kit.tables import NEW_ROWS, fit_columns
@@ -49,6 +52,7 @@ from lanemon.work.slicing import AIM
 
 UNITS = ("iterations", "CPU ms")
 SLICING = ("ms budget", "size")
+MAX_CPU_MS = 600_000      # the largest job size in CPU ms (MAX_TOTAL bounds it again when run)
 MESSAGES_SHOWN = 2
 
 
@@ -60,14 +64,18 @@ def _restyle(widget, sheet: str) -> None:
         widget.setStyleSheet(sheet)
 
 
-class RunsPanel(QWidget):
+class RunsPanel(LiveView):
     """Job size, Whole / Sliced / Worker, the results table and exports."""
+
+    TEXT_FPS = 4.0      # a run's progress, while one is in flight
+    REFRESH_HIDDEN = True   # its buttons, Esc and tables follow the runs from any tab
 
     export_chart_requested = Signal()   # the window owns the chart; it saves the PNG
 
     def __init__(self, controller: RunController, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.controller = controller
+        self._job: tuple[float, str] = (float(WINDOW_TOTAL), "iterations")   # the source of truth
 
         # --- the job ---------------------------------------------------------------
         self.size = QDoubleSpinBox()
@@ -121,6 +129,7 @@ class RunsPanel(QWidget):
         app = QApplication.instance()
         if app is not None:              # a layer over the window (the shortcut list) keeps its Esc
             app.focusChanged.connect(self._update_esc)
+        self._running = False            # a run was in flight at the last refresh
         # (text, error, outcome, runs started then, runs ended then)
         self._messages: list[tuple[str, bool, bool, int, int]] = []
 
@@ -206,18 +215,12 @@ class RunsPanel(QWidget):
         self.apply_fonts()
 
         # --- wiring: inputs and controller events -> coalesced repaint -------------------
-        self._refresh_timer = QTimer(self)
-        self._refresh_timer.setSingleShot(True)
-        self._refresh_timer.setInterval(40)
-        self._refresh_timer.timeout.connect(self.refresh)
-        self._progress_timer = QTimer(self)  # sliced progress, while something runs
-        self._progress_timer.setInterval(250)
-        self._progress_timer.timeout.connect(self.refresh)
         controller.changed.connect(self.schedule_refresh)
         controller.said.connect(self.show_notice)
         controller.outcome.connect(self._show_outcome)
         controller.notice.connect(self._paint_banner)     # "blocking the loop…" paints before the block
         self.unit.currentIndexChanged.connect(self._unit_changed)
+        self.size.valueChanged.connect(self._size_typed)
         self.slicing.currentIndexChanged.connect(self._slicing_changed)
         for w in (self.size, self.slice_value):
             w.valueChanged.connect(self.schedule_refresh)
@@ -225,8 +228,8 @@ class RunsPanel(QWidget):
         self._slicing_changed()
         self.refresh()
 
-    def apply_fonts(self) -> None:
-        """Follow ``theme.font_scale`` (called by ``MainWindow.set_font_scale``)."""
+    def fonts_changed(self) -> None:
+        """Follow ``theme.font_scale`` (``LiveView.apply_fonts``, called by ``MainWindow.set_font_scale``)."""
         s = theme.font_scale()
         self._job_box.setFixedWidth(int(380 + 260 * (s - 1)))
         # large type (presenter mode): the lag columns matter; the rest is in the report and figures
@@ -238,31 +241,56 @@ class RunsPanel(QWidget):
         for family, kind in (("whole", "whole"), ("sliced", "sliced"), ("worker", self.worker_kind.currentText())):
             _restyle(self.buttons[family], theme.run_button_style(kind))
         self.model.colours_changed()
-        if getattr(self, "_refresh_timer", None) is not None:
-            self.schedule_refresh()
 
     # --- reading the inputs ------------------------------------------------------------
+    def job(self) -> tuple[float, str]:
+        """The job as chosen: (size, unit), the unit one of ``UNITS``. The size and unit
+        widgets show it and edit it; settings keep and restore it."""
+        return self._job
+
     def job_total(self) -> int | None:
         """The job size in iterations (``None`` while CPU ms cannot be converted yet)."""
-        if self.unit.currentText() == "iterations":
-            return int(self.size.value())
-        return self.controller.iterations_for_ms(self.size.value())
+        size, unit = self._job
+        if unit == "iterations":
+            return int(size)
+        return self.controller.iterations_for_ms(size)
 
     def set_job(self, value: float, unit: str = "iterations") -> None:
-        self.unit.setCurrentText(unit)
-        self.size.setValue(value)
+        """Choose the job: ``value`` in ``unit`` (one of ``UNITS``, else ``ValueError``),
+        rounded to a whole number and clamped to 1..``MAX_TOTAL`` iterations or
+        1..``MAX_CPU_MS`` CPU ms. The widgets follow."""
+        if unit not in UNITS:
+            raise ValueError(f"unknown unit {unit!r}: one of {', '.join(UNITS)}")
+        top = MAX_TOTAL if unit == "iterations" else MAX_CPU_MS
+        self._job = (float(min(max(round(value), 1), top)), unit)
+        size, unit = self._job
+        widgets = (self.size, self.unit)
+        for w in widgets:
+            w.blockSignals(True)
+        try:
+            self.unit.setCurrentText(unit)
+            self.size.setRange(1, top)
+            self.size.setValue(size)
+        finally:
+            for w in widgets:
+                w.blockSignals(False)
+        self.schedule_refresh()
+
+    def _size_typed(self, value: float) -> None:
+        self._job = (float(value), self._job[1])
+        self.schedule_refresh()
 
     def _unit_changed(self) -> None:
-        total = None
-        if self.unit.currentText() == "CPU ms":
-            est = self.controller.estimate_ms(int(self.size.value()))
-            self.size.setRange(1, 600_000)
-            self.size.setValue(round(est) if est else 400)
+        """Another unit chosen: the same job in that unit (a default until calibrated)."""
+        size, old = self._job
+        unit = self.unit.currentText()
+        if unit == old:
+            return
+        if unit == "CPU ms":
+            est = self.controller.estimate_ms(int(size))
+            self.set_job(round(est) if est else 400, unit)
         else:
-            total = self.controller.iterations_for_ms(self.size.value())
-            self.size.setRange(1, MAX_TOTAL)
-            self.size.setValue(total or WINDOW_TOTAL)
-        self.schedule_refresh()
+            self.set_job(self.controller.iterations_for_ms(size) or WINDOW_TOTAL, unit)
 
     def _slicing_changed(self) -> None:
         if self.slicing.currentText() == "ms budget":
@@ -291,6 +319,13 @@ class RunsPanel(QWidget):
             self.show_notice(f"The job is too big: {total:,} iterations; at most {MAX_TOTAL:,}{here}.")
             return None
         return total
+
+    @property
+    def esc_cancels(self) -> bool:
+        """Does Esc cancel now (a run can be cancelled and the focus is in the window's
+        content, as of the last refresh or focus change)? Otherwise Esc is the rest of the
+        window's."""
+        return self._esc.isEnabled()
 
     def _update_esc(self, *_args) -> None:
         """Esc cancels while a run can be cancelled and the focus is in the window's content
@@ -404,15 +439,28 @@ class RunsPanel(QWidget):
         if self.banner.text() != text:
             self.banner.setText(text)
 
-    def schedule_refresh(self) -> None:
-        if not self._refresh_timer.isActive():
-            self._refresh_timer.start()
+    def schedule_refresh(self, *_args) -> None:
+        """Something changed: refresh on the next frame tick (changes in between coalesce)."""
+        self.mark_dirty(urgent=True)
+
+    def refresh_steps(self, urgent: bool):
+        return (self.refresh,)
+
+    def frame_motion(self, changed: bool, refreshing: bool, text_due: bool) -> bool:
+        """While a run is in flight, refresh ``TEXT_FPS`` times a second (a sliced run's
+        progress, the time in flight)."""
+        if not self._running:
+            return False
+        if text_due and not refreshing:
+            self.mark_stale()
+        return True
 
     def refresh(self) -> None:
+        """Show everything now: hints, buttons, banner, table, figures."""
         c = self.controller
         # job size hint
         total = self.job_total()
-        if self.unit.currentText() == "iterations":
+        if self._job[1] == "iterations":
             est = c.estimate_ms(total)
             self.size_hint.setText(f"≈ {est:,.0f} ms of CPU on this machine" if est else "calibrating…")
         else:
@@ -446,10 +494,7 @@ class RunsPanel(QWidget):
         self.cancel_btn.setEnabled(bool(c.cancellable()))
         self._update_esc()
         self._paint_banner()
-        if running and not self._progress_timer.isActive():
-            self._progress_timer.start()
-        elif not running:
-            self._progress_timer.stop()
+        self._running = running
 
         if self.model.refresh():              # the newest rows changed: the columns may widen
             fit_columns(self.table, NEW_ROWS, stretch_last=False, grow_only=True)

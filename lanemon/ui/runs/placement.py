@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import bisect
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, QTimer
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 )
 
 from lanemon.ui.kit import theme
+from lanemon.ui.kit.live_view import LiveView
 from lanemon.ui.runs.controller import MAX_RECORDS, RunController
 from lanemon.ui.runs.model import RunRecord
 from lanemon.ui.kit.tables import NEW_ROWS, fit_columns
@@ -155,7 +156,12 @@ class PlacedRunsModel(QAbstractTableModel):
         return None
 
 
-class PlacementPanel(QWidget):
+class PlacementPanel(LiveView):
+    """place() for a described job, and for each run's measured time; refreshed (on the
+    next frame tick of its ``LiveView``) when the controller or an input changed."""
+
+    REFRESH_HIDDEN = True   # its table follows the runs from any tab
+
     def __init__(self, controller: RunController, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.controller = controller
@@ -203,10 +209,6 @@ class PlacementPanel(QWidget):
         layout.addWidget(job, 1)
         layout.addWidget(runs, 1)
 
-        self._refresh_timer = QTimer(self)
-        self._refresh_timer.setSingleShot(True)
-        self._refresh_timer.setInterval(40)
-        self._refresh_timer.timeout.connect(self.refresh)
         controller.changed.connect(self.schedule_refresh)
         self.cpu_ms.valueChanged.connect(self.schedule_refresh)
         self.shared.toggled.connect(self.schedule_refresh)
@@ -225,7 +227,7 @@ class PlacementPanel(QWidget):
         h.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         h.setStretchLastSection(True)
 
-    def apply_fonts(self) -> None:
+    def fonts_changed(self) -> None:
         f = QFont(self.font())
         f.setPointSizeF(theme.pt(22))
         f.setBold(True)
@@ -233,11 +235,15 @@ class PlacementPanel(QWidget):
         fit_columns(self.after, bold_cells=True)
         self.placed.colours_changed()
 
-    def schedule_refresh(self) -> None:
-        if not self._refresh_timer.isActive():
-            self._refresh_timer.start()
+    def schedule_refresh(self, *_args) -> None:
+        """Something changed: refresh on the next frame tick (changes in between coalesce)."""
+        self.mark_dirty(urgent=True)
+
+    def refresh_steps(self, urgent: bool):
+        return (self.refresh,)
 
     def refresh(self) -> None:
+        """Show everything now."""
         m = self.controller.machine
         job = {"cpu_ms": self.cpu_ms.value(), "shared_state": self.shared.isChecked()}
         primary = decide(job, m.threshold_cold)

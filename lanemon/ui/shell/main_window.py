@@ -2,12 +2,18 @@
 
 Hooks for later views and presenter mode:
 
-- ``add_view(key, title, widget)`` adds a tab (e.g. "lanes", "counters");
-  ``show_view(key)`` selects it; ``views`` maps keys to widgets.
-- ``add_shutdown_hook(coro_fn)``: an async callable awaited on close, before
-  the worker processes are stopped (cancel your tasks there).
+- ``add_view(key, title, view)`` adds a tab (e.g. "lanes", "counters"); a
+  view is a ``LiveView`` (``lanemon/ui/kit/live_view.py``), anything else is
+  refused; ``show_view(key)`` selects it; ``views`` maps keys to views.
+- on close, every view's ``shutdown()`` is awaited (its tasks cancelled and
+  awaited, its domain closed), in the order the views were added, after the
+  run controller's; ``add_shutdown_hook(coro_fn)``: another async callable
+  awaited after them, before the worker processes are stopped.
+- ``set_period_ms(ms)``: the heartbeat's period (``ValueError`` outside
+  1..100 ms); the chart's period box follows (it also sets the period when
+  the user edits it).
 - ``set_font_scale(scale)`` re-applies the theme and calls ``apply_fonts()``
-  on the chart and on every view that has one.
+  on the chart and on every view.
 - ``close_requested`` (signal) is emitted by ``closeEvent``; ``app.main``
   turns it into an asyncio Event.
 - ``warn(text)``: a fault the user should know of and that lasts (settings
@@ -34,6 +40,7 @@ from lanemon.ui.kit import theme
 from lanemon.ui.heartbeat.timer import DEFAULT_PERIOD_MS, Heartbeat
 from lanemon.ui.heartbeat.chart import HeartbeatChart
 from lanemon.ui.kit.live_label import LiveLabel
+from lanemon.ui.kit.live_view import LiveView
 from lanemon.ui.counters.view import install_counters_view
 from lanemon.ui.lanes.view import install_lanes_view
 from lanemon.ui.runs.placement import PlacementPanel
@@ -56,7 +63,7 @@ class MainWindow(QMainWindow):
         self.chart = HeartbeatChart(self.heartbeat, self.controller)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(False)
-        self.views: dict[str, QWidget] = {}
+        self.views: dict[str, LiveView] = {}
         self._pages: dict[str, QWidget] = {}   # key -> the tab page (a scroll area around the view)
         self._shutdown_hooks: list[Callable[[], Awaitable[None]]] = []
         self._started = False
@@ -97,12 +104,15 @@ class MainWindow(QMainWindow):
         self.talk = install_talk_mode(self)
 
     # --- hooks -----------------------------------------------------------------------------
-    def add_view(self, key: str, title: str, widget: QWidget) -> int:
-        """Add a tab below the chart; returns its index.
+    def add_view(self, key: str, title: str, widget: LiveView) -> int:
+        """Add a tab below the chart; returns its index. Refused (``TypeError``) unless
+        ``widget`` is a ``LiveView``; (``ValueError``) if ``key`` is taken.
 
         The tab's page scrolls the view when it needs more room than the window has
         (large type on a small projector), instead of making the window outgrow the screen.
         """
+        if not isinstance(widget, LiveView):
+            raise TypeError(f"a view is a LiveView, not {type(widget).__name__}")
         if key in self.views:
             raise ValueError(f"a view named {key!r} exists already")
         self.views[key] = widget
@@ -122,13 +132,22 @@ class MainWindow(QMainWindow):
     def add_shutdown_hook(self, hook: Callable[[], Awaitable[None]]) -> None:
         self._shutdown_hooks.append(hook)
 
+    def set_period_ms(self, period_ms: int) -> None:
+        self.heartbeat.set_period_ms(period_ms)
+        box = self.chart.period
+        box.blockSignals(True)          # it shows the period; the heartbeat has it already
+        try:
+            box.setValue(self.heartbeat.period_ms)
+        finally:
+            box.blockSignals(False)
+
     def set_font_scale(self, scale: float) -> None:
         app = QApplication.instance()
         theme.apply(app, scale, sheet_on=self)
         self._style_warning()
-        for w in (self.chart, *self.views.values()):
-            if hasattr(w, "apply_fonts"):
-                w.apply_fonts()
+        self.chart.apply_fonts()
+        for view in self.views.values():
+            view.apply_fonts()
 
     # --- life cycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -149,6 +168,8 @@ class MainWindow(QMainWindow):
         self._status_timer.stop()
         self.chart.stop()
         await self.controller.shutdown()
+        for view in self.views.values():
+            await view.shutdown()
         for hook in self._shutdown_hooks:
             await hook()
         self.heartbeat.stop()

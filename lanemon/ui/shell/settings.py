@@ -112,16 +112,19 @@ def save(window, store: QSettings) -> None:
         store.setValue(PRESENTER, talk.presenter)
         store.setValue(THEME, talk.theme)
     store.setValue(PERIOD, int(window.heartbeat.period_ms))
-    panel = window.runs_panel
-    store.setValue(JOB_SIZE, float(panel.size.value()))
-    store.setValue(JOB_UNIT, panel.unit.currentText())
+    size, unit = window.runs_panel.job()
+    store.setValue(JOB_SIZE, float(size))
+    store.setValue(JOB_UNIT, unit)
     store.sync()
     if store.status() != QSettings.Status.NoError:
         raise OSError(f"cannot write {store.fileName()} ({store.status().name})")
 
 
 def restore(window, store: QSettings) -> None:
-    """Apply what ``save`` kept; missing or unreadable values keep the defaults."""
+    """Apply what ``save`` kept; missing or unreadable values keep the defaults.
+
+    What is restored is the state the widgets show (the heartbeat's period, the runs
+    panel's job), and the widgets follow it; no widget is driven to set it."""
     geometry = store.value(GEOMETRY)
     if isinstance(geometry, (QByteArray, bytes)) and len(geometry):
         window.restoreGeometry(QByteArray(geometry))
@@ -134,9 +137,8 @@ def restore(window, store: QSettings) -> None:
             talk.set_presenter(_bool(store.value(PRESENTER)))
     period = _number(store.value(PERIOD), int)
     if period is not None and MIN_PERIOD_MS <= period <= MAX_PERIOD_MS:
-        window.chart.period.setValue(period)      # the spin box sets the heartbeat's period
-    panel = window.runs_panel
+        window.set_period_ms(period)
     unit = store.value(JOB_UNIT)
     size = _number(store.value(JOB_SIZE))
     if size is not None and size >= 1 and unit in ("iterations", "CPU ms"):
-        panel.set_job(size, unit)
+        window.runs_panel.set_job(size, unit)

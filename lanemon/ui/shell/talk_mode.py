@@ -178,6 +178,7 @@ class TalkMode(QObject):
         self._split_sizes: list[int] | None = None
         self._traced: set[int] = set()
         self._shown = False
+        self._blocking: str | None = None    # the "blocking the loop" notice the status bar was given
         self.last_screenshot: str | None = None
 
         def action(text, keys, slot, *, checkable=False, tip=""):
@@ -234,6 +235,7 @@ class TalkMode(QObject):
         window.chart.setFocus(Qt.FocusReason.OtherFocusReason)
         window.installEventFilter(self)
         window.controller.changed.connect(self._trace_runs)
+        window.controller.notice.connect(self._note_blocking)
         window.controller.changed.connect(self._clear_stale_banner)
 
     # --- state --------------------------------------------------------------------------
@@ -401,11 +403,20 @@ class TalkMode(QObject):
                 self.actions["fullscreen"].setChecked(self.window.isFullScreen())
         return False
 
+    def _note_blocking(self, text: str) -> None:
+        """The controller's notice: is it the whole run's announcement (its ``banner``)?"""
+        if text and text == self.window.controller.banner:
+            self._blocking = text
+
     def _clear_stale_banner(self) -> None:
-        """"Blocking the loop…" leaves the status bar when the whole run has ended (not 8 s later)."""
+        """The whole run's "blocking the loop…" notice leaves the status bar when that run
+        has ended (not 8 s later); any other message stays, whatever its words."""
+        if self._blocking is None or self.window.controller.banner:
+            return
         bar = self.window.statusBar()
-        if not self.window.controller.banner and bar.currentMessage().startswith("Blocking the loop"):
+        if bar.currentMessage() == self._blocking:
             bar.clearMessage()
+        self._blocking = None
 
     def _trace_runs(self) -> None:
         if not os.environ.get(TRACE_ENV):

@@ -36,8 +36,8 @@ async def scenario(win, out: str, settle_s: float, compare: bool) -> None:
     from lanemon.ui.shell.exports import save_png
 
     image = save_png(win, out)
-    print(f"screenshot written to {out} ({image.width()}×{image.height()}); frames {view.frames}, "
-          f"slowest refresh {view.frame_ms_max:.2f} ms")
+    print(f"screenshot written to {out} ({image.width()}×{image.height()}); frames {view.grid_frames}, "
+          f"slowest tick {max(view.frame_costs_ms, default=0.0):.2f} ms")
 
 
 def shoot(out: str, settle_s: float = 3.0, compare: bool = True) -> int:

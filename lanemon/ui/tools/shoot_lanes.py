@@ -66,13 +66,13 @@ async def scenario(win, out: str, splitter: tuple[int, int] | None) -> None:
     c.set_workspace("ws-02")
     c.say(f"Holding job #{held}'s final save: ws-02 stays claimed; its cafe job waits, "
           "the other workspaces go on.")
-    view.refresh(force=True)
+    view.refresh_now()
     await pause(0.1)
     from lanemon.ui.shell.exports import save_png
 
     image = save_png(win, out)
     print(f"screenshot written to {out} ({image.width()}×{image.height()})")
-    costs = sorted(view.refresh_costs_ms)
+    costs = sorted(view.frame_costs_ms)
     if costs:
         print(f"refresh cost: median {costs[len(costs) // 2]:.2f} ms, max {costs[-1]:.2f} ms "
               f"over {len(costs)} frames")

@@ -1,0 +1,181 @@
+"""``LiveView``: the one refresh mechanism the window's views share.
+
+Ticks are driven by calling ``frame()`` (the frame timer stopped), so what a
+tick does is decided by the mechanism, not by the machine's speed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from lanemon.ui.kit.live_view import LiveView
+
+NEVER = 1e-9           # TEXT_FPS: the throttle never allows a refresh (only urgent ones start)
+ALWAYS = float("inf")  # TEXT_FPS: the throttle always allows one
+
+
+@pytest.fixture(autouse=True)
+def _app(qapp):
+    from lanemon.ui.shell.app import application
+
+    application()
+
+
+class Probe(LiveView):
+    """Logs what the mechanism asked for: refreshes (as steps), per-frame work, fonts."""
+
+    TEXT_FPS = ALWAYS
+
+    def __init__(self, steps: int = 3, moving: bool = False) -> None:
+        self.log: list[str] = []
+        self.n_steps = steps
+        self.moving = moving
+        super().__init__()
+
+    def refresh_steps(self, urgent: bool):
+        n = self.frames
+        return [lambda i=i: self.log.append(f"r{n}.{i}{'!' if urgent else ''}") for i in range(self.n_steps)]
+
+    def frame_motion(self, changed: bool, refreshing: bool, text_due: bool) -> bool:
+        if self.moving:
+            self.log.append("m")
+        return self.moving
+
+    def fonts_changed(self) -> None:
+        self.log.append("fonts")
+
+
+def _shown(qtbot, view: LiveView) -> LiveView:
+    qtbot.addWidget(view)
+    view.show()
+    view.frame_timer.stop()       # ticks are ours
+    view.log.clear()
+    return view
+
+
+def test_a_refresh_is_spread_one_step_per_tick_and_the_next_waits_for_its_last_step(qtbot):
+    v = _shown(qtbot, Probe(steps=3))
+    for _ in range(7):
+        v.mark_dirty()            # events before every tick, and the text rate allows a refresh
+        v.frame()
+    # r1 is the refresh started by showing the view (urgent); each later one starts only
+    # after every step of the one before was shown
+    assert v.log == ["r1.0!", "r1.1!", "r1.2!", "r2.0", "r2.1", "r2.2", "r3.0"]
+
+
+def test_an_urgent_mark_starts_over_at_once_and_the_throttle_holds_the_others(qtbot):
+    v = _shown(qtbot, Probe(steps=3))
+    v.TEXT_FPS = NEVER
+    v.frame()
+    v.mark_dirty()                # not urgent: the throttle never allows it
+    v.frame()
+    v.mark_dirty(urgent=True)     # a control was used: a fresh refresh on the next tick
+    v.frame()
+    v.frame()
+    v.frame()
+    v.frame()
+    # r1's last step was dropped: r2 shows fresher data; the plain mark was folded into r2
+    assert v.log == ["r1.0!", "r1.1!", "r2.0!", "r2.1!", "r2.2!"] and not v.dirty
+
+
+def test_the_timer_stops_when_nothing_is_owed_or_moving_and_a_mark_starts_it(qtbot):
+    v = _shown(qtbot, Probe(steps=1))
+    v.frame_timer.start()
+    v.frame()                     # the show's refresh
+    assert v.frame_timer.isActive()
+    v.frame()                     # nothing owed, no step left, nothing moves
+    assert not v.frame_timer.isActive()
+    v.mark_dirty()
+    assert v.frame_timer.isActive()
+    v.moving = True
+    v.frame()
+    v.frame()
+    assert v.frame_timer.isActive() and v.log == ["r1.0!", "m", "r2.0", "m"]
+
+
+def test_nothing_ticks_while_hidden_and_showing_catches_up_at_once(qtbot):
+    v = _shown(qtbot, Probe(steps=2))
+    v.hide()
+    v.mark_dirty()
+    v.frame()
+    assert v.log == [] and not v.frame_timer.isActive()
+    v.show()
+    assert v.frame_timer.isActive()
+    v.frame_timer.stop()
+    v.frame()
+    assert v.log == ["r1.0!"]
+
+
+def test_refresh_now_shows_every_step_at_once(qtbot):
+    v = _shown(qtbot, Probe(steps=4, moving=True))
+    v.refresh_now()
+    assert v.log == ["m", "r1.0!", "r1.1!", "r1.2!", "r1.3!"] and not v.refreshing
+
+
+def test_apply_fonts_runs_the_views_fonts_changed_and_shows_everything_again(qtbot):
+    v = _shown(qtbot, Probe(steps=1))
+    v.TEXT_FPS = NEVER
+    v.frame()
+    v.apply_fonts()
+    v.frame()
+    assert v.log == ["r1.0!", "fonts", "r2.0!"]
+
+
+def test_shutdown_cancels_and_awaits_the_views_tasks_then_closes_its_domain_and_refuses_more(qtbot):
+    ended: list[str] = []
+
+    class Owner(Probe):
+        async def close_domain(self) -> None:
+            ended.append(f"domain closed, tasks left {len(self.tasks)}")
+
+    v = _shown(qtbot, Owner())
+
+    async def forever(started: asyncio.Event):
+        try:
+            started.set()
+            await asyncio.Event().wait()
+        finally:
+            await asyncio.sleep(0)            # clean-up that takes a turn of the loop
+            ended.append("task cleaned up")
+
+    async def scenario():
+        done: list = []
+        started = asyncio.Event()
+        task = v.spawn(forever(started), done.append)
+        await started.wait()                  # in its try: its clean-up will run
+        assert v.tasks == {task}
+        await v.shutdown()
+        late = forever(asyncio.Event())
+        refused = v.spawn(late)
+        return task, done, refused
+
+    task, done, refused = asyncio.run(scenario())
+    assert task.cancelled() and done == [task] and refused is None
+    assert ended == ["task cleaned up", "domain closed, tasks left 0"]
+    assert v.is_shut
+    shown = list(v.log)
+    v.mark_dirty(urgent=True)
+    v.frame()
+    assert not v.frame_timer.isActive() and v.log == shown
+
+
+def test_every_view_of_the_window_is_a_live_view_and_others_are_refused(qtbot):
+    from PySide6.QtWidgets import QLabel
+
+    from lanemon.ui.shell.main_window import MainWindow
+
+    win = MainWindow()
+    qtbot.addWidget(win)
+    assert set(win.views) == {"runs", "placement", "lanes", "counters"}
+    assert all(isinstance(v, LiveView) for v in win.views.values())
+    with pytest.raises(TypeError):
+        win.add_view("plain", "Plain", QLabel("not live"))
+    assert "plain" not in win.views
+    probe = Probe(steps=1)
+    win.add_view("probe", "Probe", probe)
+    probe.log.clear()
+    win.set_font_scale(1.5)
+    win.set_font_scale(1.0)
+    assert probe.log == ["fonts", "fonts"]
