@@ -28,12 +28,7 @@ QT_NAMED = {"white", "black", "red", "green", "blue", "cyan", "magenta", "yellow
             "darkGray", "lightGray", "darkRed", "darkGreen", "darkBlue", "darkCyan",
             "darkMagenta", "darkYellow"}
 
-# Colour literals in files other helpers of issue 13 are editing: the theme names them
-# already (ERROR_TEXT, OK_TEXT, HELD_SAVE, SHORTCUT_*); empty this once those lines read them.
-_PENDING = {
-    "ui/lanes/view.py": {"#1e7b34", "#d9480f"},
-    "ui/shell/talk_mode.py": {"rgba(", "#5b6578", "#ffffff", "#ffd23f", "#c3cad6"},
-}
+_PENDING: dict[str, set[str]] = {}   # modules allowed a literal, and which (none)
 
 
 def colour_literals(source: str) -> list[tuple[int, str]]:

@@ -96,9 +96,7 @@ class CountersView(LiveView):
         self.expire_btn = QPushButton("E&xpire a claim")
         self.abandon_btn = QPushButton("&Walk away")
         self.start_btn.setProperty("run", True)
-        self.start_btn.setStyleSheet(theme.run_button_style("sliced"))
         self.stop_btn.setProperty("run", True)
-        self.stop_btn.setStyleSheet(theme.run_button_style("whole"))
         self.start_btn.setToolTip("start the simulation (a stopped or finished one starts afresh)")
         self.stop_btn.setToolTip("stop the simulation; the board stays on screen")
         self.reset_btn.setToolTip("a new simulation with these settings, not started")
@@ -181,6 +179,8 @@ class CountersView(LiveView):
     # --- presenter mode --------------------------------------------------------------------
     def fonts_changed(self) -> None:
         s = theme.font_scale()
+        self.start_btn.setStyleSheet(theme.run_button_style("sliced"))   # this theme's colours
+        self.stop_btn.setStyleSheet(theme.run_button_style("whole"))
         self._controls.setFixedWidth(int(335 * s))
         self._right.setFixedWidth(int(405 * s))
         self.grid.apply_fonts()

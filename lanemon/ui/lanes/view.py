@@ -401,7 +401,7 @@ class LanesView(LiveView):
         n = snap.counts
         ck = self.checker
         bad = theme.REF_LONG
-        ok = "#1e7b34"
+        ok = theme.OK_TEXT
         m = ck.max_active
         viol = len(ck.violations)
 
@@ -413,7 +413,7 @@ class LanesView(LiveView):
             ("failed saves", n.failed_saves, bad if n.failed_saves else None),
             *((("unsaved finals", n.unsaved_finals, bad),) if n.unsaved_finals else ()),
             *((("availability errors", n.available_errors, bad),) if n.available_errors else ()),
-            ("holds", len(snap.holds), "#d9480f" if snap.holds else None),
+            ("holds", len(snap.holds), theme.HELD_SAVE if snap.holds else None),
             ("jobs", f"{n.jobs_finished}/{n.jobs_submitted}", None),
         ]
         parts = figure_parts(figures, theme.MUTED, " · ")

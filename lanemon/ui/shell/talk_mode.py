@@ -114,10 +114,10 @@ class ShortcutOverlay(QWidget):
         s = theme.font_scale()
         pad = int(18 * s)
         self.setStyleSheet(
-            "#shortcutOverlay { background: rgba(0, 0, 0, 150); }"
-            f"#shortcutPanel {{ background: rgba(12, 16, 24, 238); border: 2px solid #5b6578;"
+            f"#shortcutOverlay {{ background: {theme.SHORTCUT_SHADE}; }}"
+            f"#shortcutPanel {{ background: {theme.SHORTCUT_PANEL}; border: 2px solid {theme.SHORTCUT_BORDER};"
             f" border-radius: {int(12 * s)}px; padding: {pad}px {int(pad * 1.6)}px; }}"
-            "#shortcutPanel QLabel { color: #ffffff; background: transparent; }")
+            f"#shortcutPanel QLabel {{ color: {theme.SHORTCUT_TEXT}; background: transparent; }}")
         font = self.text.font()
         font.setPointSizeF(theme.pt(15))
         self.text.setFont(font)
@@ -127,12 +127,12 @@ class ShortcutOverlay(QWidget):
         s = theme.font_scale()
         gap = int(28 * s)
         rows = "".join(
-            f"<tr><td align=right style='color:#ffd23f; font-family:\"DejaVu Sans Mono\"; font-weight:bold;"
+            f"<tr><td align=right style='color:{theme.SHORTCUT_KEY}; font-family:\"DejaVu Sans Mono\"; font-weight:bold;"
             f" padding: {int(3 * s)}px {gap}px {int(3 * s)}px 0'>{keys}</td><td>{what}</td></tr>"
             for keys, what in self._rows)
         return (f"<div style='font-size:{theme.pt(20):.0f}pt; font-weight:bold'>Shortcuts</div>"
                 f"<table cellspacing=0 style='margin-top:{int(10 * s)}px'>{rows}</table>"
-                f"<div style='color:#c3cad6; margin-top:{int(12 * s)}px'>Esc, F1 or a click closes this</div>")
+                f"<div style='color:{theme.SHORTCUT_HINT}; margin-top:{int(12 * s)}px'>Esc, F1 or a click closes this</div>")
 
     def open(self) -> None:
         self._return_focus = QApplication.focusWidget()
