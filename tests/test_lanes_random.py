@@ -108,7 +108,7 @@ async def run_program(rng: random.Random, actions: list[tuple]) -> None:
     for ws in list(busy):
         s.clear_busy(ws)
     for _ in range(20000):
-        if not s._live and all(t.done() for t in submitted) and \
+        if not s.stats()["live"] and all(t.done() for t in submitted) and \
                 all(c.done() for _, c in cancels):
             break
         await asyncio.sleep(0)

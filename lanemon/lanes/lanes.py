@@ -70,8 +70,6 @@ class LaneToken(NamedTuple):
                 f"epoch={self.epoch})")
 
 
-_new = tuple.__new__
-
 
 @dataclass(frozen=True, slots=True)
 class LaneView:
@@ -134,7 +132,8 @@ class ProjectLanes:
             return None
         self._epoch += 1
         self.claims += 1
-        token = _new(LaneToken, (workspace, owner, self._epoch, self._clock(), self))
+        token = LaneToken(workspace=workspace, owner=owner, epoch=self._epoch,
+                          claimed_at=self._clock(), lanes=self)
         held[workspace] = _Lane(token)
         self._views = None
         return token

@@ -116,10 +116,11 @@ import time
 from collections import deque
 from itertools import islice
 from types import MappingProxyType
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from .events import EventHub
 from .lanes import ProjectLanes
+from .owners import owner_name
 from .occupancy import Occupancy
 from .record_lock import RecordLock
 from .records import KEEP_FINISHED, TERMINAL, RecordStore, Reservation, State
@@ -134,7 +135,6 @@ HISTORY_TOTAL = 20_000
 
 QUEUE_NAMES = ("reservations", "cafe")
 
-_new = tuple.__new__  # builds NamedTuples without their Python-level __new__
 _QUEUED = State.QUEUED
 _RUNNING = State.RUNNING
 _SUCCEEDED = State.SUCCEEDED
@@ -154,14 +154,32 @@ class Phase:
     DONE = "done"
 
 
+class _Queue:
+    """The scheduler's state of one queue (a plain record the scheduler alone
+    changes; :class:`ReservationQueue` is the public view over it)."""
+
+    __slots__ = ("name", "lanes", "waiting", "by_ws", "running", "recent", "submitted",
+                 "finished")
+
+    def __init__(self, name: str, lanes: ProjectLanes, recent_limit: int) -> None:
+        self.name = name
+        self.lanes = lanes                              # this queue's internal lanes
+        self.waiting: dict[int, _Job] = {}              # FIFO over all workspaces
+        self.by_ws: dict[str, deque[_Job]] = {}         # FIFO per workspace
+        self.running: dict[int, _Job] = {}
+        self.recent: deque[_Job] = deque(maxlen=recent_limit)
+        self.submitted = 0
+        self.finished = {s: 0 for s in TERMINAL}
+
+
 class _Job:
     __slots__ = ("id", "seq", "queue", "workspace", "work", "record", "phase", "outcome",
                  "lane_token", "sched_token", "task", "error", "placement", "result",
                  "save_held", "started_at", "ended_at", "final_state", "rev", "view",
-                 "view_rev", "unsaved")
+                 "view_rev", "unsaved", "notes", "emit")
 
-    def __init__(self, id: int, queue: "ReservationQueue", workspace: str, work: Any,
-                 record: Reservation) -> None:
+    def __init__(self, id: int, queue: _Queue, workspace: str, work: Any,
+                 record: Reservation, emit: Callable[..., None]) -> None:
         self.id = id
         self.seq = 0  # enqueue order (FIFO key), set when it enters its queue
         self.queue = queue
@@ -186,13 +204,20 @@ class _Job:
         self.view: JobView | None = None
         self.view_rev = -1
         self.unsaved: str | None = None  # why its final record was not written (if so)
+        self.notes: tuple[tuple[str, Any], ...] = ()  # what its work noted (JobView.notes)
+        self.emit = emit  # the scheduler's events
 
     def note(self, key: str, value: Any) -> None:
+        """What the running work says about itself (``RunContext.note``): every
+        note is kept, the latest value per key, in ``JobView.notes``;
+        ``placement`` is also ``JobView.placement`` and announced (``placed``)."""
+        notes = dict(self.notes)
+        notes[key] = value
+        self.notes = tuple(notes.items())
+        self.rev += 1
         if key == "placement":
             self.placement = value
-            self.rev += 1
-            q = self.queue
-            q._sched.events.emit("placed", self.workspace, q.name, self.id, None, value)
+            self.emit("placed", self.workspace, self.queue.name, self.id, None, value)
 
 
 def _err(exc: BaseException) -> str:
@@ -201,298 +226,53 @@ def _err(exc: BaseException) -> str:
 
 
 class ReservationQueue:
-    """One queue with its own internal lanes; created by :class:`Scheduler`."""
+    """One queue with its own internal lanes: a view over the state its
+    :class:`Scheduler` owns (created by it; changes go through the scheduler)."""
 
-    def __init__(self, name: str, scheduler: "Scheduler") -> None:
-        self.name = name
+    def __init__(self, scheduler: "Scheduler", state: _Queue) -> None:
         self._sched = scheduler
-        self.lanes = ProjectLanes(name, clock=scheduler.clock, emit=scheduler.events.emit)
-        self._waiting: dict[int, _Job] = {}           # FIFO over all workspaces
-        self._by_ws: dict[str, deque[_Job]] = {}      # FIFO per workspace
-        self._running: dict[int, _Job] = {}
-        self._recent: deque[_Job] = deque(maxlen=scheduler.recent_limit)
-        self.submitted = 0
-        self.finished = {s: 0 for s in TERMINAL}
+        self._q = state
+
+    @property
+    def name(self) -> str:
+        return self._q.name
+
+    @property
+    def lanes(self) -> ProjectLanes:
+        """This queue's internal lanes."""
+        return self._q.lanes
+
+    @property
+    def submitted(self) -> int:
+        """Jobs submitted to this queue (their ``queued`` record saved)."""
+        return self._q.submitted
+
+    @property
+    def finished(self) -> Mapping[State, int]:
+        """Finished jobs of this queue per terminal state."""
+        return MappingProxyType(self._q.finished)
 
     # -- public API -------------------------------------------------------------
     async def submit(self, workspace: str, work: Any = None) -> int:
         """Queue a job for ``workspace``; returns its reservation ID once the
         ``queued`` record is saved."""
-        return await self._sched._submit(self, workspace, work)
+        return await self._sched.submit(self._q.name, workspace, work)
 
     async def cancel(self, job_id: int) -> str:
         return await self._sched.cancel(job_id)
 
     def waiting_ids(self) -> tuple[int, ...]:
-        return tuple(self._waiting)
+        return tuple(self._q.waiting)
 
     def running_ids(self) -> tuple[int, ...]:
-        return tuple(self._running)
+        return tuple(self._q.running)
 
     def view(self, limit: int | None = None, lanes: bool = True) -> QueueView:
         """This queue at this instant.  ``limit`` keeps at most that many jobs
         in each list (the first waiting in FIFO order, the oldest running, the
         newest recent; ``counts`` stay complete); ``lanes=False`` leaves the
         internal lanes out (``()``).  Both only make the view cheaper."""
-        s = self._sched
-        counts = {"submitted": self.submitted, "waiting": len(self._waiting),
-                  "running": len(self._running),
-                  **{st.value: n for st, n in self.finished.items()}}
-        waiting = self._waiting.values()
-        running = self._running.values()
-        recent = self._recent
-        if limit is not None:
-            limit = max(0, int(limit))
-            waiting = islice(waiting, limit)
-            running = islice(running, limit)
-            recent = list(recent)[-limit:] if limit else ()
-        return QueueView(
-            self.name,
-            tuple(s._job_view(j) for j in waiting),
-            tuple(s._job_view(j) for j in running),
-            tuple(s._job_view(j) for j in recent),
-            self.lanes.views() if lanes else (),
-            MappingProxyType(counts),
-        )
-
-    # -- internals -----------------------------------------------------------------
-    def _enqueue(self, job: _Job) -> None:
-        s = self._sched
-        s._seq += 1
-        job.seq = s._seq
-        self._waiting[job.id] = job
-        dq = self._by_ws.get(job.workspace)
-        if dq is None:
-            self._by_ws[job.workspace] = deque((job,))
-        else:
-            dq.append(job)
-
-    def _unqueue(self, job: _Job) -> None:
-        if self._waiting.pop(job.id, None) is None:
-            return
-        dq = self._by_ws[job.workspace]
-        if dq[0] is job:
-            dq.popleft()
-        else:
-            dq.remove(job)
-        if not dq:
-            del self._by_ws[job.workspace]
-
-    def _start(self, job: _Job) -> bool:
-        """Claim both lanes for ``job`` and dispatch it (synchronous)."""
-        s = self._sched
-        ws = job.workspace
-        owner = f"{self.name}#{job.id}"
-        lt = self.lanes.claim(ws, owner)
-        if lt is None:
-            return False
-        st = s.scheduled_lanes.claim(ws, owner)
-        if st is None:
-            self.lanes.release(lt)
-            return False
-        self._unqueue(job)
-        job.lane_token = lt
-        job.sched_token = st
-        job.phase = Phase.STARTING
-        job.started_at = st.claimed_at
-        job.rev += 1
-        self._running[job.id] = job
-        s.events.emit("started", ws, self.name, job.id, None, st.epoch)
-        s._dispatch(job)
-        return True
-
-    async def _run(self, job: _Job, yield_first: bool = False, orphaned: bool = False) -> None:
-        """Run a started job to its end.  ``orphaned``: its task was cancelled
-        before its first step (so none of this ran); end it, cancelled before it
-        ran, from the caller (``aclose``)."""
-        s = self._sched
-        store = s.store
-        lock = s.record_lock
-        jid = job.id
-        fence = (job.lane_token, job.sched_token)
-        cancelled_exc: BaseException | None = None  # re-raised at the end
-        before_run = orphaned  # cancelled before its work started
-        try:
-            if yield_first:  # a runner lets the loop breathe between jobs
-                try:
-                    await asyncio.sleep(0)
-                except asyncio.CancelledError as exc:
-                    cancelled_exc = exc  # the task was cancelled before this job ran
-                    before_run = True
-            # 1. claim the record (serialised with cancel / other changes)
-            if not lock.try_acquire(jid):
-                try:
-                    await lock.acquire(jid)
-                except asyncio.CancelledError as exc:
-                    # cancelled before it ran: still write that, in turn
-                    cancelled_exc = exc
-                    before_run = True
-                    await lock.acquire(jid)
-            try:
-                rec = job.record
-                if rec.state is not _QUEUED:  # cancelled before it could run
-                    return
-                if not before_run:
-                    now = s.clock()
-                    epoch = job.sched_token.epoch
-                    # == rec._replace(state=RUNNING, run_id=..., started_at=now,
-                    #                 updated_at=now, attempts=+1, epoch=epoch), without
-                    # the NamedTuple's Python-level _replace on the hot path
-                    running = _new(Reservation, (rec[0], rec[1], rec[2], _RUNNING, rec[4], now,
-                                                 f"run-{epoch}", rec[7], now, rec[9],
-                                                 rec[10] + 1, epoch))
-                    try:
-                        if not store.save_nowait(running, fence):
-                            await store.save(running, fence)
-                    except asyncio.CancelledError as exc:
-                        cancelled_exc = exc  # not written: the job has not run
-                        before_run = True
-                    except Exception as exc:
-                        job.outcome = _FAILED
-                        job.error = f"running save failed: {_err(exc)}"
-                        job.rev += 1
-                        await self._final_save_locked(job, fence)
-                        return
-                if before_run:
-                    job.outcome = _CANCELLED
-                    job.error = "task cancelled before it ran"
-                    job.rev += 1
-                    await self._final_save_locked(job, fence)
-                    return
-                job.record = running
-                job.phase = Phase.RUNNING
-                job.rev += 1
-            finally:
-                lock.release(jid)
-            # 2. dispatch, outside the record lock
-            ctx = RunContext(jid, job.workspace, self.name, running.run_id, fence, job.note)
-            try:
-                job.result = await job.work.run(ctx)
-                job.outcome = _SUCCEEDED
-            except StopRequested:
-                job.outcome = _CANCELLED
-                job.error = "stopped at a checkpoint"
-            except asyncio.CancelledError as exc:
-                job.outcome = _CANCELLED
-                closing = s._closing
-                job.error = "task cancelled" if closing is None else f"task cancelled ({closing})"
-                cancelled_exc = exc
-            except Exception as exc:
-                job.outcome = _FAILED
-                job.error = _err(exc)
-            # 3. final save, under the record lock, before any release
-            job.phase = Phase.SAVING
-            job.rev += 1
-            if not lock.try_acquire(jid):
-                await lock.acquire(jid)
-            try:
-                await self._final_save_locked(job, fence)
-            finally:
-                lock.release(jid)
-        finally:
-            # 4. release, only now (a record left non-terminal is said by _retire)
-            self.lanes.release(job.lane_token)
-            s.scheduled_lanes.release(job.sched_token)
-            s._finishing = job  # its runner may go on with the workspace's next job
-            try:
-                self._retire(job, started=True)
-            finally:
-                s._finishing = None
-            if cancelled_exc is not None:
-                raise cancelled_exc
-
-    async def _final_save_locked(self, job: _Job, fence: tuple) -> None:
-        s = self._sched
-        store = s.store
-        now = s.clock()
-        rec = job.record
-        # == rec._replace(state=outcome, error=error, finished_at=now, updated_at=now)
-        final = _new(Reservation, (rec[0], rec[1], rec[2], job.outcome, rec[4], now, rec[6],
-                                   job.error, rec[8], now, rec[10], rec[11]))
-        try:
-            if not store.save_nowait(final, fence):
-                await store.save(final, fence)
-            job.record = final
-            job.rev += 1
-            return
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            first = exc
-        # The final save failed: record the failure itself.
-        note = f"final save failed: {_err(first)}"
-        if job.outcome is not _FAILED or job.error:
-            note += f" (outcome was {job.outcome.value}{': ' + job.error if job.error else ''})"
-        job.outcome = _FAILED
-        job.error = note
-        job.rev += 1
-        for _ in range(3):
-            now = s.clock()
-            rec = job.record._replace(state=_FAILED, error=note, finished_at=now, updated_at=now)
-            try:
-                await store.save(rec, fence)
-                job.record = rec
-                job.rev += 1
-                return
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                continue
-        s._unsaved(job, note, with_outcome=False)
-
-    def _retire(self, job: _Job, started: bool) -> None:
-        """The job is over: bookkeeping, event, and re-examine its workspace."""
-        s = self._sched
-        if job.phase is Phase.DONE:
-            return
-        rec = job.record
-        state = rec.state
-        if state not in TERMINAL:
-            # its final record was not written: it ends failed, never with an
-            # outcome the store does not show (see "Unsaved finals")
-            if job.unsaved is None:  # its run was cancelled (again) before the write
-                s._unsaved(job, "its task was cancelled before the record was written")
-            state = _FAILED
-        job.final_state = state
-        job.phase = Phase.DONE
-        now = job.ended_at = s.clock()
-        job.rev += 1
-        jid = job.id
-        if started:
-            del self._running[jid]
-        else:
-            self._unqueue(job)
-        self._recent.append(job)
-        self.finished[state] += 1
-        live = s._live
-        del live[jid]
-        s.jobs_finished += 1
-        ws = job.workspace
-        if started:
-            # keep the run in its workspace's history, within the bounds ("Bounded memory")
-            span = RunSpan(jid, self.name, rec.run_id, job.started_at, now, state)
-            hist = s._history.get(ws)
-            if hist is None:
-                hist = s._history[ws] = deque(maxlen=s.history_limit)
-            elif s._history_uncounted and ws in s._history_uncounted:
-                s._history_uncounted.discard(ws)  # its one kept run is older than all counted
-                hist.popleft()
-            hist.append(span)  # beyond history_limit, the oldest goes (its order entry goes stale)
-            order = s._history_order
-            order.append(span)
-            s._history_order_ws.append(ws)
-            s._history_views = None
-            s._history_tuples.pop(ws, None)
-            if len(order) > s.history_total:
-                s._forget_run()
-        s.events.emit("finished", ws, self.name, jid, state, started)
-        if started:
-            s._kick(ws)  # may hand the next job to this job's runner task
-        job.task = None
-        if not live and s._idle is not None:
-            if not s._idle.done():
-                s._idle.set_result(None)
-            s._idle = None
+        return self._sched.queue_view(self._q.name, limit, lanes)
 
 
 class Scheduler:
@@ -531,8 +311,12 @@ class Scheduler:
         self.history_limit = history_limit
         self.recent_limit = recent_limit
         self.history_total = history_total
-        self.queues: dict[str, ReservationQueue] = {n: ReservationQueue(n, self) for n in queue_names}
-        self._queue_list = tuple(self.queues.values())
+        self._queue_list = tuple(
+            _Queue(n, ProjectLanes(n, clock=clock, emit=self.events.emit), recent_limit)
+            for n in queue_names)
+        self._queue_by_name = {q.name: q for q in self._queue_list}
+        self.queues: dict[str, ReservationQueue] = {
+            q.name: ReservationQueue(self, q) for q in self._queue_list}
         self._live: dict[int, _Job] = {}
         self._history: dict[str, deque[RunSpan]] = {}
         self._history_order: deque[RunSpan] = deque()  # runs counted, oldest first
@@ -556,6 +340,245 @@ class Scheduler:
         self.available_errors = 0
         self.jobs_submitted = 0
         self.jobs_finished = 0
+
+    # -- the state machine of a job (the queues are views over it) ------------------
+    def _enqueue(self, job: _Job) -> None:
+        q = job.queue
+        self._seq += 1
+        job.seq = self._seq
+        q.waiting[job.id] = job
+        dq = q.by_ws.get(job.workspace)
+        if dq is None:
+            q.by_ws[job.workspace] = deque((job,))
+        else:
+            dq.append(job)
+
+    def _unqueue(self, job: _Job) -> None:
+        q = job.queue
+        if q.waiting.pop(job.id, None) is None:
+            return
+        dq = q.by_ws[job.workspace]
+        if dq[0] is job:
+            dq.popleft()
+        else:
+            dq.remove(job)
+        if not dq:
+            del q.by_ws[job.workspace]
+
+    def _start(self, job: _Job) -> bool:
+        """Claim both lanes for ``job`` and dispatch it (synchronous)."""
+        q = job.queue
+        ws = job.workspace
+        owner = owner_name(q.name, job.id)
+        lt = q.lanes.claim(ws, owner)
+        if lt is None:
+            return False
+        st = self.scheduled_lanes.claim(ws, owner)
+        if st is None:
+            q.lanes.release(lt)
+            return False
+        self._unqueue(job)
+        job.lane_token = lt
+        job.sched_token = st
+        job.phase = Phase.STARTING
+        job.started_at = st.claimed_at
+        job.rev += 1
+        q.running[job.id] = job
+        self.events.emit("started", ws, q.name, job.id, None, st.epoch)
+        self._dispatch(job)
+        return True
+
+    async def _run(self, job: _Job, yield_first: bool = False, orphaned: bool = False) -> None:
+        """Run a started job to its end.  ``orphaned``: its task was cancelled
+        before its first step (so none of this ran); end it, cancelled before it
+        ran, from the caller (``aclose``)."""
+        q = job.queue
+        store = self.store
+        lock = self.record_lock
+        jid = job.id
+        fence = (job.lane_token, job.sched_token)
+        cancelled_exc: BaseException | None = None  # re-raised at the end
+        before_run = orphaned  # cancelled before its work started
+        try:
+            if yield_first:  # a runner lets the loop breathe between jobs
+                try:
+                    await asyncio.sleep(0)
+                except asyncio.CancelledError as exc:
+                    cancelled_exc = exc  # the task was cancelled before this job ran
+                    before_run = True
+            # 1. claim the record (serialised with cancel / other changes)
+            if not lock.try_acquire(jid):
+                try:
+                    await lock.acquire(jid)
+                except asyncio.CancelledError as exc:
+                    # cancelled before it ran: still write that, in turn
+                    cancelled_exc = exc
+                    before_run = True
+                    await lock.acquire(jid)
+            try:
+                rec = job.record
+                if rec.state is not _QUEUED:  # cancelled before it could run
+                    return
+                if not before_run:
+                    now = self.clock()
+                    epoch = job.sched_token.epoch
+                    running = Reservation(
+                        id=rec.id, workspace=rec.workspace, queue=rec.queue, state=_RUNNING,
+                        created_at=rec.created_at, updated_at=now, run_id=f"run-{epoch}",
+                        error=rec.error, started_at=now, finished_at=rec.finished_at,
+                        attempts=rec.attempts + 1, epoch=epoch)
+                    try:
+                        if not store.save_nowait(running, fence):
+                            await store.save(running, fence)
+                    except asyncio.CancelledError as exc:
+                        cancelled_exc = exc  # not written: the job has not run
+                        before_run = True
+                    except Exception as exc:
+                        job.outcome = _FAILED
+                        job.error = f"running save failed: {_err(exc)}"
+                        job.rev += 1
+                        await self._final_save_locked(job, fence)
+                        return
+                if before_run:
+                    job.outcome = _CANCELLED
+                    job.error = "task cancelled before it ran"
+                    job.rev += 1
+                    await self._final_save_locked(job, fence)
+                    return
+                job.record = running
+                job.phase = Phase.RUNNING
+                job.rev += 1
+            finally:
+                lock.release(jid)
+            # 2. dispatch, outside the record lock
+            ctx = RunContext(jid, job.workspace, q.name, running.run_id, fence, job.note)
+            try:
+                job.result = await job.work.run(ctx)
+                job.outcome = _SUCCEEDED
+            except StopRequested:
+                job.outcome = _CANCELLED
+                job.error = "stopped at a checkpoint"
+            except asyncio.CancelledError as exc:
+                job.outcome = _CANCELLED
+                closing = self._closing
+                job.error = "task cancelled" if closing is None else f"task cancelled ({closing})"
+                cancelled_exc = exc
+            except Exception as exc:
+                job.outcome = _FAILED
+                job.error = _err(exc)
+            # 3. final save, under the record lock, before any release
+            job.phase = Phase.SAVING
+            job.rev += 1
+            if not lock.try_acquire(jid):
+                await lock.acquire(jid)
+            try:
+                await self._final_save_locked(job, fence)
+            finally:
+                lock.release(jid)
+        finally:
+            # 4. release, only now (a record left non-terminal is said by _retire)
+            q.lanes.release(job.lane_token)
+            self.scheduled_lanes.release(job.sched_token)
+            self._finishing = job  # its runner may go on with the workspace's next job
+            try:
+                self._retire(job, started=True)
+            finally:
+                self._finishing = None
+            if cancelled_exc is not None:
+                raise cancelled_exc
+
+    async def _final_save_locked(self, job: _Job, fence: tuple) -> None:
+        store = self.store
+        now = self.clock()
+        rec = job.record
+        final = Reservation(
+            id=rec.id, workspace=rec.workspace, queue=rec.queue, state=job.outcome,
+            created_at=rec.created_at, updated_at=now, run_id=rec.run_id, error=job.error,
+            started_at=rec.started_at, finished_at=now, attempts=rec.attempts, epoch=rec.epoch)
+        try:
+            if not store.save_nowait(final, fence):
+                await store.save(final, fence)
+            job.record = final
+            job.rev += 1
+            return
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            first = exc
+        # The final save failed: record the failure itself.
+        note = f"final save failed: {_err(first)}"
+        if job.outcome is not _FAILED or job.error:
+            note += f" (outcome was {job.outcome.value}{': ' + job.error if job.error else ''})"
+        job.outcome = _FAILED
+        job.error = note
+        job.rev += 1
+        for _ in range(3):
+            now = self.clock()
+            rec = job.record._replace(state=_FAILED, error=note, finished_at=now, updated_at=now)
+            try:
+                await store.save(rec, fence)
+                job.record = rec
+                job.rev += 1
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                continue
+        self._unsaved(job, note, with_outcome=False)
+
+    def _retire(self, job: _Job, started: bool) -> None:
+        """The job is over: bookkeeping, event, and re-examine its workspace."""
+        if job.phase is Phase.DONE:
+            return
+        q = job.queue
+        rec = job.record
+        state = rec.state
+        if state not in TERMINAL:
+            # its final record was not written: it ends failed, never with an
+            # outcome the store does not show (see "Unsaved finals")
+            if job.unsaved is None:  # its run was cancelled (again) before the write
+                self._unsaved(job, "its task was cancelled before the record was written")
+            state = _FAILED
+        job.final_state = state
+        job.phase = Phase.DONE
+        now = job.ended_at = self.clock()
+        job.rev += 1
+        jid = job.id
+        if started:
+            del q.running[jid]
+        else:
+            self._unqueue(job)
+        q.recent.append(job)
+        q.finished[state] += 1
+        live = self._live
+        del live[jid]
+        self.jobs_finished += 1
+        ws = job.workspace
+        if started:
+            # keep the run in its workspace's history, within the bounds ("Bounded memory")
+            span = RunSpan(jid, q.name, rec.run_id, job.started_at, now, state)
+            hist = self._history.get(ws)
+            if hist is None:
+                hist = self._history[ws] = deque(maxlen=self.history_limit)
+            elif self._history_uncounted and ws in self._history_uncounted:
+                self._history_uncounted.discard(ws)  # its one kept run is older than all counted
+                hist.popleft()
+            hist.append(span)  # beyond history_limit, the oldest goes (its order entry goes stale)
+            order = self._history_order
+            order.append(span)
+            self._history_order_ws.append(ws)
+            self._history_views = None
+            self._history_tuples.pop(ws, None)
+            if len(order) > self.history_total:
+                self._forget_run()
+        self.events.emit("finished", ws, q.name, jid, state, started)
+        if started:
+            self._kick(ws)  # may hand the next job to this job's runner task
+        job.task = None
+        if not live and self._idle is not None:
+            if not self._idle.done():
+                self._idle.set_result(None)
+            self._idle = None
 
     # -- convenience accessors ----------------------------------------------------
     @property
@@ -604,22 +627,22 @@ class Scheduler:
         Raises :class:`SchedulerClosed` once ``aclose`` began.  A submit whose
         ``queued`` record is saved while the scheduler closes returns its ID,
         the job already cancelled like the other waiting jobs."""
-        return await self._submit(self.queues[queue], workspace, work)
+        return await self._submit(self._queue_by_name[queue], workspace, work)
 
     async def burst(self, queue: str, workspaces: Iterable[str], work: Any = None) -> list[int]:
         """Submit one job per workspace given, in order."""
-        q = self.queues[queue]
+        q = self._queue_by_name[queue]
         return [await self._submit(q, ws, work) for ws in workspaces]
 
-    async def _submit(self, q: ReservationQueue, workspace: str, work: Any) -> int:
+    async def _submit(self, q: _Queue, workspace: str, work: Any) -> int:
         if self._closing is not None:
             raise SchedulerClosed(f"the scheduler is closed ({self._closing}): no new job")
         work = as_work(work)
         self._next_id += 1
         jid = self._next_id
         now = self.clock()
-        rec = _new(Reservation, (jid, workspace, q.name, _QUEUED, now, now, None, None, None,
-                                 None, 0, None))
+        rec = Reservation(id=jid, workspace=workspace, queue=q.name, state=_QUEUED,
+                          created_at=now, updated_at=now)
         self._workspaces[workspace] = None
         try:
             if not self.store.save_nowait(rec):
@@ -627,11 +650,11 @@ class Scheduler:
         except BaseException:
             self._unsubmitted.add(jid)
             raise
-        job = _Job(jid, q, workspace, work, rec)
+        job = _Job(jid, q, workspace, work, rec, self.events.emit)
         self._live[jid] = job
         q.submitted += 1
         self.jobs_submitted += 1
-        q._enqueue(job)
+        self._enqueue(job)
         if self._closing is not None:  # closed while its queued record was being saved
             await self._close_waiting(job)
         else:
@@ -680,7 +703,7 @@ class Scheduler:
             job.outcome = _CANCELLED
             job.rev += 1
             if job.phase is Phase.WAITING:
-                job.queue._retire(job, started=False)
+                self._retire(job, started=False)
             # else: lanes already claimed; its run sees the record and ends.
             return "cancelled"
         # running: ask through the lanes
@@ -721,17 +744,17 @@ class Scheduler:
         if workspace is not None:
             self._kick(workspace)
             return
-        pending = {ws for q in self._queue_list for ws in q._by_ws}
+        pending = {ws for q in self._queue_list for ws in q.by_ws}
         for ws in sorted(pending):
             self._kick(ws)
 
     def _kick(self, ws: str) -> None:
-        if ws in self.scheduled_lanes._held or self._closing is not None:
+        if ws in self.scheduled_lanes or self._closing is not None:
             return
         best = None
         for q in self._queue_list:
-            dq = q._by_ws.get(ws)
-            if dq and (best is None or dq[0].seq < best.seq) and ws not in q.lanes._held:
+            dq = q.by_ws.get(ws)
+            if dq and (best is None or dq[0].seq < best.seq) and ws not in q.lanes:
                 best = dq[0]
         if best is None:
             return
@@ -743,7 +766,7 @@ class Scheduler:
             return
         if not available:
             return
-        best.queue._start(best)
+        self._start(best)
 
     # A job runs in a *runner* task.  When a job finishes and its release
     # starts the next job of the same workspace, that job is handed to the
@@ -765,7 +788,7 @@ class Scheduler:
         yield_first = False
         while True:
             try:
-                await job.queue._run(job, yield_first)
+                await self._run(job, yield_first)
             except BaseException:
                 nxt, self._handoff = self._handoff, None
                 if nxt is not None:
@@ -803,7 +826,7 @@ class Scheduler:
         self.store.close_holds()
         while True:
             for q in self._queue_list:
-                for job in list(q._waiting.values()):
+                for job in list(q.waiting.values()):
                     if job.phase is Phase.WAITING:
                         await self._close_waiting(job)
             tasks: dict[asyncio.Task, None] = {}
@@ -819,8 +842,8 @@ class Scheduler:
             orphans = [j for j in self._live.values() if j.task is not None and j.task.done()]
             for j in orphans:  # their task was cancelled before its first step
                 if j.phase is not Phase.DONE:
-                    await j.queue._run(j, orphaned=True)
-            if not orphans and not any(q._waiting for q in self._queue_list):
+                    await self._run(j, orphaned=True)
+            if not orphans and not any(q.waiting for q in self._queue_list):
                 return
 
     async def _close_waiting(self, job: _Job) -> None:
@@ -832,7 +855,7 @@ class Scheduler:
             job.outcome = _CANCELLED
             self._unsaved(job, f"{self._closing} and its cancellation could not be saved "
                                f"({outcome})")
-            job.queue._retire(job, started=False)
+            self._retire(job, started=False)
         self.events.emit("cancel", job.workspace, job.queue.name, job.id,
                          job.record.state, outcome)
 
@@ -873,8 +896,7 @@ class Scheduler:
         stop = False
         if j.phase is not Phase.DONE and st is not None:
             stop = (st.lanes.stop_requested(st) or j.lane_token.lanes.stop_requested(j.lane_token))
-        held = any(r.id == j.id for h in self.store._holds for r in h.held) \
-            if self.store._holds and j.phase is not Phase.DONE else False
+        held = j.phase is not Phase.DONE and self.store.holding(j.id)
         v = j.view
         if v is not None and j.view_rev == j.rev and v.stop_requested is stop \
                 and v.save_held is held:
@@ -884,21 +906,50 @@ class Scheduler:
         result = None if j.result is None else repr(j.result)[:60]
         describe = getattr(j.work, "describe", None)
         v = j.view = JobView(
-            j.id, j.queue.name, j.workspace, rec.state.value, j.phase,
-            None if outcome is None else outcome.value, rec.run_id, j.error or rec.error,
-            rec.attempts, rec.created_at, rec.started_at or j.started_at,
-            rec.finished_at or j.ended_at, None if st is None else st.epoch, stop, held,
-            describe() if describe else type(j.work).__name__, j.placement, result,
+            id=j.id, queue=j.queue.name, workspace=j.workspace, state=rec.state.value,
+            phase=j.phase, outcome=None if outcome is None else outcome.value,
+            run_id=rec.run_id, error=j.error or rec.error, attempts=rec.attempts,
+            created_at=rec.created_at, started_at=rec.started_at or j.started_at,
+            finished_at=rec.finished_at or j.ended_at,
+            epoch=None if st is None else st.epoch, stop_requested=stop, save_held=held,
+            work=describe() if describe else type(j.work).__name__, placement=j.placement,
+            result=result, notes=j.notes,
         )
         j.view_rev = j.rev
         return v
+
+    def queue_view(self, name: str, limit: int | None = None, lanes: bool = True) -> QueueView:
+        """Queue ``name`` at this instant (see ``ReservationQueue.view``)."""
+        return self._queue_view(self._queue_by_name[name], limit, lanes)
+
+    def _queue_view(self, q: _Queue, limit: int | None, lanes: bool) -> QueueView:
+        counts = {"submitted": q.submitted, "waiting": len(q.waiting),
+                  "running": len(q.running),
+                  **{st.value: n for st, n in q.finished.items()}}
+        waiting = q.waiting.values()
+        running = q.running.values()
+        recent = q.recent
+        if limit is not None:
+            limit = max(0, int(limit))
+            waiting = islice(waiting, limit)
+            running = islice(running, limit)
+            recent = list(recent)[-limit:] if limit else ()
+        view = self._job_view
+        return QueueView(
+            name=q.name,
+            waiting=tuple(view(j) for j in waiting),
+            running=tuple(view(j) for j in running),
+            recent=tuple(view(j) for j in recent),
+            lanes=q.lanes.views() if lanes else (),
+            counts=MappingProxyType(counts),
+        )
 
     def job(self, job_id: int) -> JobView | None:
         """A view of one live or recently finished job (``None`` if unknown)."""
         j = self._live.get(job_id)
         if j is None:
             for q in self._queue_list:
-                for r in q._recent:
+                for r in q.recent:
                     if r.id == job_id:
                         j = r
         return None if j is None else self._job_view(j)
@@ -927,7 +978,7 @@ class Scheduler:
         st = self.store.stats()
         return {
             "live": len(self._live),
-            "recent": sum(len(q._recent) for q in self._queue_list),
+            "recent": sum(len(q.recent) for q in self._queue_list),
             "history_runs": sum(len(h) for h in self._history.values()),
             "history_uncounted": len(self._history_uncounted),
             "history_workspaces": len(self._history),
@@ -947,12 +998,13 @@ class Scheduler:
         holds = tuple(
             ", ".join(f"{k}={v}" for k, v in h.criteria.items() if v is not None)
             + (f" [holding {len(h.held)}]" if h.held else "")
-            for h in self.store._holds
+            for h in self.store.holds()
         )
         return Snapshot(
             at=self.clock(),
             scheduled=self.scheduled_lanes.views(),
-            queues=MappingProxyType({n: q.view(limit, queue_lanes) for n, q in self.queues.items()}),
+            queues=MappingProxyType({q.name: self._queue_view(q, limit, queue_lanes)
+                                     for q in self._queue_list}),
             occupancy=MappingProxyType(self.occupancy.views()),
             history=self._history_view(),
             holds=holds,
@@ -990,7 +1042,7 @@ class Scheduler:
         for q in self._queue_list:
             if len(q.lanes):
                 problems.append(f"{q.name} lanes held: {list(q.lanes)}")
-            if q._waiting or q._running or q._by_ws:
+            if q.waiting or q.running or q.by_ws:
                 problems.append(f"{q.name} has waiting/running jobs")
         if len(self.record_lock):
             problems.append(f"record lock entries left: {len(self.record_lock)}")

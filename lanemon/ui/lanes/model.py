@@ -94,12 +94,6 @@ def job_label(job) -> str:
     return job.phase
 
 
-def parse_owner(owner: str) -> tuple[str, int | None]:
-    """``"cafe#12"`` -> ``("cafe", 12)`` (the scheduler's owner naming)."""
-    name, _, num = owner.partition("#")
-    return name, int(num) if num.isdigit() else None
-
-
 class _RowsModel(QAbstractTableModel):
     COLUMNS: tuple[str, ...] = ()
     TIPS: dict[str, str] = {}

@@ -43,7 +43,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from lanemon.lanes import InvariantChecker, Scheduler
+from lanemon.lanes import InvariantChecker, Scheduler, parse_owner
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.fast_delegate import FastDelegate
 from lanemon.ui.lanes.controls import LanesControls
@@ -69,11 +69,11 @@ class _Observer:
 
     def __call__(self, ev) -> None:
         self.dirty = True
-        kind = ev[0]
+        kind = ev.kind
         if kind == "save_held":
-            self.held_since.setdefault(ev[4], ev[1])
-        elif kind == "finished" or (kind == "saved" and ev[4] in self.held_since):
-            self.held_since.pop(ev[4], None)
+            self.held_since.setdefault(ev.job_id, ev.at)
+        elif kind == "finished" or (kind == "saved" and ev.job_id in self.held_since):
+            self.held_since.pop(ev.job_id, None)
 
 
 class _WorkspacesTable(QTableView):
@@ -388,9 +388,8 @@ class LanesView(QWidget):
                 continue
             last = spans[-1] if spans else None
             if lane is not None:
-                q, _, num = lane.owner.partition("#")
-                jid = int(num) if num.isdigit() else None
-                rows.append(LaneRow(ws, q, jid, lane.epoch, lane.claimed_at, lane.stop_reason,
+                owner = parse_owner(lane.owner)
+                rows.append(LaneRow(ws, owner.queue, owner.job_id, lane.epoch, lane.claimed_at, lane.stop_reason,
                                     lane.stop_requested,
                                     f"#{last.job_id} {last.state}" if last else "",
                                     last.state if last else None, busy))
