@@ -20,6 +20,11 @@ Public API (see each module's docstring for the exact contract):
   ``JobView``, ``LaneView``, ``RunSpan``, ``Counts``.
 - :mod:`.invariants`   ``InvariantChecker`` used by tests and the bench.
 
+Storage goes through the store seam (:mod:`lanemon.store.lanes`,
+:mod:`lanemon.store.records`): ``ProjectLanes`` and ``RecordStore`` are its
+in-memory engine (:mod:`lanemon.store.memory`); ``Scheduler(lanes=...,
+store=...)`` takes another engine's.
+
 Hours of use cost bounded memory: the store, the scheduler's finished history
 and the checker keep a window of finished jobs (``KEEP_FINISHED``,
 ``HISTORY_TOTAL``, the constructors' parameters); live jobs are always kept.

@@ -2,7 +2,7 @@
 
 :class:`Scheduler` owns the general ``"reservations"`` queue and the
 ``"cafe"`` delivery queue.  Each :class:`ReservationQueue` has its own
-internal :class:`~lanemon.lanes.lanes.ProjectLanes`; both share the
+internal lanes (a :class:`~lanemon.store.lanes.LaneStore`); both share the
 scheduler's ``scheduled_lanes``, so one workspace never runs in both queues at
 once while different workspaces run side by side.
 
@@ -105,6 +105,18 @@ distinct workspaces, not with the number of jobs.  The store keeps its own
 window of finished records (``RecordStore(keep_finished=...)``).
 ``stats()`` reports these sizes.
 
+Storage
+-------
+The scheduler keeps lanes and records only through the store seam
+(:class:`~lanemon.store.lanes.LaneStore`,
+:class:`~lanemon.store.records.ReservationStore`); the in-memory engine is
+the default.  It uses each operation's now form and awaits the awaitable form
+where an engine raises ``WouldBlock`` (releases, stop requests of a cancel,
+record saves); its start step (both lanes claimed at one instant) is
+synchronous and needs an engine whose ``claim`` answers now.  The scheduler
+owns its state machine: the queues (:class:`ReservationQueue`) are views over
+the state it keeps per queue.
+
 Single event loop; not thread-safe.  Methods that change records are
 coroutines; the rest are synchronous and atomic on the loop.
 """
@@ -118,12 +130,14 @@ from itertools import islice
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping
 
+from lanemon.store.lanes import LanesFactory, LaneStore, WouldBlock
+from lanemon.store.records import ReservationStore
+
 from .events import EventHub
-from .lanes import ProjectLanes
-from .owners import owner_name
 from .occupancy import Occupancy
+from .owners import owner_name
 from .record_lock import RecordLock
-from .records import KEEP_FINISHED, TERMINAL, RecordStore, Reservation, State
+from .records import KEEP_FINISHED, TERMINAL, Reservation, State
 from .snapshot import Counts, JobView, QueueView, RunSpan, Snapshot
 from .work import RunContext, StopRequested, as_work
 
@@ -161,7 +175,7 @@ class _Queue:
     __slots__ = ("name", "lanes", "waiting", "by_ws", "running", "recent", "submitted",
                  "finished")
 
-    def __init__(self, name: str, lanes: ProjectLanes, recent_limit: int) -> None:
+    def __init__(self, name: str, lanes: LaneStore, recent_limit: int) -> None:
         self.name = name
         self.lanes = lanes                              # this queue's internal lanes
         self.waiting: dict[int, _Job] = {}              # FIFO over all workspaces
@@ -238,7 +252,7 @@ class ReservationQueue:
         return self._q.name
 
     @property
-    def lanes(self) -> ProjectLanes:
+    def lanes(self) -> LaneStore:
         """This queue's internal lanes."""
         return self._q.lanes
 
@@ -282,14 +296,23 @@ class Scheduler:
     ``recent_limit`` finished jobs per queue, ``history_limit`` runs per
     workspace, ``history_total`` runs over all workspaces (each workspace's
     last run aside).  The store it makes keeps ``keep_finished`` terminal
-    records (a store passed in keeps its own bound)."""
+    records (a store passed in keeps its own bound).
+
+    Storage goes through the store seam only: ``store`` (a
+    :class:`~lanemon.store.records.ReservationStore`, made with this
+    scheduler's ``events`` so its ``saved`` events reach the subscribers) and
+    ``lanes`` (a :class:`~lanemon.store.lanes.LanesFactory` that makes the
+    shared ``scheduled`` lanes and each queue's lanes, all of one engine, the
+    one whose tokens fence ``store``'s writes).  Either left out is the
+    in-memory engine's (:mod:`lanemon.store.memory`)."""
 
     def __init__(
         self,
         *,
         clock: Callable[[], float] = time.monotonic,
         project_available: Callable[[str], bool] | None = None,
-        store: RecordStore | None = None,
+        store: ReservationStore | None = None,
+        lanes: LanesFactory | None = None,
         events: EventHub | None = None,
         history_limit: int = 50,
         recent_limit: int = 100,
@@ -303,16 +326,22 @@ class Scheduler:
                 raise ValueError(f"{name} must be an int >= 1, not {v!r}")
         self.clock = clock
         self.events = events or EventHub(clock)
-        self.store = store or RecordStore(events=self.events, keep_finished=keep_finished)
+        if store is None or lanes is None:  # the default engine (lanemon.store.memory)
+            from lanemon.store.memory import MemoryRecords, memory_lanes
+            if store is None:  # (not ``store or``: an empty store is falsy)
+                store = MemoryRecords(events=self.events, keep_finished=keep_finished)
+            if lanes is None:
+                lanes = memory_lanes
+        self.store: ReservationStore = store
         self.record_lock = RecordLock()
-        self.scheduled_lanes = ProjectLanes("scheduled", clock=clock, emit=self.events.emit)
+        self.scheduled_lanes: LaneStore = lanes("scheduled", clock=clock, emit=self.events.emit)
         self.occupancy = Occupancy(self._on_occupancy)
         self.available_hook = project_available
         self.history_limit = history_limit
         self.recent_limit = recent_limit
         self.history_total = history_total
         self._queue_list = tuple(
-            _Queue(n, ProjectLanes(n, clock=clock, emit=self.events.emit), recent_limit)
+            _Queue(n, lanes(n, clock=clock, emit=self.events.emit), recent_limit)
             for n in queue_names)
         self._queue_by_name = {q.name: q for q in self._queue_list}
         self.queues: dict[str, ReservationQueue] = {
@@ -477,8 +506,14 @@ class Scheduler:
                 lock.release(jid)
         finally:
             # 4. release, only now (a record left non-terminal is said by _retire)
-            q.lanes.release(job.lane_token)
-            self.scheduled_lanes.release(job.sched_token)
+            try:
+                q.lanes.release(job.lane_token)
+            except WouldBlock:
+                await q.lanes.arelease(job.lane_token)
+            try:
+                self.scheduled_lanes.release(job.sched_token)
+            except WouldBlock:
+                await self.scheduled_lanes.arelease(job.sched_token)
             self._finishing = job  # its runner may go on with the workspace's next job
             try:
                 self._retire(job, started=True)
@@ -672,7 +707,7 @@ class Scheduler:
         if job is None:
             # a finished job's record may have left the store's window: an ID this
             # scheduler gave to a job that is no longer live is a finished job
-            known = self.store.get(job_id) is not None or (
+            known = await self.store.load(job_id) is not None or (
                 type(job_id) is int and 0 < job_id <= self._next_id
                 and job_id not in self._unsubmitted)
             outcome = "finished" if known else "unknown"
@@ -708,9 +743,14 @@ class Scheduler:
             return "cancelled"
         # running: ask through the lanes
         requested = False
-        for t in (job.lane_token, job.sched_token):
-            if t is not None and t.lanes.is_current(t):
-                requested = t.lanes.request_stop(t.workspace, f"cancel #{job.id}") or requested
+        why = f"cancel #{job.id}"
+        for lanes, t in ((job.queue.lanes, job.lane_token), (self.scheduled_lanes, job.sched_token)):
+            if t is not None and lanes.is_current(t):
+                try:
+                    asked = lanes.request_stop(t.workspace, why)
+                except WouldBlock:
+                    asked = await lanes.arequest_stop(t.workspace, why)
+                requested = asked or requested
         return "stop_requested" if requested else "finished"
 
     def request_stop(self, workspace: str, reason: str | None = "stop") -> bool:

@@ -45,6 +45,9 @@ later write of its ID is judged as the write of a new record (only
 ``queued`` is accepted, so a terminal state is still never overwritten by a
 run or a final save).  ``forgotten`` counts the records dropped that way.
 
+:class:`RecordStore` is the in-memory engine of the records seam
+(:class:`lanemon.store.records.ReservationStore`).
+
 Single event loop; not thread-safe.
 """
 
@@ -229,6 +232,11 @@ class RecordStore:
 
     # -- reading ------------------------------------------------------------
     def get(self, id: int) -> Reservation | None:
+        """The record ``id`` as stored (``None``: never written, or forgotten)."""
+        return self._records.get(id)
+
+    async def load(self, id: int) -> Reservation | None:
+        """``get``, awaitable (the store seam); completes without suspending."""
         return self._records.get(id)
 
     def __len__(self) -> int:
