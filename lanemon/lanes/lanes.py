@@ -76,6 +76,11 @@ class LaneToken(NamedTuple):
 
 
 
+# builds a token by field name as ``LaneToken(...)`` does, without the keyword
+# dict a class call makes (see ``_reservation`` in queues.py)
+_token = LaneToken.__new__
+
+
 @dataclass(frozen=True, slots=True)
 class LaneView:
     """Plain, immutable view of one held lane (for snapshots)."""
@@ -137,8 +142,8 @@ class ProjectLanes:
             return None
         self._epoch += 1
         self.claims += 1
-        token = LaneToken(workspace=workspace, owner=owner, epoch=self._epoch,
-                          claimed_at=self._clock(), lanes=self)
+        token = _token(LaneToken, workspace=workspace, owner=owner, epoch=self._epoch,
+                       claimed_at=self._clock(), lanes=self)
         held[workspace] = _Lane(token)
         self._views = None
         return token
