@@ -112,9 +112,13 @@ The scheduler keeps lanes and records only through the store seam
 :class:`~lanemon.store.records.ReservationStore`); the in-memory engine is
 the default.  It uses each operation's now form and awaits the awaitable form
 where an engine raises ``WouldBlock`` (releases, stop requests of a cancel,
-record saves); its start step (both lanes claimed at one instant) is
-synchronous and needs an engine whose ``claim`` answers now.  The scheduler
-owns its state machine: the queues (:class:`ReservationQueue`) are views over
+record saves).  A start whose claim must wait goes on in a task: the
+workspace is not looked at again until it ends, and the job starts only if,
+once both lanes are claimed, it is still its workspace's next waiting job, the
+scheduler is not closing and ``project_available`` agrees; otherwise the
+lanes are given back and the workspace looked at again.  ``join``, ``aclose``
+and ``idle_clean`` count such claims in progress.  The scheduler owns its
+state machine: the queues (:class:`ReservationQueue`) are views over
 the state it keeps per queue.
 
 Single event loop; not thread-safe.  Methods that change records are
@@ -365,6 +369,7 @@ class Scheduler:
         self._next_id = 0
         self._finishing: _Job | None = None
         self._handoff: _Job | None = None
+        self._claims: dict[str, asyncio.Task] = {}  # workspace -> its awaited claim (WouldBlock)
         self._seq = 0
         self._idle: asyncio.Future | None = None
         self._loop_ref: asyncio.AbstractEventLoop | None = None
@@ -400,17 +405,69 @@ class Scheduler:
             del q.by_ws[job.workspace]
 
     def _start(self, job: _Job) -> bool:
-        """Claim both lanes for ``job`` and dispatch it (synchronous)."""
+        """Claim both lanes for ``job`` and dispatch it (synchronous).  An
+        engine that cannot claim now (``WouldBlock``): the claim goes on in a
+        task (``_claim_awaited``) and the job starts when it succeeds."""
         q = job.queue
         ws = job.workspace
         owner = owner_name(q.name, job.id)
-        lt = q.lanes.claim(ws, owner)
+        try:
+            lt = q.lanes.claim(ws, owner)
+        except WouldBlock:
+            self._claim_later(job)
+            return False
         if lt is None:
             return False
-        st = self.scheduled_lanes.claim(ws, owner)
+        try:
+            st = self.scheduled_lanes.claim(ws, owner)
+        except WouldBlock:
+            q.lanes.release(lt)
+            self._claim_later(job)
+            return False
         if st is None:
             q.lanes.release(lt)
             return False
+        self._started(job, lt, st)
+        return True
+
+    def _claim_later(self, job: _Job) -> None:
+        """Claim ``job``'s lanes through the awaitable forms, in a task; its
+        workspace is not looked at again until that claim has ended."""
+        self._claims[job.workspace] = self._loop().create_task(self._claim_awaited(job))
+
+    async def _claim_awaited(self, job: _Job) -> None:
+        """Claim both lanes awaiting the engine, then start ``job`` if, at that
+        instant, it is still its workspace's next waiting job, the scheduler is
+        not closing and ``project_available`` agrees (the start rule);
+        otherwise give the lanes back and look at the workspace again."""
+        q = job.queue
+        ws = job.workspace
+        owner = owner_name(q.name, job.id)
+        lt = st = None
+        try:
+            lt = await q.lanes.aclaim(ws, owner)
+            if lt is not None:
+                st = await self.scheduled_lanes.aclaim(ws, owner)
+            claimed = lt is not None and st is not None
+            still_next = claimed and job.phase is Phase.WAITING and self._closing is None \
+                and self._next_waiting(ws) is job
+            if still_next and self._available(ws, job):
+                self._started(job, lt, st)
+                return
+            for lanes, token in ((q.lanes, lt), (self.scheduled_lanes, st)):
+                if token is not None:
+                    await lanes.arelease(token)
+        finally:
+            del self._claims[ws]  # (join and aclose wait for it until here)
+        # Look again: a kick, release or occupancy change that came while these
+        # lanes were held by the claim found the workspace taken and did nothing.
+        if lt is not None:
+            self._kick(ws)
+
+    def _started(self, job: _Job, lt: Any, st: Any) -> None:
+        """``job`` holds both lanes: it leaves its queue and is dispatched."""
+        q = job.queue
+        ws = job.workspace
         self._unqueue(job)
         job.lane_token = lt
         job.sched_token = st
@@ -420,7 +477,6 @@ class Scheduler:
         q.running[job.id] = job
         self.events.emit("started", ws, q.name, job.id, None, st.epoch)
         self._dispatch(job)
-        return True
 
     async def _run(self, job: _Job, yield_first: bool = False, orphaned: bool = False) -> None:
         """Run a started job to its end.  ``orphaned``: its task was cancelled
@@ -514,11 +570,13 @@ class Scheduler:
             try:
                 q.lanes.release(job.lane_token)
             except WouldBlock:
-                await q.lanes.arelease(job.lane_token)
+                cancelled_exc = await self._release_awaited(q.lanes, job.lane_token) \
+                    or cancelled_exc
             try:
                 self.scheduled_lanes.release(job.sched_token)
             except WouldBlock:
-                await self.scheduled_lanes.arelease(job.sched_token)
+                cancelled_exc = await self._release_awaited(self.scheduled_lanes,
+                                                            job.sched_token) or cancelled_exc
             self._finishing = job  # its runner may go on with the workspace's next job
             try:
                 self._retire(job, started=True)
@@ -526,6 +584,17 @@ class Scheduler:
                 self._finishing = None
             if cancelled_exc is not None:
                 raise cancelled_exc
+
+    @staticmethod
+    async def _release_awaited(lanes: LaneStore, token: Any) -> BaseException | None:
+        """Release through the awaitable form (an engine that cannot release
+        now); a cancellation meanwhile is returned, re-raised once the job has
+        ended, so the job still ends (``_retire``)."""
+        try:
+            await lanes.arelease(token)
+        except asyncio.CancelledError as exc:
+            return exc
+        return None
 
     async def _final_save_locked(self, job: _Job, fence: tuple) -> None:
         store = self.store
@@ -794,24 +863,34 @@ class Scheduler:
             self._kick(ws)
 
     def _kick(self, ws: str) -> None:
-        if ws in self.scheduled_lanes or self._closing is not None:
+        if ws in self.scheduled_lanes or self._closing is not None or ws in self._claims:
             return
         best = None
         for q in self._queue_list:
             dq = q.by_ws.get(ws)
             if dq and (best is None or dq[0].seq < best.seq) and ws not in q.lanes:
                 best = dq[0]
-        if best is None:
-            return
+        if best is not None and self._available(ws, best):
+            self._start(best)
+
+    def _next_waiting(self, ws: str) -> _Job | None:
+        """The oldest waiting job of ``ws`` over both queues."""
+        best = None
+        for q in self._queue_list:
+            dq = q.by_ws.get(ws)
+            if dq and (best is None or dq[0].seq < best.seq):
+                best = dq[0]
+        return best
+
+    def _available(self, ws: str, job: _Job) -> bool:
+        """``project_available(ws)``; one that raises is "not available" for
+        this look, counted and announced (see "Availability")."""
         try:
-            available = self.project_available(ws)
-        except Exception as exc:  # "cannot tell" is "not available" (see "Availability")
+            return self.project_available(ws)
+        except Exception as exc:
             self.available_errors += 1
-            self.events.emit("available_failed", ws, None, best.id, None, _err(exc))
-            return
-        if not available:
-            return
-        self._start(best)
+            self.events.emit("available_failed", ws, None, job.id, None, _err(exc))
+            return False
 
     # A job runs in a *runner* task.  When a job finishes and its release
     # starts the next job of the same workspace, that job is handed to the
@@ -847,8 +926,12 @@ class Scheduler:
             yield_first = n % self.RUNNER_BATCH == 0
 
     async def join(self) -> None:
-        """Wait until every submitted job has finished."""
-        while self._live:
+        """Wait until every submitted job has finished (and every awaited claim
+        of an engine that cannot claim now has ended)."""
+        while self._live or self._claims:
+            if not self._live:
+                await asyncio.wait(list(self._claims.values()))
+                continue
             if self._idle is None:
                 self._idle = self._loop().create_future()
             await asyncio.shield(self._idle)
@@ -874,7 +957,7 @@ class Scheduler:
                 for job in list(q.waiting.values()):
                     if job.phase is Phase.WAITING:
                         await self._close_waiting(job)
-            tasks: dict[asyncio.Task, None] = {}
+            tasks: dict[asyncio.Task, None] = dict.fromkeys(self._claims.values())
             for j in list(self._live.values()):
                 t = j.task
                 if t is not None and not t.done():
@@ -1093,4 +1176,6 @@ class Scheduler:
             problems.append(f"record lock entries left: {len(self.record_lock)}")
         if self._live:
             problems.append(f"live jobs: {sorted(self._live)[:10]}")
+        if self._claims:
+            problems.append(f"claims in progress: {sorted(self._claims)}")
         return problems

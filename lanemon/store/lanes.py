@@ -21,11 +21,12 @@ Every operation a database would do - claim, release, revoke, request a stop
 The in-memory engine completes both forms without suspending (its awaitable
 form never yields to the loop), so the scheduler's behaviour is the same
 whichever form it uses.  The scheduler uses the now form and falls back to
-the awaitable one where it runs in a coroutine (releases, records); its start
-step (both lanes claimed at one instant, see the scheduler's start rule) is
-synchronous and needs an engine whose ``claim`` answers now: one that raises
-:class:`WouldBlock` there is refused with that error (the next issue moves the
-claim of a waiting engine into the job's runner).
+the awaitable one when the engine raises :class:`WouldBlock`: a release or a
+cancel's stop request is then awaited where it happens; a start's claim goes
+on in a task, and the job starts when both lanes are claimed if it is still
+its workspace's next job and the workspace is available (else the lanes are
+given back).  ``Scheduler.request_stop`` (the window's Stop) and a deliberate
+``revoke`` stay synchronous: they need the now form.
 
 Reads (``is_current``, ``holder``, ``stop_requested``, ``views``, ``epoch``,
 ``len``/``in``/``iter``, the counters) are synchronous: they read the engine's
