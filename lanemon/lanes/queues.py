@@ -870,7 +870,15 @@ class Scheduler:
             dq = q.by_ws.get(ws)
             if dq and (best is None or dq[0].seq < best.seq) and ws not in q.lanes:
                 best = dq[0]
-        if best is not None and self._available(ws, best):
+        if best is None:
+            return
+        try:  # (== self._available(ws, best), inlined: twice per job)
+            available = self.project_available(ws)
+        except Exception as exc:  # "cannot tell" is "not available" (see "Availability")
+            self.available_errors += 1
+            self.events.emit("available_failed", ws, None, best.id, None, _err(exc))
+            return
+        if available:
             self._start(best)
 
     def _next_waiting(self, ws: str) -> _Job | None:
