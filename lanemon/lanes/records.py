@@ -97,6 +97,9 @@ _ALLOWED: dict[State | None, frozenset[State]] = {
 
 
 class Reservation(NamedTuple):
+    """One reservation record (immutable).  Built and read by field name; a
+    change is a new record (see the module docstring)."""
+
     id: int
     workspace: str
     queue: str
