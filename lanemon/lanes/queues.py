@@ -182,11 +182,13 @@ class _Queue:
     changes; :class:`ReservationQueue` is the public view over it)."""
 
     __slots__ = ("name", "lanes", "waiting", "by_ws", "running", "recent", "submitted",
-                 "finished")
+                 "finished", "emit")
 
-    def __init__(self, name: str, lanes: LaneStore, recent_limit: int) -> None:
+    def __init__(self, name: str, lanes: LaneStore, recent_limit: int,
+                 emit: Callable[..., None]) -> None:
         self.name = name
         self.lanes = lanes                              # this queue's internal lanes
+        self.emit = emit                                # the scheduler's events (for its jobs)
         self.waiting: dict[int, _Job] = {}              # FIFO over all workspaces
         self.by_ws: dict[str, deque[_Job]] = {}         # FIFO per workspace
         self.running: dict[int, _Job] = {}
@@ -198,11 +200,11 @@ class _Queue:
 class _Job:
     __slots__ = ("id", "seq", "queue", "workspace", "work", "record", "phase", "outcome",
                  "lane_token", "sched_token", "task", "error", "placement", "result",
-                 "save_held", "started_at", "ended_at", "final_state", "rev", "view",
-                 "view_rev", "unsaved", "notes", "emit")
+                 "started_at", "ended_at", "final_state", "rev", "view",
+                 "view_rev", "unsaved", "notes")
 
     def __init__(self, id: int, queue: _Queue, workspace: str, work: Any,
-                 record: Reservation, emit: Callable[..., None]) -> None:
+                 record: Reservation) -> None:
         self.id = id
         self.seq = 0  # enqueue order (FIFO key), set when it enters its queue
         self.queue = queue
@@ -217,7 +219,6 @@ class _Job:
         self.error: str | None = None
         self.placement: str | None = None
         self.result: Any = None
-        self.save_held = False
         self.started_at: float | None = None
         self.ended_at: float | None = None
         self.final_state: State | None = None
@@ -228,7 +229,6 @@ class _Job:
         self.view_rev = -1
         self.unsaved: str | None = None  # why its final record was not written (if so)
         self.notes: tuple[tuple[str, Any], ...] = ()  # what its work noted (JobView.notes)
-        self.emit = emit  # the scheduler's events
 
     def note(self, key: str, value: Any) -> None:
         """What the running work says about itself (``RunContext.note``): every
@@ -240,7 +240,8 @@ class _Job:
         self.rev += 1
         if key == "placement":
             self.placement = value
-            self.emit("placed", self.workspace, self.queue.name, self.id, None, value)
+            q = self.queue
+            q.emit("placed", self.workspace, q.name, self.id, None, value)
 
 
 def _err(exc: BaseException) -> str:
@@ -350,7 +351,7 @@ class Scheduler:
         self.recent_limit = recent_limit
         self.history_total = history_total
         self._queue_list = tuple(
-            _Queue(n, lanes(n, clock=clock, emit=self.events.emit), recent_limit)
+            _Queue(n, lanes(n, clock=clock, emit=self.events.emit), recent_limit, self.events.emit)
             for n in queue_names)
         self._queue_by_name = {q.name: q for q in self._queue_list}
         self.queues: dict[str, ReservationQueue] = {
@@ -759,7 +760,7 @@ class Scheduler:
         except BaseException:
             self._unsubmitted.add(jid)
             raise
-        job = _Job(jid, q, workspace, work, rec, self.events.emit)
+        job = _Job(jid, q, workspace, work, rec)
         self._live[jid] = job
         q.submitted += 1
         self.jobs_submitted += 1
