@@ -179,13 +179,7 @@ async def test_cpu_work_notes_its_placement_then_its_slices():
 
 async def test_cpu_work_slices_are_kept_on_the_job():
     """The ``slices`` note reaches the job view with the placement (``JobView.notes``, kept
-    by the scheduler: until it keeps every note, ``_Job.note`` dropped ``slices``)."""
-    import dataclasses
-
-    from lanemon.lanes import JobView
-
-    if "notes" not in {f.name for f in dataclasses.fields(JobView)}:
-        pytest.skip("JobView has no notes yet: the scheduler keeps only the placement")
+    by the scheduler; before, ``_Job.note`` kept only the placement and dropped ``slices``)."""
     s = Scheduler()
     jid = await s.submit("cafe", "A", CpuWork(20, where="slice", slice_ms=1.0))
     await s.join()

@@ -13,10 +13,17 @@ Public API (see each module's docstring for the exact contract):
 - :mod:`.work`         pluggable work: ``SimulatedWork``, ``GatedWork``,
   ``CpuWork`` (placed by ``lanemon.work.place``), ``RunContext``.
 - :mod:`.occupancy`    ``Occupancy``: outside reasons that make a workspace busy.
+- :mod:`.owners`       ``owner_name``, ``parse_owner``, ``Owner``: the one naming
+  of a lane's owner (``"<queue>#<job id>"``).
 - :mod:`.events`       ``Event``, ``EventHub``: synchronous subscribers.
 - :mod:`.snapshot`     immutable views: ``Snapshot``, ``QueueView``,
   ``JobView``, ``LaneView``, ``RunSpan``, ``Counts``.
 - :mod:`.invariants`   ``InvariantChecker`` used by tests and the bench.
+
+Storage goes through the store seam (:mod:`lanemon.store.lanes`,
+:mod:`lanemon.store.records`): ``ProjectLanes`` and ``RecordStore`` are its
+in-memory engine (:mod:`lanemon.store.memory`); ``Scheduler(lanes=...,
+store=...)`` takes another engine's.
 
 Hours of use cost bounded memory: the store, the scheduler's finished history
 and the checker keep a window of finished jobs (``KEEP_FINISHED``,
@@ -27,6 +34,7 @@ from .events import Event, EventHub
 from .invariants import InvariantChecker
 from .lanes import LaneToken, LaneView, ProjectLanes
 from .occupancy import Occupancy
+from .owners import Owner, owner_name, parse_owner
 from .queues import HISTORY_TOTAL, QUEUE_NAMES, Phase, ReservationQueue, Scheduler, SchedulerClosed
 from .record_lock import RecordLock
 from .records import (
@@ -40,7 +48,7 @@ from .work import (
 
 __all__ = [
     "Event", "EventHub", "InvariantChecker", "LaneToken", "LaneView", "ProjectLanes",
-    "Occupancy", "QUEUE_NAMES", "Phase", "ReservationQueue", "Scheduler", "SchedulerClosed",
+    "Occupancy", "Owner", "owner_name", "parse_owner", "QUEUE_NAMES", "Phase", "ReservationQueue", "Scheduler", "SchedulerClosed",
     "HISTORY_TOTAL", "KEEP_FINISHED", "RecordLock",
     "TERMINAL", "InvalidTransition", "RecordStore", "Reservation", "SaveError", "SaveFailed",
     "SaveHold", "StaleWrite", "State", "Counts", "JobView", "QueueView", "RunSpan", "Snapshot",

@@ -56,6 +56,9 @@ __all__ = ["Event", "EventHub"]
 
 
 class Event(NamedTuple):
+    """One change (immutable).  Read it by field name (``ev.kind``,
+    ``ev.job_id``, ...): the order of the fields is not part of the contract."""
+
     kind: str
     at: float
     workspace: str | None = None

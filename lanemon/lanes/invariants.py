@@ -109,7 +109,7 @@ class InvariantChecker:
                 "keep_finished": self.keep_finished}
 
     def on_event(self, ev: Event) -> None:
-        handler = self._handlers.get(ev[0])
+        handler = self._handlers.get(ev.kind)
         if handler is not None:
             handler(ev)
 

@@ -42,6 +42,11 @@ Refused / deliberately unsafe
 
 Not thread-safe: all calls are synchronous and are meant to run on one event
 loop thread, where each call is atomic.
+
+This is the in-memory engine of the lanes seam
+(:class:`lanemon.store.lanes.LaneStore`): its operations never raise
+``WouldBlock`` and their awaitable forms (``aclaim``, ``arelease``,
+``arevoke``, ``arequest_stop``) complete without suspending.
 """
 
 from __future__ import annotations
@@ -70,7 +75,10 @@ class LaneToken(NamedTuple):
                 f"epoch={self.epoch})")
 
 
-_new = tuple.__new__
+
+# builds a token by field name as ``LaneToken(...)`` does, without the keyword
+# dict a class call makes (see ``_reservation`` in queues.py)
+_token = LaneToken.__new__
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +142,8 @@ class ProjectLanes:
             return None
         self._epoch += 1
         self.claims += 1
-        token = _new(LaneToken, (workspace, owner, self._epoch, self._clock(), self))
+        token = _token(LaneToken, workspace=workspace, owner=owner, epoch=self._epoch,
+                       claimed_at=self._clock(), lanes=self)
         held[workspace] = _Lane(token)
         self._views = None
         return token
@@ -226,6 +235,23 @@ class ProjectLanes:
                 lane.waiters.remove(fut)
             except ValueError:
                 pass
+
+    # -- awaitable forms (the store seam, lanemon.store.lanes): complete at once --
+    async def aclaim(self, workspace: str, owner: str) -> LaneToken | None:
+        """``claim``, awaitable; completes without suspending."""
+        return self.claim(workspace, owner)
+
+    async def arelease(self, token: Any) -> bool:
+        """``release``, awaitable; completes without suspending."""
+        return self.release(token)
+
+    async def arevoke(self, workspace: str) -> LaneToken | None:
+        """``revoke``, awaitable; completes without suspending."""
+        return self.revoke(workspace)
+
+    async def arequest_stop(self, workspace: str, reason: str | None = None) -> bool:
+        """``request_stop``, awaitable; completes without suspending."""
+        return self.request_stop(workspace, reason)
 
     # -- deliberate unsafety -----------------------------------------------
     def revoke(self, workspace: str) -> LaneToken | None:

@@ -2,7 +2,7 @@
 
 :class:`Scheduler` owns the general ``"reservations"`` queue and the
 ``"cafe"`` delivery queue.  Each :class:`ReservationQueue` has its own
-internal :class:`~lanemon.lanes.lanes.ProjectLanes`; both share the
+internal lanes (a :class:`~lanemon.store.lanes.LaneStore`); both share the
 scheduler's ``scheduled_lanes``, so one workspace never runs in both queues at
 once while different workspaces run side by side.
 
@@ -105,6 +105,22 @@ distinct workspaces, not with the number of jobs.  The store keeps its own
 window of finished records (``RecordStore(keep_finished=...)``).
 ``stats()`` reports these sizes.
 
+Storage
+-------
+The scheduler keeps lanes and records only through the store seam
+(:class:`~lanemon.store.lanes.LaneStore`,
+:class:`~lanemon.store.records.ReservationStore`); the in-memory engine is
+the default.  It uses each operation's now form and awaits the awaitable form
+where an engine raises ``WouldBlock`` (releases, stop requests of a cancel,
+record saves).  A start whose claim must wait goes on in a task: the
+workspace is not looked at again until it ends, and the job starts only if,
+once both lanes are claimed, it is still its workspace's next waiting job, the
+scheduler is not closing and ``project_available`` agrees; otherwise the
+lanes are given back and the workspace looked at again.  ``join``, ``aclose``
+and ``idle_clean`` count such claims in progress.  The scheduler owns its
+state machine: the queues (:class:`ReservationQueue`) are views over
+the state it keeps per queue.
+
 Single event loop; not thread-safe.  Methods that change records are
 coroutines; the rest are synchronous and atomic on the loop.
 """
@@ -116,13 +132,16 @@ import time
 from collections import deque
 from itertools import islice
 from types import MappingProxyType
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
+
+from lanemon.store.lanes import LanesFactory, LaneStore, WouldBlock
+from lanemon.store.records import ReservationStore
 
 from .events import EventHub
-from .lanes import ProjectLanes
 from .occupancy import Occupancy
+from .owners import owner_name
 from .record_lock import RecordLock
-from .records import KEEP_FINISHED, TERMINAL, RecordStore, Reservation, State
+from .records import KEEP_FINISHED, TERMINAL, Reservation, State
 from .snapshot import Counts, JobView, QueueView, RunSpan, Snapshot
 from .work import RunContext, StopRequested, as_work
 
@@ -134,7 +153,11 @@ HISTORY_TOTAL = 20_000
 
 QUEUE_NAMES = ("reservations", "cafe")
 
-_new = tuple.__new__  # builds NamedTuples without their Python-level __new__
+# ``_reservation(Reservation, id=..., ...)`` builds a record by field name exactly
+# as ``Reservation(id=..., ...)`` does (same fields and defaults; a missing or
+# unknown name raises), at a third of the cost on the hot path: calling the
+# class packs keyword arguments into a dict, its own ``__new__`` does not.
+_reservation = Reservation.__new__
 _QUEUED = State.QUEUED
 _RUNNING = State.RUNNING
 _SUCCEEDED = State.SUCCEEDED
@@ -154,13 +177,33 @@ class Phase:
     DONE = "done"
 
 
+class _Queue:
+    """The scheduler's state of one queue (a plain record the scheduler alone
+    changes; :class:`ReservationQueue` is the public view over it)."""
+
+    __slots__ = ("name", "lanes", "waiting", "by_ws", "running", "recent", "submitted",
+                 "finished", "emit")
+
+    def __init__(self, name: str, lanes: LaneStore, recent_limit: int,
+                 emit: Callable[..., None]) -> None:
+        self.name = name
+        self.lanes = lanes                              # this queue's internal lanes
+        self.emit = emit                                # the scheduler's events (for its jobs)
+        self.waiting: dict[int, _Job] = {}              # FIFO over all workspaces
+        self.by_ws: dict[str, deque[_Job]] = {}         # FIFO per workspace
+        self.running: dict[int, _Job] = {}
+        self.recent: deque[_Job] = deque(maxlen=recent_limit)
+        self.submitted = 0
+        self.finished = {s: 0 for s in TERMINAL}
+
+
 class _Job:
     __slots__ = ("id", "seq", "queue", "workspace", "work", "record", "phase", "outcome",
                  "lane_token", "sched_token", "task", "error", "placement", "result",
-                 "save_held", "started_at", "ended_at", "final_state", "rev", "view",
-                 "view_rev", "unsaved")
+                 "started_at", "ended_at", "final_state", "rev", "view",
+                 "view_rev", "unsaved", "notes")
 
-    def __init__(self, id: int, queue: "ReservationQueue", workspace: str, work: Any,
+    def __init__(self, id: int, queue: _Queue, workspace: str, work: Any,
                  record: Reservation) -> None:
         self.id = id
         self.seq = 0  # enqueue order (FIFO key), set when it enters its queue
@@ -176,7 +219,6 @@ class _Job:
         self.error: str | None = None
         self.placement: str | None = None
         self.result: Any = None
-        self.save_held = False
         self.started_at: float | None = None
         self.ended_at: float | None = None
         self.final_state: State | None = None
@@ -186,13 +228,20 @@ class _Job:
         self.view: JobView | None = None
         self.view_rev = -1
         self.unsaved: str | None = None  # why its final record was not written (if so)
+        self.notes: tuple[tuple[str, Any], ...] = ()  # what its work noted (JobView.notes)
 
     def note(self, key: str, value: Any) -> None:
+        """What the running work says about itself (``RunContext.note``): every
+        note is kept, the latest value per key, in ``JobView.notes``;
+        ``placement`` is also ``JobView.placement`` and announced (``placed``)."""
+        notes = dict(self.notes)
+        notes[key] = value
+        self.notes = tuple(notes.items())
+        self.rev += 1
         if key == "placement":
             self.placement = value
-            self.rev += 1
             q = self.queue
-            q._sched.events.emit("placed", self.workspace, q.name, self.id, None, value)
+            q.emit("placed", self.workspace, q.name, self.id, None, value)
 
 
 def _err(exc: BaseException) -> str:
@@ -201,113 +250,242 @@ def _err(exc: BaseException) -> str:
 
 
 class ReservationQueue:
-    """One queue with its own internal lanes; created by :class:`Scheduler`."""
+    """One queue with its own internal lanes: a view over the state its
+    :class:`Scheduler` owns (created by it; changes go through the scheduler)."""
 
-    def __init__(self, name: str, scheduler: "Scheduler") -> None:
-        self.name = name
+    def __init__(self, scheduler: "Scheduler", state: _Queue) -> None:
         self._sched = scheduler
-        self.lanes = ProjectLanes(name, clock=scheduler.clock, emit=scheduler.events.emit)
-        self._waiting: dict[int, _Job] = {}           # FIFO over all workspaces
-        self._by_ws: dict[str, deque[_Job]] = {}      # FIFO per workspace
-        self._running: dict[int, _Job] = {}
-        self._recent: deque[_Job] = deque(maxlen=scheduler.recent_limit)
-        self.submitted = 0
-        self.finished = {s: 0 for s in TERMINAL}
+        self._q = state
+
+    @property
+    def name(self) -> str:
+        return self._q.name
+
+    @property
+    def lanes(self) -> LaneStore:
+        """This queue's internal lanes."""
+        return self._q.lanes
+
+    @property
+    def submitted(self) -> int:
+        """Jobs submitted to this queue (their ``queued`` record saved)."""
+        return self._q.submitted
+
+    @property
+    def finished(self) -> Mapping[State, int]:
+        """Finished jobs of this queue per terminal state."""
+        return MappingProxyType(self._q.finished)
 
     # -- public API -------------------------------------------------------------
     async def submit(self, workspace: str, work: Any = None) -> int:
         """Queue a job for ``workspace``; returns its reservation ID once the
         ``queued`` record is saved."""
-        return await self._sched._submit(self, workspace, work)
+        return await self._sched.submit(self._q.name, workspace, work)
 
     async def cancel(self, job_id: int) -> str:
         return await self._sched.cancel(job_id)
 
     def waiting_ids(self) -> tuple[int, ...]:
-        return tuple(self._waiting)
+        return tuple(self._q.waiting)
 
     def running_ids(self) -> tuple[int, ...]:
-        return tuple(self._running)
+        return tuple(self._q.running)
 
     def view(self, limit: int | None = None, lanes: bool = True) -> QueueView:
         """This queue at this instant.  ``limit`` keeps at most that many jobs
         in each list (the first waiting in FIFO order, the oldest running, the
         newest recent; ``counts`` stay complete); ``lanes=False`` leaves the
         internal lanes out (``()``).  Both only make the view cheaper."""
-        s = self._sched
-        counts = {"submitted": self.submitted, "waiting": len(self._waiting),
-                  "running": len(self._running),
-                  **{st.value: n for st, n in self.finished.items()}}
-        waiting = self._waiting.values()
-        running = self._running.values()
-        recent = self._recent
-        if limit is not None:
-            limit = max(0, int(limit))
-            waiting = islice(waiting, limit)
-            running = islice(running, limit)
-            recent = list(recent)[-limit:] if limit else ()
-        return QueueView(
-            self.name,
-            tuple(s._job_view(j) for j in waiting),
-            tuple(s._job_view(j) for j in running),
-            tuple(s._job_view(j) for j in recent),
-            self.lanes.views() if lanes else (),
-            MappingProxyType(counts),
-        )
+        return self._sched.queue_view(self._q.name, limit, lanes)
 
-    # -- internals -----------------------------------------------------------------
+
+class Scheduler:
+    """The app-level scheduler: two queues, shared lanes, store, events.
+
+    Bounds on the finished history it keeps (see "Bounded memory"):
+    ``recent_limit`` finished jobs per queue, ``history_limit`` runs per
+    workspace, ``history_total`` runs over all workspaces (each workspace's
+    last run aside).  The store it makes keeps ``keep_finished`` terminal
+    records (a store passed in keeps its own bound).
+
+    Storage goes through the store seam only: ``store`` (a
+    :class:`~lanemon.store.records.ReservationStore`, made with this
+    scheduler's ``events`` so its ``saved`` events reach the subscribers) and
+    ``lanes`` (a :class:`~lanemon.store.lanes.LanesFactory` that makes the
+    shared ``scheduled`` lanes and each queue's lanes, all of one engine, the
+    one whose tokens fence ``store``'s writes).  Either left out is the
+    in-memory engine's (:mod:`lanemon.store.memory`)."""
+
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        project_available: Callable[[str], bool] | None = None,
+        store: ReservationStore | None = None,
+        lanes: LanesFactory | None = None,
+        events: EventHub | None = None,
+        history_limit: int = 50,
+        recent_limit: int = 100,
+        history_total: int = HISTORY_TOTAL,
+        keep_finished: int | None = KEEP_FINISHED,
+        queue_names: Iterable[str] = QUEUE_NAMES,
+    ) -> None:
+        for name, v in (("history_limit", history_limit), ("recent_limit", recent_limit),
+                        ("history_total", history_total)):
+            if type(v) is not int or v < 1:
+                raise ValueError(f"{name} must be an int >= 1, not {v!r}")
+        self.clock = clock
+        self.events = events or EventHub(clock)
+        if store is None or lanes is None:  # the default engine (lanemon.store.memory)
+            from lanemon.store.memory import MemoryRecords, memory_lanes
+            if store is None:  # (not ``store or``: an empty store is falsy)
+                store = MemoryRecords(events=self.events, keep_finished=keep_finished)
+            if lanes is None:
+                lanes = memory_lanes
+        self.store: ReservationStore = store
+        self.record_lock = RecordLock()
+        self.scheduled_lanes: LaneStore = lanes("scheduled", clock=clock, emit=self.events.emit)
+        self.occupancy = Occupancy(self._on_occupancy)
+        self.available_hook = project_available
+        self.history_limit = history_limit
+        self.recent_limit = recent_limit
+        self.history_total = history_total
+        self._queue_list = tuple(
+            _Queue(n, lanes(n, clock=clock, emit=self.events.emit), recent_limit, self.events.emit)
+            for n in queue_names)
+        self._queue_by_name = {q.name: q for q in self._queue_list}
+        self.queues: dict[str, ReservationQueue] = {
+            q.name: ReservationQueue(self, q) for q in self._queue_list}
+        self._live: dict[int, _Job] = {}
+        self._history: dict[str, deque[RunSpan]] = {}
+        self._history_order: deque[RunSpan] = deque()  # runs counted, oldest first
+        self._history_order_ws: deque[str] = deque()   # ... and their workspaces
+        self._history_uncounted: set[str] = set()  # workspaces whose one run is kept uncounted
+        self._workspaces: dict[str, None] = {}
+        # snapshot caches, rebuilt only after a change: history (None after a
+        # run ended) and the sorted workspaces (keyed by their count: they only grow)
+        self._history_views: MappingProxyType | None = None
+        self._history_tuples: dict[str, tuple[RunSpan, ...]] = {}  # per workspace, while unchanged
+        self._workspace_views: tuple[str, ...] = ()
+        self._next_id = 0
+        self._finishing: _Job | None = None
+        self._handoff: _Job | None = None
+        self._claims: dict[str, asyncio.Task] = {}  # workspace -> its awaited claim (WouldBlock)
+        self._seq = 0
+        self._idle: asyncio.Future | None = None
+        self._loop_ref: asyncio.AbstractEventLoop | None = None
+        self._closing: str | None = None     # aclose's reason, once closing
+        self._unsubmitted: set[int] = set()  # IDs drawn by submits whose queued save failed
+        self.unsaved_finals = 0
+        self.available_errors = 0
+        self.jobs_submitted = 0
+        self.jobs_finished = 0
+
+    # -- the state machine of a job (the queues are views over it) ------------------
     def _enqueue(self, job: _Job) -> None:
-        s = self._sched
-        s._seq += 1
-        job.seq = s._seq
-        self._waiting[job.id] = job
-        dq = self._by_ws.get(job.workspace)
+        q = job.queue
+        self._seq += 1
+        job.seq = self._seq
+        q.waiting[job.id] = job
+        dq = q.by_ws.get(job.workspace)
         if dq is None:
-            self._by_ws[job.workspace] = deque((job,))
+            q.by_ws[job.workspace] = deque((job,))
         else:
             dq.append(job)
 
     def _unqueue(self, job: _Job) -> None:
-        if self._waiting.pop(job.id, None) is None:
+        q = job.queue
+        if q.waiting.pop(job.id, None) is None:
             return
-        dq = self._by_ws[job.workspace]
+        dq = q.by_ws[job.workspace]
         if dq[0] is job:
             dq.popleft()
         else:
             dq.remove(job)
         if not dq:
-            del self._by_ws[job.workspace]
+            del q.by_ws[job.workspace]
 
     def _start(self, job: _Job) -> bool:
-        """Claim both lanes for ``job`` and dispatch it (synchronous)."""
-        s = self._sched
+        """Claim both lanes for ``job`` and dispatch it (synchronous).  An
+        engine that cannot claim now (``WouldBlock``): the claim goes on in a
+        task (``_claim_awaited``) and the job starts when it succeeds."""
+        q = job.queue
         ws = job.workspace
-        owner = f"{self.name}#{job.id}"
-        lt = self.lanes.claim(ws, owner)
+        owner = owner_name(q.name, job.id)
+        try:
+            lt = q.lanes.claim(ws, owner)
+        except WouldBlock:
+            self._claim_later(job)
+            return False
         if lt is None:
             return False
-        st = s.scheduled_lanes.claim(ws, owner)
-        if st is None:
-            self.lanes.release(lt)
+        try:
+            st = self.scheduled_lanes.claim(ws, owner)
+        except WouldBlock:
+            q.lanes.release(lt)
+            self._claim_later(job)
             return False
+        if st is None:
+            q.lanes.release(lt)
+            return False
+        self._started(job, lt, st)
+        return True
+
+    def _claim_later(self, job: _Job) -> None:
+        """Claim ``job``'s lanes through the awaitable forms, in a task; its
+        workspace is not looked at again until that claim has ended."""
+        self._claims[job.workspace] = self._loop().create_task(self._claim_awaited(job))
+
+    async def _claim_awaited(self, job: _Job) -> None:
+        """Claim both lanes awaiting the engine, then start ``job`` if, at that
+        instant, it is still its workspace's next waiting job, the scheduler is
+        not closing and ``project_available`` agrees (the start rule);
+        otherwise give the lanes back and look at the workspace again."""
+        q = job.queue
+        ws = job.workspace
+        owner = owner_name(q.name, job.id)
+        lt = st = None
+        try:
+            lt = await q.lanes.aclaim(ws, owner)
+            if lt is not None:
+                st = await self.scheduled_lanes.aclaim(ws, owner)
+            claimed = lt is not None and st is not None
+            still_next = claimed and job.phase is Phase.WAITING and self._closing is None \
+                and self._next_waiting(ws) is job
+            if still_next and self._available(ws, job):
+                self._started(job, lt, st)
+                return
+            for lanes, token in ((q.lanes, lt), (self.scheduled_lanes, st)):
+                if token is not None:
+                    await lanes.arelease(token)
+        finally:
+            del self._claims[ws]  # (join and aclose wait for it until here)
+        # Look again: a kick, release or occupancy change that came while these
+        # lanes were held by the claim found the workspace taken and did nothing.
+        if lt is not None:
+            self._kick(ws)
+
+    def _started(self, job: _Job, lt: Any, st: Any) -> None:
+        """``job`` holds both lanes: it leaves its queue and is dispatched."""
+        q = job.queue
+        ws = job.workspace
         self._unqueue(job)
         job.lane_token = lt
         job.sched_token = st
         job.phase = Phase.STARTING
         job.started_at = st.claimed_at
         job.rev += 1
-        self._running[job.id] = job
-        s.events.emit("started", ws, self.name, job.id, None, st.epoch)
-        s._dispatch(job)
-        return True
+        q.running[job.id] = job
+        self.events.emit("started", ws, q.name, job.id, None, st.epoch)
+        self._dispatch(job)
 
     async def _run(self, job: _Job, yield_first: bool = False, orphaned: bool = False) -> None:
         """Run a started job to its end.  ``orphaned``: its task was cancelled
         before its first step (so none of this ran); end it, cancelled before it
         ran, from the caller (``aclose``)."""
-        s = self._sched
-        store = s.store
-        lock = s.record_lock
+        q = job.queue
+        store = self.store
+        lock = self.record_lock
         jid = job.id
         fence = (job.lane_token, job.sched_token)
         cancelled_exc: BaseException | None = None  # re-raised at the end
@@ -333,14 +511,13 @@ class ReservationQueue:
                 if rec.state is not _QUEUED:  # cancelled before it could run
                     return
                 if not before_run:
-                    now = s.clock()
+                    now = self.clock()
                     epoch = job.sched_token.epoch
-                    # == rec._replace(state=RUNNING, run_id=..., started_at=now,
-                    #                 updated_at=now, attempts=+1, epoch=epoch), without
-                    # the NamedTuple's Python-level _replace on the hot path
-                    running = _new(Reservation, (rec[0], rec[1], rec[2], _RUNNING, rec[4], now,
-                                                 f"run-{epoch}", rec[7], now, rec[9],
-                                                 rec[10] + 1, epoch))
+                    running = _reservation(
+                        Reservation, id=rec.id, workspace=rec.workspace, queue=rec.queue, state=_RUNNING,
+                        created_at=rec.created_at, updated_at=now, run_id=f"run-{epoch}",
+                        error=rec.error, started_at=now, finished_at=rec.finished_at,
+                        attempts=rec.attempts + 1, epoch=epoch)
                     try:
                         if not store.save_nowait(running, fence):
                             await store.save(running, fence)
@@ -365,7 +542,7 @@ class ReservationQueue:
             finally:
                 lock.release(jid)
             # 2. dispatch, outside the record lock
-            ctx = RunContext(jid, job.workspace, self.name, running.run_id, fence, job.note)
+            ctx = RunContext(jid, job.workspace, q.name, running.run_id, fence, job.note)
             try:
                 job.result = await job.work.run(ctx)
                 job.outcome = _SUCCEEDED
@@ -374,7 +551,7 @@ class ReservationQueue:
                 job.error = "stopped at a checkpoint"
             except asyncio.CancelledError as exc:
                 job.outcome = _CANCELLED
-                closing = s._closing
+                closing = self._closing
                 job.error = "task cancelled" if closing is None else f"task cancelled ({closing})"
                 cancelled_exc = exc
             except Exception as exc:
@@ -391,24 +568,43 @@ class ReservationQueue:
                 lock.release(jid)
         finally:
             # 4. release, only now (a record left non-terminal is said by _retire)
-            self.lanes.release(job.lane_token)
-            s.scheduled_lanes.release(job.sched_token)
-            s._finishing = job  # its runner may go on with the workspace's next job
+            try:
+                q.lanes.release(job.lane_token)
+            except WouldBlock:
+                cancelled_exc = await self._release_awaited(q.lanes, job.lane_token) \
+                    or cancelled_exc
+            try:
+                self.scheduled_lanes.release(job.sched_token)
+            except WouldBlock:
+                cancelled_exc = await self._release_awaited(self.scheduled_lanes,
+                                                            job.sched_token) or cancelled_exc
+            self._finishing = job  # its runner may go on with the workspace's next job
             try:
                 self._retire(job, started=True)
             finally:
-                s._finishing = None
+                self._finishing = None
             if cancelled_exc is not None:
                 raise cancelled_exc
 
+    @staticmethod
+    async def _release_awaited(lanes: LaneStore, token: Any) -> BaseException | None:
+        """Release through the awaitable form (an engine that cannot release
+        now); a cancellation meanwhile is returned, re-raised once the job has
+        ended, so the job still ends (``_retire``)."""
+        try:
+            await lanes.arelease(token)
+        except asyncio.CancelledError as exc:
+            return exc
+        return None
+
     async def _final_save_locked(self, job: _Job, fence: tuple) -> None:
-        s = self._sched
-        store = s.store
-        now = s.clock()
+        store = self.store
+        now = self.clock()
         rec = job.record
-        # == rec._replace(state=outcome, error=error, finished_at=now, updated_at=now)
-        final = _new(Reservation, (rec[0], rec[1], rec[2], job.outcome, rec[4], now, rec[6],
-                                   job.error, rec[8], now, rec[10], rec[11]))
+        final = _reservation(
+            Reservation, id=rec.id, workspace=rec.workspace, queue=rec.queue, state=job.outcome,
+            created_at=rec.created_at, updated_at=now, run_id=rec.run_id, error=job.error,
+            started_at=rec.started_at, finished_at=now, attempts=rec.attempts, epoch=rec.epoch)
         try:
             if not store.save_nowait(final, fence):
                 await store.save(final, fence)
@@ -427,7 +623,7 @@ class ReservationQueue:
         job.error = note
         job.rev += 1
         for _ in range(3):
-            now = s.clock()
+            now = self.clock()
             rec = job.record._replace(state=_FAILED, error=note, finished_at=now, updated_at=now)
             try:
                 await store.save(rec, fence)
@@ -438,124 +634,61 @@ class ReservationQueue:
                 raise
             except Exception:
                 continue
-        s._unsaved(job, note, with_outcome=False)
+        self._unsaved(job, note, with_outcome=False)
 
     def _retire(self, job: _Job, started: bool) -> None:
         """The job is over: bookkeeping, event, and re-examine its workspace."""
-        s = self._sched
         if job.phase is Phase.DONE:
             return
+        q = job.queue
         rec = job.record
         state = rec.state
         if state not in TERMINAL:
             # its final record was not written: it ends failed, never with an
             # outcome the store does not show (see "Unsaved finals")
             if job.unsaved is None:  # its run was cancelled (again) before the write
-                s._unsaved(job, "its task was cancelled before the record was written")
+                self._unsaved(job, "its task was cancelled before the record was written")
             state = _FAILED
         job.final_state = state
         job.phase = Phase.DONE
-        now = job.ended_at = s.clock()
+        now = job.ended_at = self.clock()
         job.rev += 1
         jid = job.id
         if started:
-            del self._running[jid]
+            del q.running[jid]
         else:
             self._unqueue(job)
-        self._recent.append(job)
-        self.finished[state] += 1
-        live = s._live
+        q.recent.append(job)
+        q.finished[state] += 1
+        live = self._live
         del live[jid]
-        s.jobs_finished += 1
+        self.jobs_finished += 1
         ws = job.workspace
         if started:
             # keep the run in its workspace's history, within the bounds ("Bounded memory")
-            span = RunSpan(jid, self.name, rec.run_id, job.started_at, now, state)
-            hist = s._history.get(ws)
+            span = RunSpan(jid, q.name, rec.run_id, job.started_at, now, state)
+            hist = self._history.get(ws)
             if hist is None:
-                hist = s._history[ws] = deque(maxlen=s.history_limit)
-            elif s._history_uncounted and ws in s._history_uncounted:
-                s._history_uncounted.discard(ws)  # its one kept run is older than all counted
+                hist = self._history[ws] = deque(maxlen=self.history_limit)
+            elif self._history_uncounted and ws in self._history_uncounted:
+                self._history_uncounted.discard(ws)  # its one kept run is older than all counted
                 hist.popleft()
             hist.append(span)  # beyond history_limit, the oldest goes (its order entry goes stale)
-            order = s._history_order
+            order = self._history_order
             order.append(span)
-            s._history_order_ws.append(ws)
-            s._history_views = None
-            s._history_tuples.pop(ws, None)
-            if len(order) > s.history_total:
-                s._forget_run()
-        s.events.emit("finished", ws, self.name, jid, state, started)
+            self._history_order_ws.append(ws)
+            self._history_views = None
+            self._history_tuples.pop(ws, None)
+            if len(order) > self.history_total:
+                self._forget_run()
+        self.events.emit("finished", ws, q.name, jid, state, started)
         if started:
-            s._kick(ws)  # may hand the next job to this job's runner task
+            self._kick(ws)  # may hand the next job to this job's runner task
         job.task = None
-        if not live and s._idle is not None:
-            if not s._idle.done():
-                s._idle.set_result(None)
-            s._idle = None
-
-
-class Scheduler:
-    """The app-level scheduler: two queues, shared lanes, store, events.
-
-    Bounds on the finished history it keeps (see "Bounded memory"):
-    ``recent_limit`` finished jobs per queue, ``history_limit`` runs per
-    workspace, ``history_total`` runs over all workspaces (each workspace's
-    last run aside).  The store it makes keeps ``keep_finished`` terminal
-    records (a store passed in keeps its own bound)."""
-
-    def __init__(
-        self,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-        project_available: Callable[[str], bool] | None = None,
-        store: RecordStore | None = None,
-        events: EventHub | None = None,
-        history_limit: int = 50,
-        recent_limit: int = 100,
-        history_total: int = HISTORY_TOTAL,
-        keep_finished: int | None = KEEP_FINISHED,
-        queue_names: Iterable[str] = QUEUE_NAMES,
-    ) -> None:
-        for name, v in (("history_limit", history_limit), ("recent_limit", recent_limit),
-                        ("history_total", history_total)):
-            if type(v) is not int or v < 1:
-                raise ValueError(f"{name} must be an int >= 1, not {v!r}")
-        self.clock = clock
-        self.events = events or EventHub(clock)
-        self.store = store or RecordStore(events=self.events, keep_finished=keep_finished)
-        self.record_lock = RecordLock()
-        self.scheduled_lanes = ProjectLanes("scheduled", clock=clock, emit=self.events.emit)
-        self.occupancy = Occupancy(self._on_occupancy)
-        self.available_hook = project_available
-        self.history_limit = history_limit
-        self.recent_limit = recent_limit
-        self.history_total = history_total
-        self.queues: dict[str, ReservationQueue] = {n: ReservationQueue(n, self) for n in queue_names}
-        self._queue_list = tuple(self.queues.values())
-        self._live: dict[int, _Job] = {}
-        self._history: dict[str, deque[RunSpan]] = {}
-        self._history_order: deque[RunSpan] = deque()  # runs counted, oldest first
-        self._history_order_ws: deque[str] = deque()   # ... and their workspaces
-        self._history_uncounted: set[str] = set()  # workspaces whose one run is kept uncounted
-        self._workspaces: dict[str, None] = {}
-        # snapshot caches, rebuilt only after a change: history (None after a
-        # run ended) and the sorted workspaces (keyed by their count: they only grow)
-        self._history_views: MappingProxyType | None = None
-        self._history_tuples: dict[str, tuple[RunSpan, ...]] = {}  # per workspace, while unchanged
-        self._workspace_views: tuple[str, ...] = ()
-        self._next_id = 0
-        self._finishing: _Job | None = None
-        self._handoff: _Job | None = None
-        self._seq = 0
-        self._idle: asyncio.Future | None = None
-        self._loop_ref: asyncio.AbstractEventLoop | None = None
-        self._closing: str | None = None     # aclose's reason, once closing
-        self._unsubmitted: set[int] = set()  # IDs drawn by submits whose queued save failed
-        self.unsaved_finals = 0
-        self.available_errors = 0
-        self.jobs_submitted = 0
-        self.jobs_finished = 0
+        if not live and self._idle is not None:
+            if not self._idle.done():
+                self._idle.set_result(None)
+            self._idle = None
 
     # -- convenience accessors ----------------------------------------------------
     @property
@@ -604,22 +737,22 @@ class Scheduler:
         Raises :class:`SchedulerClosed` once ``aclose`` began.  A submit whose
         ``queued`` record is saved while the scheduler closes returns its ID,
         the job already cancelled like the other waiting jobs."""
-        return await self._submit(self.queues[queue], workspace, work)
+        return await self._submit(self._queue_by_name[queue], workspace, work)
 
     async def burst(self, queue: str, workspaces: Iterable[str], work: Any = None) -> list[int]:
         """Submit one job per workspace given, in order."""
-        q = self.queues[queue]
+        q = self._queue_by_name[queue]
         return [await self._submit(q, ws, work) for ws in workspaces]
 
-    async def _submit(self, q: ReservationQueue, workspace: str, work: Any) -> int:
+    async def _submit(self, q: _Queue, workspace: str, work: Any) -> int:
         if self._closing is not None:
             raise SchedulerClosed(f"the scheduler is closed ({self._closing}): no new job")
         work = as_work(work)
         self._next_id += 1
         jid = self._next_id
         now = self.clock()
-        rec = _new(Reservation, (jid, workspace, q.name, _QUEUED, now, now, None, None, None,
-                                 None, 0, None))
+        rec = _reservation(Reservation, id=jid, workspace=workspace, queue=q.name, state=_QUEUED,
+                           created_at=now, updated_at=now)
         self._workspaces[workspace] = None
         try:
             if not self.store.save_nowait(rec):
@@ -631,7 +764,7 @@ class Scheduler:
         self._live[jid] = job
         q.submitted += 1
         self.jobs_submitted += 1
-        q._enqueue(job)
+        self._enqueue(job)
         if self._closing is not None:  # closed while its queued record was being saved
             await self._close_waiting(job)
         else:
@@ -649,7 +782,7 @@ class Scheduler:
         if job is None:
             # a finished job's record may have left the store's window: an ID this
             # scheduler gave to a job that is no longer live is a finished job
-            known = self.store.get(job_id) is not None or (
+            known = await self.store.load(job_id) is not None or (
                 type(job_id) is int and 0 < job_id <= self._next_id
                 and job_id not in self._unsubmitted)
             outcome = "finished" if known else "unknown"
@@ -680,14 +813,19 @@ class Scheduler:
             job.outcome = _CANCELLED
             job.rev += 1
             if job.phase is Phase.WAITING:
-                job.queue._retire(job, started=False)
+                self._retire(job, started=False)
             # else: lanes already claimed; its run sees the record and ends.
             return "cancelled"
         # running: ask through the lanes
         requested = False
-        for t in (job.lane_token, job.sched_token):
-            if t is not None and t.lanes.is_current(t):
-                requested = t.lanes.request_stop(t.workspace, f"cancel #{job.id}") or requested
+        why = f"cancel #{job.id}"
+        for lanes, t in ((job.queue.lanes, job.lane_token), (self.scheduled_lanes, job.sched_token)):
+            if t is not None and lanes.is_current(t):
+                try:
+                    asked = lanes.request_stop(t.workspace, why)
+                except WouldBlock:
+                    asked = await lanes.arequest_stop(t.workspace, why)
+                requested = asked or requested
         return "stop_requested" if requested else "finished"
 
     def request_stop(self, workspace: str, reason: str | None = "stop") -> bool:
@@ -721,29 +859,47 @@ class Scheduler:
         if workspace is not None:
             self._kick(workspace)
             return
-        pending = {ws for q in self._queue_list for ws in q._by_ws}
+        pending = {ws for q in self._queue_list for ws in q.by_ws}
         for ws in sorted(pending):
             self._kick(ws)
 
     def _kick(self, ws: str) -> None:
-        if ws in self.scheduled_lanes._held or self._closing is not None:
+        if ws in self.scheduled_lanes or self._closing is not None or ws in self._claims:
             return
         best = None
         for q in self._queue_list:
-            dq = q._by_ws.get(ws)
-            if dq and (best is None or dq[0].seq < best.seq) and ws not in q.lanes._held:
+            dq = q.by_ws.get(ws)
+            if dq and (best is None or dq[0].seq < best.seq) and ws not in q.lanes:
                 best = dq[0]
         if best is None:
             return
-        try:
+        try:  # (== self._available(ws, best), inlined: twice per job)
             available = self.project_available(ws)
         except Exception as exc:  # "cannot tell" is "not available" (see "Availability")
             self.available_errors += 1
             self.events.emit("available_failed", ws, None, best.id, None, _err(exc))
             return
-        if not available:
-            return
-        best.queue._start(best)
+        if available:
+            self._start(best)
+
+    def _next_waiting(self, ws: str) -> _Job | None:
+        """The oldest waiting job of ``ws`` over both queues."""
+        best = None
+        for q in self._queue_list:
+            dq = q.by_ws.get(ws)
+            if dq and (best is None or dq[0].seq < best.seq):
+                best = dq[0]
+        return best
+
+    def _available(self, ws: str, job: _Job) -> bool:
+        """``project_available(ws)``; one that raises is "not available" for
+        this look, counted and announced (see "Availability")."""
+        try:
+            return self.project_available(ws)
+        except Exception as exc:
+            self.available_errors += 1
+            self.events.emit("available_failed", ws, None, job.id, None, _err(exc))
+            return False
 
     # A job runs in a *runner* task.  When a job finishes and its release
     # starts the next job of the same workspace, that job is handed to the
@@ -765,7 +921,7 @@ class Scheduler:
         yield_first = False
         while True:
             try:
-                await job.queue._run(job, yield_first)
+                await self._run(job, yield_first)
             except BaseException:
                 nxt, self._handoff = self._handoff, None
                 if nxt is not None:
@@ -779,8 +935,12 @@ class Scheduler:
             yield_first = n % self.RUNNER_BATCH == 0
 
     async def join(self) -> None:
-        """Wait until every submitted job has finished."""
-        while self._live:
+        """Wait until every submitted job has finished (and every awaited claim
+        of an engine that cannot claim now has ended)."""
+        while self._live or self._claims:
+            if not self._live:
+                await asyncio.wait(list(self._claims.values()))
+                continue
             if self._idle is None:
                 self._idle = self._loop().create_future()
             await asyncio.shield(self._idle)
@@ -803,10 +963,10 @@ class Scheduler:
         self.store.close_holds()
         while True:
             for q in self._queue_list:
-                for job in list(q._waiting.values()):
+                for job in list(q.waiting.values()):
                     if job.phase is Phase.WAITING:
                         await self._close_waiting(job)
-            tasks: dict[asyncio.Task, None] = {}
+            tasks: dict[asyncio.Task, None] = dict.fromkeys(self._claims.values())
             for j in list(self._live.values()):
                 t = j.task
                 if t is not None and not t.done():
@@ -819,8 +979,8 @@ class Scheduler:
             orphans = [j for j in self._live.values() if j.task is not None and j.task.done()]
             for j in orphans:  # their task was cancelled before its first step
                 if j.phase is not Phase.DONE:
-                    await j.queue._run(j, orphaned=True)
-            if not orphans and not any(q._waiting for q in self._queue_list):
+                    await self._run(j, orphaned=True)
+            if not orphans and not any(q.waiting for q in self._queue_list):
                 return
 
     async def _close_waiting(self, job: _Job) -> None:
@@ -832,7 +992,7 @@ class Scheduler:
             job.outcome = _CANCELLED
             self._unsaved(job, f"{self._closing} and its cancellation could not be saved "
                                f"({outcome})")
-            job.queue._retire(job, started=False)
+            self._retire(job, started=False)
         self.events.emit("cancel", job.workspace, job.queue.name, job.id,
                          job.record.state, outcome)
 
@@ -873,8 +1033,7 @@ class Scheduler:
         stop = False
         if j.phase is not Phase.DONE and st is not None:
             stop = (st.lanes.stop_requested(st) or j.lane_token.lanes.stop_requested(j.lane_token))
-        held = any(r.id == j.id for h in self.store._holds for r in h.held) \
-            if self.store._holds and j.phase is not Phase.DONE else False
+        held = j.phase is not Phase.DONE and self.store.holding(j.id)
         v = j.view
         if v is not None and j.view_rev == j.rev and v.stop_requested is stop \
                 and v.save_held is held:
@@ -884,21 +1043,50 @@ class Scheduler:
         result = None if j.result is None else repr(j.result)[:60]
         describe = getattr(j.work, "describe", None)
         v = j.view = JobView(
-            j.id, j.queue.name, j.workspace, rec.state.value, j.phase,
-            None if outcome is None else outcome.value, rec.run_id, j.error or rec.error,
-            rec.attempts, rec.created_at, rec.started_at or j.started_at,
-            rec.finished_at or j.ended_at, None if st is None else st.epoch, stop, held,
-            describe() if describe else type(j.work).__name__, j.placement, result,
+            id=j.id, queue=j.queue.name, workspace=j.workspace, state=rec.state.value,
+            phase=j.phase, outcome=None if outcome is None else outcome.value,
+            run_id=rec.run_id, error=j.error or rec.error, attempts=rec.attempts,
+            created_at=rec.created_at, started_at=rec.started_at or j.started_at,
+            finished_at=rec.finished_at or j.ended_at,
+            epoch=None if st is None else st.epoch, stop_requested=stop, save_held=held,
+            work=describe() if describe else type(j.work).__name__, placement=j.placement,
+            result=result, notes=j.notes,
         )
         j.view_rev = j.rev
         return v
+
+    def queue_view(self, name: str, limit: int | None = None, lanes: bool = True) -> QueueView:
+        """Queue ``name`` at this instant (see ``ReservationQueue.view``)."""
+        return self._queue_view(self._queue_by_name[name], limit, lanes)
+
+    def _queue_view(self, q: _Queue, limit: int | None, lanes: bool) -> QueueView:
+        counts = {"submitted": q.submitted, "waiting": len(q.waiting),
+                  "running": len(q.running),
+                  **{st.value: n for st, n in q.finished.items()}}
+        waiting = q.waiting.values()
+        running = q.running.values()
+        recent = q.recent
+        if limit is not None:
+            limit = max(0, int(limit))
+            waiting = islice(waiting, limit)
+            running = islice(running, limit)
+            recent = list(recent)[-limit:] if limit else ()
+        view = self._job_view
+        return QueueView(
+            name=q.name,
+            waiting=tuple(view(j) for j in waiting),
+            running=tuple(view(j) for j in running),
+            recent=tuple(view(j) for j in recent),
+            lanes=q.lanes.views() if lanes else (),
+            counts=MappingProxyType(counts),
+        )
 
     def job(self, job_id: int) -> JobView | None:
         """A view of one live or recently finished job (``None`` if unknown)."""
         j = self._live.get(job_id)
         if j is None:
             for q in self._queue_list:
-                for r in q._recent:
+                for r in q.recent:
                     if r.id == job_id:
                         j = r
         return None if j is None else self._job_view(j)
@@ -927,7 +1115,7 @@ class Scheduler:
         st = self.store.stats()
         return {
             "live": len(self._live),
-            "recent": sum(len(q._recent) for q in self._queue_list),
+            "recent": sum(len(q.recent) for q in self._queue_list),
             "history_runs": sum(len(h) for h in self._history.values()),
             "history_uncounted": len(self._history_uncounted),
             "history_workspaces": len(self._history),
@@ -947,12 +1135,13 @@ class Scheduler:
         holds = tuple(
             ", ".join(f"{k}={v}" for k, v in h.criteria.items() if v is not None)
             + (f" [holding {len(h.held)}]" if h.held else "")
-            for h in self.store._holds
+            for h in self.store.holds()
         )
         return Snapshot(
             at=self.clock(),
             scheduled=self.scheduled_lanes.views(),
-            queues=MappingProxyType({n: q.view(limit, queue_lanes) for n, q in self.queues.items()}),
+            queues=MappingProxyType({q.name: self._queue_view(q, limit, queue_lanes)
+                                     for q in self._queue_list}),
             occupancy=MappingProxyType(self.occupancy.views()),
             history=self._history_view(),
             holds=holds,
@@ -990,10 +1179,12 @@ class Scheduler:
         for q in self._queue_list:
             if len(q.lanes):
                 problems.append(f"{q.name} lanes held: {list(q.lanes)}")
-            if q._waiting or q._running or q._by_ws:
+            if q.waiting or q.running or q.by_ws:
                 problems.append(f"{q.name} has waiting/running jobs")
         if len(self.record_lock):
             problems.append(f"record lock entries left: {len(self.record_lock)}")
         if self._live:
             problems.append(f"live jobs: {sorted(self._live)[:10]}")
+        if self._claims:
+            problems.append(f"claims in progress: {sorted(self._claims)}")
         return problems

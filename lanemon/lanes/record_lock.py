@@ -48,11 +48,8 @@ class _Hold:
     async def __aenter__(self) -> None:
         lock = self._lock
         key = self._key
-        if key not in lock._entries:  # fast path: no suspension, no future
-            lock._entries[key] = deque()
-            lock.acquisitions += 1
-            return None
-        await lock.acquire(key)
+        if not lock.try_acquire(key):  # else: taken at once, no suspension, no future
+            await lock.acquire(key)
         return None
 
     async def __aexit__(self, exc_type, exc, tb) -> None:

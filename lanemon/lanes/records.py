@@ -45,6 +45,9 @@ later write of its ID is judged as the write of a new record (only
 ``queued`` is accepted, so a terminal state is still never overwritten by a
 run or a final save).  ``forgotten`` counts the records dropped that way.
 
+:class:`RecordStore` is the in-memory engine of the records seam
+(:class:`lanemon.store.records.ReservationStore`).
+
 Single event loop; not thread-safe.
 """
 
@@ -94,6 +97,9 @@ _ALLOWED: dict[State | None, frozenset[State]] = {
 
 
 class Reservation(NamedTuple):
+    """One reservation record (immutable).  Built and read by field name; a
+    change is a new record (see the module docstring)."""
+
     id: int
     workspace: str
     queue: str
@@ -148,9 +154,10 @@ class SaveHold:
     returns once a save is waiting on this hold (a gate for tests).
     """
 
-    def __init__(self, store: "RecordStore", *, id=None, workspace=None, queue=None,
-                 state=None, terminal=None, once: bool = True) -> None:
-        self._store = store
+    def __init__(self, on_release: Callable[["SaveHold"], None] | None = None, *, id=None,
+                 workspace=None, queue=None, state=None, terminal=None, once: bool = True,
+                 released: bool = False) -> None:
+        self._on_release = on_release
         self.criteria = dict(id=id, workspace=workspace, queue=queue,
                              state=None if state is None else State(state), terminal=terminal)
         self.once = once
@@ -158,6 +165,8 @@ class SaveHold:
         self.held: list[Reservation] = []
         self._open = asyncio.Event()
         self._engaged = asyncio.Event()
+        if released:  # inert: holds nothing (see RecordStore.close_holds)
+            self._open.set()
 
     @property
     def released(self) -> bool:
@@ -168,7 +177,9 @@ class SaveHold:
             return False
         return _matches(rec, **self.criteria)
 
-    async def _wait(self, rec: Reservation) -> None:
+    async def engage(self, rec: Reservation) -> None:
+        """Hold the save of ``rec`` here until :meth:`release` (its store calls
+        it for a save that ``matches``); ``rec`` is in ``held`` meanwhile."""
         self.matched += 1
         self.held.append(rec)
         self._engaged.set()
@@ -184,7 +195,8 @@ class SaveHold:
     def release(self) -> None:
         """Open the hold: every save waiting on it proceeds, in order."""
         self._open.set()
-        self._store._drop_hold(self)
+        if self._on_release is not None:
+            self._on_release(self)
 
 
 class _Fail:
@@ -223,6 +235,11 @@ class RecordStore:
 
     # -- reading ------------------------------------------------------------
     def get(self, id: int) -> Reservation | None:
+        """The record ``id`` as stored (``None``: never written, or forgotten)."""
+        return self._records.get(id)
+
+    async def load(self, id: int) -> Reservation | None:
+        """``get``, awaitable (the store seam); completes without suspending."""
         return self._records.get(id)
 
     def __len__(self) -> int:
@@ -242,16 +259,20 @@ class RecordStore:
              queue: str | None = None, state: State | str | None = None,
              terminal: bool | None = None, once: bool = True) -> SaveHold:
         """Hold matching saves open until the returned hold is released."""
-        h = SaveHold(self, id=id, workspace=workspace, queue=queue, state=state,
-                     terminal=terminal, once=once)
-        if self._holds_closed:
-            h._open.set()  # inert: holds nothing (see close_holds)
-            return h
-        self._holds.append(h)
+        h = SaveHold(self._drop_hold, id=id, workspace=workspace, queue=queue, state=state,
+                     terminal=terminal, once=once, released=self._holds_closed)
+        if not self._holds_closed:
+            self._holds.append(h)
         return h
 
     def holds(self) -> tuple[SaveHold, ...]:
+        """The active (not yet released) holds, oldest first."""
         return tuple(self._holds)
+
+    def holding(self, id: int) -> bool:
+        """Is a save of record ``id`` waiting on a hold at this instant?"""
+        holds = self._holds
+        return bool(holds) and any(r.id == id for h in holds for r in h.held)
 
     def close_holds(self) -> int:
         """Release every hold and make every later ``hold()`` inert (released at
@@ -303,8 +324,7 @@ class RecordStore:
 
     def _write(self, record: Reservation, fence: Iterable[Any]) -> Reservation:
         for token in fence:
-            lane = token.lanes._held.get(token.workspace)  # inlined is_current()
-            if lane is None or lane.token.epoch != token.epoch:
+            if not token.lanes.is_current(token):
                 self.stale_writes += 1
                 self._events.emit("stale_write", record.workspace, record.queue, record.id,
                                   record.state, token.epoch)
@@ -333,7 +353,7 @@ class RecordStore:
             if h.matches(record):
                 self._events.emit("save_held", record.workspace, record.queue, record.id,
                                   record.state)
-                await h._wait(record)
+                await h.engage(record)
         for f in self._fails:
             if _matches(record, **f.criteria):
                 self._fails.remove(f)

@@ -10,7 +10,7 @@ it never changes afterwards.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, NamedTuple
+from typing import Any, Mapping, NamedTuple
 
 from .lanes import LaneView
 
@@ -37,6 +37,8 @@ class JobView:
     work: str                  # description of the work
     placement: str | None      # CPU work: loop|slice|worker
     result: str | None
+    notes: tuple[tuple[str, Any], ...] = ()  # every note of its work (RunContext.note),
+                                             # key -> latest value, in first-noted order
 
 
 @dataclass(frozen=True, slots=True)

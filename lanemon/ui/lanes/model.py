@@ -25,7 +25,6 @@ from PySide6.QtGui import QBrush, QColor, QFont
 
 from lanemon.ui.kit import theme
 
-QUEUE_COLORS = theme.QUEUE_COLORS   # the theme's dict (updated in place by a palette change)
 QUEUE_LABELS = {"reservations": "reservations", "cafe": "cafe delivery"}
 
 _DISPLAY = Qt.ItemDataRole.DisplayRole
@@ -85,12 +84,6 @@ def job_label(job) -> str:
     if job.phase == "waiting":
         return "queued"
     return job.phase
-
-
-def parse_owner(owner: str) -> tuple[str, int | None]:
-    """``"cafe#12"`` -> ``("cafe", 12)`` (the scheduler's owner naming)."""
-    name, _, num = owner.partition("#")
-    return name, int(num) if num.isdigit() else None
 
 
 class _RowsModel(QAbstractTableModel):

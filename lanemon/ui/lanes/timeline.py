@@ -24,8 +24,8 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.chart_items import Bars, cosmetic_pen, live_plot
+from lanemon.lanes import parse_owner
 from lanemon.ui.kit.live_label import LiveLabel
-from lanemon.ui.lanes.model import parse_owner
 
 MAX_ROWS = 30
 MIN_ROW_PX = 15          # a row is at least this tall (scaled by the font scale)
@@ -197,8 +197,9 @@ class LanesTimeline(QWidget):
                 r.add(x0, max(sp.ended_at - now, x0 + minw), i - h, i + h)
             lane = running.get(ws)
             if lane is not None:
-                q, jid = parse_owner(lane.owner)
-                r = rects.get(q)
+                owner = parse_owner(lane.owner)
+                jid = owner.job_id
+                r = rects.get(owner.queue)
                 if r is not None:
                     r.add(max(lane.claimed_at - now, left), far, i - h, i + h)
                 t_held = held_since.get(jid)

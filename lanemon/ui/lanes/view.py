@@ -46,11 +46,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from lanemon.lanes import InvariantChecker, Scheduler
+from lanemon.lanes import InvariantChecker, Scheduler, parse_owner
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.fast_delegate import FastDelegate
 from lanemon.ui.lanes.controls import LanesControls
-from lanemon.ui.lanes.model import QUEUE_COLORS, QUEUE_LABELS, JobsModel, LaneRow, WorkspacesModel, job_row
+from lanemon.ui.lanes.model import QUEUE_LABELS, JobsModel, LaneRow, WorkspacesModel, job_row
 from lanemon.ui.lanes.timeline import LanesTimeline
 from lanemon.ui.kit.live_label import LiveLabel, figure_parts
 from lanemon.ui.kit.live_view import LiveView
@@ -70,11 +70,11 @@ class _Observer:
 
     def __call__(self, ev) -> None:
         self.mark()
-        kind = ev[0]
+        kind = ev.kind
         if kind == "save_held":
-            self.held_since.setdefault(ev[4], ev[1])
-        elif kind == "finished" or (kind == "saved" and ev[4] in self.held_since):
-            self.held_since.pop(ev[4], None)
+            self.held_since.setdefault(ev.job_id, ev.at)
+        elif kind == "finished" or (kind == "saved" and ev.job_id in self.held_since):
+            self.held_since.pop(ev.job_id, None)
 
 
 class _WorkspacesTable(QTableView):
@@ -346,9 +346,8 @@ class LanesView(LiveView):
                 continue
             last = spans[-1] if spans else None
             if lane is not None:
-                q, _, num = lane.owner.partition("#")
-                jid = int(num) if num.isdigit() else None
-                rows.append(LaneRow(ws, q, jid, lane.epoch, lane.claimed_at, lane.stop_reason,
+                owner = parse_owner(lane.owner)
+                rows.append(LaneRow(ws, owner.queue, owner.job_id, lane.epoch, lane.claimed_at, lane.stop_reason,
                                     lane.stop_requested,
                                     f"#{last.job_id} {last.state}" if last else "",
                                     last.state if last else None, busy))
@@ -391,7 +390,7 @@ class LanesView(LiveView):
             more = f" (first {len(qv.waiting)} shown)"
         tail = "".join(f" · {n[k]} {k}" for k in ("failed", "cancelled") if n[k])
         self.queue_titles[q].set_parts([
-            ("■ ", QUEUE_COLORS.get(q, theme.FG), False),
+            ("■ ", theme.QUEUE_COLORS.get(q, theme.FG), False),
             (QUEUE_LABELS.get(q, q).capitalize(), None, True),
             (f" {n['running']} running · {n['waiting']} waiting{more} · {n['succeeded']} ok{tail}",
              theme.MUTED, False)])
