@@ -68,7 +68,6 @@ class Event(NamedTuple):
     detail: Any = None
 
 
-_new = tuple.__new__  # builds an Event without the NamedTuple's Python-level __new__
 
 
 class EventHub(_Hub[Event]):
@@ -85,4 +84,5 @@ class EventHub(_Hub[Event]):
     def emit(self, kind: str, workspace: str | None = None, queue: str | None = None,
              job_id: int | None = None, state: str | None = None, detail: Any = None) -> None:
         if self.active:
-            self.publish(_new(Event, (kind, self._clock(), workspace, queue, job_id, state, detail)))
+            self.publish(Event.__new__(Event, kind=kind, at=self._clock(), workspace=workspace, queue=queue,
+                                      job_id=job_id, state=state, detail=detail))
