@@ -83,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     m = sub.add_parser("measure", help="run the job whole, sliced and in a worker; write the report")
-    m.add_argument("--total", type=_int_at_least(1, MAX_TOTAL, " (a whole run of it blocks ~50 s at 10 M iterations/s)"),
+    m.add_argument("--total",
+                   type=_int_at_least(1, MAX_TOTAL, " (a whole run of it blocks ~50 s at 10 M iterations/s)"),
                    default=DEFAULT_TOTAL,
                    help=f"iterations of the job, 1 to {MAX_TOTAL:,} (default {DEFAULT_TOTAL:,})")
     how = m.add_mutually_exclusive_group()

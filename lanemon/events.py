@@ -32,7 +32,8 @@ Not promised
 from __future__ import annotations
 
 import logging
-from typing import Callable, Generic, TypeVar
+from collections.abc import Callable
+from typing import Generic, TypeVar
 
 __all__ = ["EventHub"]
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from typing import Callable, TextIO
+from collections.abc import Callable
+from typing import TextIO
 
 
 def atomic_replace(path: str, suffix: str, write_file: Callable[[str], None]) -> None:

@@ -16,7 +16,7 @@ decimals before the ceiling.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def nearest_rank(n: int, p: float) -> int:

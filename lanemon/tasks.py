@@ -10,7 +10,7 @@ while it waits is.
 from __future__ import annotations
 
 import asyncio
-from typing import Iterable
+from collections.abc import Iterable
 
 
 async def cancel_and_wait(tasks: Iterable[asyncio.Future]) -> None:

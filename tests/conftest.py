@@ -9,6 +9,6 @@ import os
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("LANEMON_NO_SETTINGS", "1")
 
-from lanemon.ui import steady_process_settings  # noqa: E402  (after the platform)
+from lanemon.ui import steady_process_settings
 
 steady_process_settings()  # as the window and the benchmarks run

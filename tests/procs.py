@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import queue
-import signal
 import re
+import signal
 import threading
 import time
+
 
 def marked_processes(name: str, marker: str) -> list[tuple[int, str]]:
     """Live processes whose environment holds ``name=marker`` (those we may read)."""
@@ -55,7 +56,7 @@ class Lines:
             try:
                 line = self._queue.get(timeout=max(0.01, deadline - time.monotonic()))
             except queue.Empty:
-                raise AssertionError(f"no line matching {pattern!r} within {timeout_s} s; got {self.lines}")
+                raise AssertionError(f"no line matching {pattern!r} within {timeout_s} s; got {self.lines}") from None
             if line is None:
                 raise AssertionError(f"output ended without {pattern!r}; got {self.lines}")
             self.lines.append(line)

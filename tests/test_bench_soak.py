@@ -13,7 +13,6 @@ from lanemon import bench
 from lanemon.bench import soak
 from lanemon.cli import main
 
-
 # --- arithmetic -----------------------------------------------------------------------------------
 
 def test_slope_of_known_series():
@@ -38,8 +37,8 @@ def test_buckets_are_a_minute_or_a_sixth(minutes, bucket_s, buckets):
 
 
 def test_halves_give_the_odd_bucket_to_the_second():
-    assert soak.halves(10) == (range(0, 5), range(5, 10))
-    assert soak.halves(7) == (range(0, 3), range(3, 7))
+    assert soak.halves(10) == (range(5), range(5, 10))
+    assert soak.halves(7) == (range(3), range(3, 7))
 
 
 def test_whole_runs_and_the_tick_after_are_left_out():

@@ -68,7 +68,7 @@ def test_a_virtual_run_cancelled_from_another_thread_stops_within_one_slice(capl
     def work():
         try:
             outcome.append(run_in_virtual_time(sim.run(), cancel=cancel))
-        except BaseException as exc:  # noqa: BLE001 -- inspected below
+        except BaseException as exc:
             outcome.append(exc)
 
     thread = threading.Thread(target=work)

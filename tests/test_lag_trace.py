@@ -5,8 +5,8 @@ import pytest
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QColor, QImage, QPainter, QPen, QPolygonF, QTransform
 
-from lanemon.ui.kit.chart_items import cosmetic_pen
 from lanemon.ui.heartbeat.lag_trace import CHUNK, LagTrace, chunk_index
+from lanemon.ui.kit.chart_items import cosmetic_pen
 
 W, H = 640, 200
 

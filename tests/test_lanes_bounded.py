@@ -19,8 +19,14 @@ import tracemalloc
 import pytest
 
 from lanemon.lanes import (
-    HISTORY_TOTAL, KEEP_FINISHED, GatedWork, InvariantChecker, RecordStore, Reservation,
-    Scheduler, State,
+    HISTORY_TOTAL,
+    KEEP_FINISHED,
+    GatedWork,
+    InvariantChecker,
+    RecordStore,
+    Reservation,
+    Scheduler,
+    State,
 )
 from lanemon.lanes.invariants import KEEP_FINISHED_IDS
 from lanemon.lanes.records import InvalidTransition

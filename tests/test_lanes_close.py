@@ -16,7 +16,12 @@ import pytest
 from test_lanes_queues import Clock
 
 from lanemon.lanes import (
-    GatedWork, InvariantChecker, Scheduler, SchedulerClosed, SimulatedWork, State,
+    GatedWork,
+    InvariantChecker,
+    Scheduler,
+    SchedulerClosed,
+    SimulatedWork,
+    State,
 )
 
 pytestmark = pytest.mark.asyncio
@@ -236,6 +241,7 @@ async def test_close_at_seeded_random_moments_is_prompt_and_honest():
         s, chk, events = make()
         gates: list[GatedWork] = []
         subs: list[asyncio.Task] = []
+        cancels: list[asyncio.Task] = []   # kept: a task nobody references can be collected
         for _ in range(rng.randrange(3, 15)):
             r = rng.random()
             ws = rng.choice("ABC")
@@ -253,7 +259,7 @@ async def test_close_at_seeded_random_moments_is_prompt_and_honest():
             elif r < 0.82 and subs:
                 t = rng.choice(subs)
                 if t.done() and t.exception() is None:
-                    asyncio.ensure_future(s.cancel(t.result()))
+                    cancels.append(asyncio.ensure_future(s.cancel(t.result())))
             elif r < 0.9 and gates:
                 rng.choice(gates).open()
             else:

@@ -8,8 +8,15 @@ import dataclasses
 import pytest
 
 from lanemon.lanes import (
-    EventHub, InvalidTransition, ProjectLanes, RecordLock, RecordStore, Reservation,
-    SaveFailed, StaleWrite, State,
+    EventHub,
+    InvalidTransition,
+    ProjectLanes,
+    RecordLock,
+    RecordStore,
+    Reservation,
+    SaveFailed,
+    StaleWrite,
+    State,
 )
 
 

@@ -12,7 +12,12 @@ import dataclasses
 import pytest
 
 from lanemon.lanes import (
-    GatedWork, InvariantChecker, Scheduler, SimulatedWork, StaleWrite, State,
+    GatedWork,
+    InvariantChecker,
+    Scheduler,
+    SimulatedWork,
+    StaleWrite,
+    State,
 )
 
 pytestmark = pytest.mark.asyncio
@@ -406,8 +411,8 @@ async def test_snapshot_reuses_the_views_of_what_did_not_change():
     three = s.snapshot()
     ra3 = three.queues["reservations"].running[0]
     assert ra3 is not ra1 and ra3.stop_requested and not ra1.stop_requested
-    lane_a = next(l for l in three.scheduled if l.workspace == "A")
-    assert lane_a.stop_requested and lane_a is not next(l for l in one.scheduled if l.workspace == "A")
+    lane_a = next(x for x in three.scheduled if x.workspace == "A")
+    assert lane_a.stop_requested and lane_a is not next(x for x in one.scheduled if x.workspace == "A")
     assert three.queues["cafe"].recent[0] is one.queues["cafe"].recent[0]  # job b, done
     w.open()
     s.clear_busy("Z")

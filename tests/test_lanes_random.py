@@ -20,7 +20,8 @@ import asyncio
 import random
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from lanemon.lanes import InvariantChecker, Scheduler, State, StopRequested
 from lanemon.store.lanes import WouldBlock

@@ -7,7 +7,13 @@ import asyncio
 import pytest
 
 from lanemon.lanes import (
-    CpuWork, GatedWork, InvariantChecker, Scheduler, SimulatedWork, State, as_work,
+    CpuWork,
+    GatedWork,
+    InvariantChecker,
+    Scheduler,
+    SimulatedWork,
+    State,
+    as_work,
 )
 
 pytestmark = pytest.mark.asyncio

@@ -27,7 +27,7 @@ class _Overrides(QObject):
             return True
         return super().event(ev)
 
-    def timerEvent(self, ev):  # noqa: N802
+    def timerEvent(self, ev):
         self.timer_events += 1
         self.killTimer(ev.timerId())
 

@@ -10,15 +10,23 @@ from __future__ import annotations
 
 import ast
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import pytest
 
 import lanemon
 from lanemon.lanes import (
-    EventHub, GatedWork, InvalidTransition, InvariantChecker, Reservation, Scheduler, SimulatedWork,
-    StaleWrite, State,
+    EventHub,
+    GatedWork,
+    InvalidTransition,
+    InvariantChecker,
+    Reservation,
+    Scheduler,
+    SimulatedWork,
+    StaleWrite,
+    State,
 )
 from lanemon.store.lanes import LaneStore, WouldBlock
 from lanemon.store.memory import MemoryRecords, memory_lanes

@@ -8,8 +8,8 @@ import random
 import numpy as np
 import pytest
 
-from lanemon.ui.heartbeat.timer import Heartbeat, lag_stats
 from lanemon.ui.heartbeat.column_max import ColumnMax
+from lanemon.ui.heartbeat.timer import Heartbeat, lag_stats
 from lanemon.work.lag import summarize
 
 

@@ -17,8 +17,8 @@ import pytest
 from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QApplication
 
-from lanemon.ui.shell.main_window import MainWindow
 from lanemon.ui.runs.model import RunRecord
+from lanemon.ui.shell.main_window import MainWindow
 from lanemon.work.lag import LagStats
 from lanemon.work.placement import decide
 

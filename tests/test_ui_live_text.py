@@ -14,7 +14,7 @@ class _LayoutRequests(QObject):
         super().__init__()
         self.count = 0
 
-    def eventFilter(self, obj, event):  # noqa: N802
+    def eventFilter(self, obj, event):
         if event.type() == QEvent.Type.LayoutRequest:
             self.count += 1
         return False
@@ -61,10 +61,10 @@ def test_live_label_changes_without_relayout_and_draws_its_parts_on_one_line(qtb
 
 
 class _Model(QAbstractTableModel):
-    def rowCount(self, parent=QModelIndex()):  # noqa: N802
+    def rowCount(self, parent=QModelIndex()):
         return 0 if parent.isValid() else 3
 
-    def columnCount(self, parent=QModelIndex()):  # noqa: N802
+    def columnCount(self, parent=QModelIndex()):
         return 0 if parent.isValid() else 2
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):

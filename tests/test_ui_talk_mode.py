@@ -14,8 +14,8 @@ from PySide6.QtCore import QEvent, QSettings, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QFileDialog
 
-from lanemon.ui.shell import settings
 from lanemon.ui.kit import theme
+from lanemon.ui.shell import settings
 from lanemon.ui.shell.main_window import MainWindow
 from lanemon.ui.tools.testing import run_window, wait_until
 from lanemon.work import start_method

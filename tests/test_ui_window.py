@@ -14,7 +14,6 @@ import pytest
 from procs import gone, release
 
 from lanemon.bench._common import child_processes
-
 from lanemon.ui.tools.testing import run_window, wait_until
 from lanemon.work import hash_range, live_worker_pids, warm_pool
 
@@ -82,7 +81,7 @@ def test_the_chart_header_shows_the_live_figures_in_full(qtbot):
             win.set_font_scale(scale)
             await wait_until(lambda: win.chart.live.width() > 0, 5)
             shown = len(frames)                 # the next figures, in the new font
-            await wait_until(lambda: len(frames) > shown + STATS_EVERY, 10)
+            await wait_until(lambda shown=shown: len(frames) > shown + STATS_EVERY, 10)
             bold = QFont(live.font())
             bold.setBold(True)
             need = sum(QFontMetrics(bold if b else live.font()).horizontalAdvance(t) for t, _, b in live.parts)

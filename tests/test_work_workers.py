@@ -89,8 +89,8 @@ def test_cold_worker_is_a_new_process_each_run():
 
 @pytest.mark.parametrize("kind", ["cold", "warm"])
 def test_worker_process_imports_neither_qt_nor_numpy(kind):
-    import PySide6.QtCore  # noqa: F401  the parent has Qt loaded; the worker must not
     import numpy  # noqa: F401
+    import PySide6.QtCore  # noqa: F401  the parent has Qt loaded; the worker must not
 
     assert asyncio.run(worker_call("modules", kind)) == []
 

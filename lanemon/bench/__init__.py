@@ -22,7 +22,7 @@ import argparse
 import importlib
 import importlib.util
 import math
-from typing import Callable
+from collections.abc import Callable
 
 # name -> module; the order is the order of ``lanemon bench all``.
 BENCHES: dict[str, str] = {

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 def run_window(scenario):
     """``lanemon.ui.tools.testing.run_window`` with the offscreen platform; raises on loop errors."""
-    from lanemon.ui.tools.testing import headless, run_window as run
+    from lanemon.ui.tools.testing import headless
+    from lanemon.ui.tools.testing import run_window as run
 
     headless()
     rc, value, errors = run(scenario)

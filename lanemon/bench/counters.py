@@ -15,7 +15,7 @@ double-assign; every customer is served.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from lanemon.counters import LABELS, SimConfig, Tallies, compare
 

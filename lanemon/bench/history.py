@@ -64,7 +64,7 @@ async def _scenario(win, out):
         rec = starts[n % 3]()
         if rec is None:
             raise RuntimeError(f"run {n} was refused")
-        await wait_until(lambda: not rec.running, 60)
+        await wait_until(lambda rec=rec: not rec.running, 60)
         if rec.status != "done":
             raise RuntimeError(f"run {n} ended {rec.status}: {rec.error}")
         refresh_ms[n] = _timed(refresh)

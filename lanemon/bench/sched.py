@@ -23,7 +23,7 @@ import os
 import random
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from lanemon.lanes import InvariantChecker, Scheduler, SimulatedWork
 

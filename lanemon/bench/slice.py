@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 
 from lanemon.bench._common import goal, job_of_ms, median
-from lanemon.work.lag import timed_with_lag
 from lanemon.work import hash_range, run_sliced_budget
+from lanemon.work.lag import timed_with_lag
 
 BUDGETS_MS = (2.0, 4.0, 8.0, 16.0)
 REPEAT = 5
@@ -33,7 +33,7 @@ def run(out) -> dict:
             whole_ms, sliced_ms, max_lags, p99s, slices = [], [], [], [], []
             for _ in range(REPEAT):
                 w, _, expected = await timed_with_lag(lambda: hash_range(0, total))
-                s, lag, res = await timed_with_lag(lambda: run_sliced_budget(total, budget))
+                s, lag, res = await timed_with_lag(lambda budget=budget: run_sliced_budget(total, budget))
                 assert res.result == expected
                 whole_ms.append(w)
                 sliced_ms.append(s)

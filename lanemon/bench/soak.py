@@ -139,7 +139,7 @@ def slope(xs: list[float], ys: list[float]) -> float | None:
 def halves(n: int) -> tuple[range, range]:
     """Bucket indices of the first and the second half (the second gets the odd one)."""
     mid = n // 2
-    return range(0, mid), range(mid, n)
+    return range(mid), range(mid, n)
 
 
 def plan(seconds: float, gap_s: float, rng: random.Random) -> list[tuple[float, str]]:
@@ -619,7 +619,8 @@ def run(out, minutes: float = DEFAULT_MINUTES, *, seed: int = SEED, gap_s: float
     h = soak.holds
     out(f"held final saves: {h['set']} set, {h['released']} released by job while soaking, "
         f"{h['atQuit']} still held at quit (released before closing)")
-    out(f"save dialogs answered: {sum(soak.dialogs.values())} ({', '.join(f'{k!r} {v}' for k, v in soak.dialogs.items()) or 'none'}); "
+    answered = ", ".join(f"{k!r} {v}" for k, v in soak.dialogs.items()) or "none"
+    out(f"save dialogs answered: {sum(soak.dialogs.values())} ({answered}); "
         f"files written: {', '.join(files) or 'none'}")
     gone = sum(1 for pid in soak.workers_seen if not _alive(pid))
     out(f"quit (every hold released first): window shut down and workers stopped in {shutdown_s:.2f} s; "

@@ -31,8 +31,8 @@ import statistics
 import time
 
 from lanemon.bench._common import goal
-from lanemon.stats import percentile
 from lanemon.bench._window import run_window, settled
+from lanemon.stats import percentile
 
 RECORD_S = 4.0
 SEGMENTS = 4          # shown / hidden alternations per view
@@ -77,7 +77,7 @@ def _paint_pending() -> None:
     events run right after the tick, in the same turn of the loop."""
     global _POSTED
     if _POSTED is None:      # imported on first use (the offscreen platform is chosen before Qt loads);
-        from PySide6.QtCore import QEvent   # not on every call: an import costs ~10 us inside a frame
+        from PySide6.QtCore import QEvent  # not on every call: an import costs ~10 us inside a frame
         from PySide6.QtWidgets import QApplication
 
         _POSTED = (QApplication.sendPostedEvents,
@@ -191,7 +191,8 @@ def run(out) -> dict:
     idle = lag_stats(np.concatenate([before, after]))
     idle_b, idle_a = lag_stats(before), lag_stats(after)
     out(f"full window offscreen, 1280x800, qasync; heartbeat 10 ms precise Qt timer, {RECORD_S:g} s per figure; "
-        f"load: {JOBS} simulated jobs ({JOB_S[0]:g}-{JOB_S[1]:g} s) over {WORKSPACES} workspaces in both queues + 64 counters, 16 staff")
+        f"load: {JOBS} simulated jobs ({JOB_S[0]:g}-{JOB_S[1]:g} s) over {WORKSPACES} workspaces "
+        "in both queues + 64 counters, 16 staff")
     out(f"idle (Runs tab):            p50 {idle.p50:6.2f} ms  p99 {idle.p99:6.2f} ms  max {idle.max:6.2f} ms"
         f"   (nothing live; {RECORD_S:g} s before the load and {RECORD_S:g} s after it: "
         f"p99 {idle_b.p99:.2f} / {idle_a.p99:.2f} ms)")

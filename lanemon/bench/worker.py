@@ -13,8 +13,8 @@ import asyncio
 import time
 
 from lanemon.bench._common import goal, idle_lag, job_of_ms, median
-from lanemon.work.lag import timed_with_lag
 from lanemon.work import KINDS, hash_range, run_in_worker, shutdown_workers, warm_pool
+from lanemon.work.lag import timed_with_lag
 
 JOB_MS = 400.0
 
@@ -43,7 +43,7 @@ def run(out) -> dict:
             expected = hash_range(0, total)
             for kind in KINDS:
                 dispatch = await _dispatch_ms(kind, 5 if kind == "cold" else 20)
-                work_ms, lag, result = await timed_with_lag(lambda: run_in_worker(total, kind))
+                work_ms, lag, result = await timed_with_lag(lambda kind=kind: run_in_worker(total, kind))
                 assert result == expected
                 rows[kind] = {
                     "dispatchMs": round(dispatch, 3),

@@ -37,9 +37,9 @@ from lanemon.counters.simulation import (
     READY,
     RUNNING,
     STOPPED,
+    WAIT_WINDOW,
     WAITING_COUNTER,
     WAITING_LOCK,
-    WAIT_WINDOW,
     SimConfig,
     Simulation,
     Snapshot,
@@ -58,8 +58,8 @@ from lanemon.counters.strategies import (
     long_lock,
     short_lock,
 )
-from lanemon.stats import percentile
 from lanemon.counters.workload import Customer, workload
+from lanemon.stats import percentile
 
 __all__ = [
     "AWAY", "CHOOSING", "DEFAULT_QUEUE_LIMIT", "DONE", "FINISHED", "GUIDING", "IDLE", "READY",

@@ -53,8 +53,8 @@ simulation and the window reach claims only through that seam
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
 from lanemon.counters import events as ev
 from lanemon.counters.events import Event, EventHub

@@ -43,7 +43,6 @@ import heapq
 import math
 import selectors
 import threading
-from typing import Callable
 
 
 class ManualClock:

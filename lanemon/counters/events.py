@@ -19,8 +19,8 @@ Guaranteed:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from lanemon.events import EventHub
 

@@ -80,8 +80,8 @@ import contextlib
 import dataclasses
 import math
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 from lanemon.counters import events as ev
 from lanemon.counters.board import Claim, CounterView, Outcome
@@ -160,7 +160,7 @@ class SimConfig:
     def label(self) -> str:
         return LABELS[self.strategy]
 
-    def replace(self, **changes) -> "SimConfig":
+    def replace(self, **changes) -> SimConfig:
         return dataclasses.replace(self, **changes)
 
     def workload(self) -> Iterator[Customer]:
@@ -307,7 +307,7 @@ class _CustomerQueue:
 class _SimDesk(Desk):
     """The desk with the simulation's accounting around each operation."""
 
-    def __init__(self, sim: "Simulation") -> None:
+    def __init__(self, sim: Simulation) -> None:
         super().__init__(sim.claims, sleep=sim.clock.sleep, ttl=sim.config.ttl,
                          choose_time=sim.config.choose_time)
         self._sim = sim
@@ -755,7 +755,7 @@ async def compare_async(config: SimConfig, strategies: tuple[str, ...] | None = 
     def work() -> None:
         try:
             outcome = (compare(config, strategies, cancel=cancel), None)
-        except BaseException as exc:  # noqa: BLE001 -- handed to the awaiting side
+        except BaseException as exc:
             outcome = (None, exc)
         try:
             loop.call_soon_threadsafe(settle, outcome)

@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from typing import AsyncContextManager, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager as AsyncContextManager
 
 from lanemon.counters.workload import Customer
 from lanemon.store.claims import Claim, ClaimStore, Outcome

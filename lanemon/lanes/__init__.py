@@ -38,17 +38,33 @@ from .owners import Owner, owner_name, parse_owner
 from .queues import HISTORY_TOTAL, QUEUE_NAMES, Phase, ReservationQueue, Scheduler, SchedulerClosed
 from .record_lock import RecordLock
 from .records import (
-    KEEP_FINISHED, TERMINAL, InvalidTransition, RecordStore, Reservation, SaveError, SaveFailed, SaveHold,
-    StaleWrite, State,
+    KEEP_FINISHED,
+    TERMINAL,
+    InvalidTransition,
+    RecordStore,
+    Reservation,
+    SaveError,
+    SaveFailed,
+    SaveHold,
+    StaleWrite,
+    State,
 )
 from .snapshot import Counts, JobView, QueueView, RunSpan, Snapshot
 from .work import (
-    CpuWork, GatedWork, RunContext, SimulatedWork, StopRequested, Work, WorkFailed, as_work,
+    CpuWork,
+    GatedWork,
+    RunContext,
+    SimulatedWork,
+    StopRequested,
+    Work,
+    WorkFailed,
+    as_work,
 )
 
 __all__ = [
     "Event", "EventHub", "InvariantChecker", "LaneToken", "LaneView", "ProjectLanes",
-    "Occupancy", "Owner", "owner_name", "parse_owner", "QUEUE_NAMES", "Phase", "ReservationQueue", "Scheduler", "SchedulerClosed",
+    "Occupancy", "Owner", "owner_name", "parse_owner", "QUEUE_NAMES", "Phase", "ReservationQueue",
+    "Scheduler", "SchedulerClosed",
     "HISTORY_TOTAL", "KEEP_FINISHED", "RecordLock",
     "TERMINAL", "InvalidTransition", "RecordStore", "Reservation", "SaveError", "SaveFailed",
     "SaveHold", "StaleWrite", "State", "Counts", "JobView", "QueueView", "RunSpan", "Snapshot",

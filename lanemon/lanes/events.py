@@ -48,7 +48,8 @@ Event kinds (``Event.kind``)
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from lanemon.events import EventHub as _Hub
 

@@ -52,8 +52,9 @@ This is the in-memory engine of the lanes seam
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
 __all__ = ["LaneToken", "LaneView", "ProjectLanes"]
 
@@ -65,7 +66,7 @@ class LaneToken(NamedTuple):
     owner: str
     epoch: int
     claimed_at: float
-    lanes: "ProjectLanes"
+    lanes: ProjectLanes
 
     def is_current(self) -> bool:
         return self.lanes.is_current(self)

@@ -17,7 +17,7 @@ Guarantees
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 __all__ = ["Occupancy"]
 

@@ -130,9 +130,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Callable, Iterable, Mapping
 from itertools import islice
 from types import MappingProxyType
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from lanemon.store.lanes import LanesFactory, LaneStore, WouldBlock
 from lanemon.store.records import ReservationStore
@@ -253,7 +254,7 @@ class ReservationQueue:
     """One queue with its own internal lanes: a view over the state its
     :class:`Scheduler` owns (created by it; changes go through the scheduler)."""
 
-    def __init__(self, scheduler: "Scheduler", state: _Queue) -> None:
+    def __init__(self, scheduler: Scheduler, state: _Queue) -> None:
         self._sched = scheduler
         self._q = state
 
@@ -1094,11 +1095,11 @@ class Scheduler:
     def counts(self) -> Counts:
         lanes = [self.scheduled_lanes, *(q.lanes for q in self._queue_list)]
         return Counts(
-            stale_releases=sum(l.stale_releases for l in lanes),
+            stale_releases=sum(lane.stale_releases for lane in lanes),
             stale_writes=self.store.stale_writes,
             failed_saves=self.store.failed_saves,
             unsaved_finals=self.unsaved_finals,
-            revoked=sum(l.revoked for l in lanes),
+            revoked=sum(lane.revoked for lane in lanes),
             subscriber_errors=self.events.subscriber_errors,
             jobs_submitted=self.jobs_submitted,
             jobs_finished=self.jobs_finished,

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import Hashable
+from collections.abc import Hashable
 
 __all__ = ["RecordLock"]
 
@@ -41,7 +41,7 @@ __all__ = ["RecordLock"]
 class _Hold:
     __slots__ = ("_lock", "_key")
 
-    def __init__(self, lock: "RecordLock", key: Hashable) -> None:
+    def __init__(self, lock: RecordLock, key: Hashable) -> None:
         self._lock = lock
         self._key = key
 

@@ -56,7 +56,8 @@ from __future__ import annotations
 import asyncio
 import enum
 from collections import deque
-from typing import Any, Awaitable, Callable, Iterable, NamedTuple
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, NamedTuple
 
 from .events import EventHub
 
@@ -154,7 +155,7 @@ class SaveHold:
     returns once a save is waiting on this hold (a gate for tests).
     """
 
-    def __init__(self, on_release: Callable[["SaveHold"], None] | None = None, *, id=None,
+    def __init__(self, on_release: Callable[[SaveHold], None] | None = None, *, id=None,
                  workspace=None, queue=None, state=None, terminal=None, once: bool = True,
                  released: bool = False) -> None:
         self._on_release = on_release

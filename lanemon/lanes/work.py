@@ -78,7 +78,7 @@ class RunContext:
             if t.lanes.stop_requested(t):
                 raise StopRequested(f"stop requested for {self.workspace!r}")
 
-    async def wait_stop(self, timeout: float) -> bool:
+    async def wait_stop(self, timeout: float) -> bool:  # noqa: ASYNC109 (the simulated work's own duration)
         """Wait up to ``timeout`` seconds, ending early - at once - when a stop is
         requested on a lane this run holds (or a lane is lost).
 

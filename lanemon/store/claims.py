@@ -57,8 +57,9 @@ Refused: an unknown counter (``IndexError``), a non-positive TTL
 from __future__ import annotations
 
 import enum
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Coroutine, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from lanemon.events import EventHub
 

@@ -58,7 +58,8 @@ Contract (what ``tests/test_store_lanes.py`` checks for every engine)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, runtime_checkable
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from lanemon.lanes.lanes import LaneToken, LaneView

@@ -19,7 +19,7 @@ lives in the process: nothing survives it.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from lanemon.lanes.lanes import ProjectLanes as MemoryLanes
 from lanemon.lanes.records import RecordStore as MemoryRecords

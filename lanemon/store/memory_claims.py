@@ -12,7 +12,7 @@ write.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from lanemon.counters.board import Board
 from lanemon.events import EventHub
@@ -31,7 +31,7 @@ class MemoryClaims:
 
     @classmethod
     def create(cls, *, counters: int, clock: Callable[[], float], default_ttl: float = 1.0,
-               events: EventHub | None = None) -> "MemoryClaims":
+               events: EventHub | None = None) -> MemoryClaims:
         """The ``ClaimStoreFactory`` of this engine: a fresh board on ``clock``."""
         return cls(Board(counters, clock=clock, default_ttl=default_ttl, events=events))
 

@@ -44,7 +44,8 @@ Contract (what ``tests/test_store_lanes.py`` checks for every engine)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Protocol, runtime_checkable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from lanemon.lanes.events import EventHub

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import asdict, dataclass
-from typing import Awaitable, Callable, Iterable
 
 from lanemon.stats import percentile
 
@@ -94,7 +94,7 @@ class LagRecorder:
     def stats(self) -> LagStats:
         return summarize(self.lags_ms)
 
-    async def __aenter__(self) -> "LagRecorder":
+    async def __aenter__(self) -> LagRecorder:
         self.start()
         return self
 

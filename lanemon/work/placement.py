@@ -69,10 +69,13 @@ def decide(job: object, threshold_ms: float = DEFAULT_THRESHOLD_MS) -> Placement
     if cpu_ms <= LOOP_LIMIT_MS:
         return Placement("loop", f"cpu_ms {cpu_ms:g} <= {LOOP_LIMIT_MS:g} ms: too short to move")
     if shared:
-        return Placement("slice", f"cpu_ms {cpu_ms:g} > {LOOP_LIMIT_MS:g} ms and it touches shared state: a worker cannot see it")
+        return Placement("slice", f"cpu_ms {cpu_ms:g} > {LOOP_LIMIT_MS:g} ms and it touches shared state: "
+                                  "a worker cannot see it")
     if cpu_ms >= threshold:
-        return Placement("worker", f"cpu_ms {cpu_ms:g} >= threshold {threshold:g} ms and no shared state: worth a worker's start-up")
-    return Placement("slice", f"cpu_ms {cpu_ms:g} < threshold {threshold:g} ms: a worker's start-up would cost more than it saves")
+        return Placement("worker", f"cpu_ms {cpu_ms:g} >= threshold {threshold:g} ms and no shared state: "
+                                   "worth a worker's start-up")
+    return Placement("slice", f"cpu_ms {cpu_ms:g} < threshold {threshold:g} ms: "
+                              "a worker's start-up would cost more than it saves")
 
 
 def place(job: object, threshold_ms: float = DEFAULT_THRESHOLD_MS) -> str:

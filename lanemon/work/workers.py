@@ -317,7 +317,7 @@ class WarmPool:
         elif exc is None:
             self.last_error = None
 
-    def start(self) -> "WarmPool":
+    def start(self) -> WarmPool:
         """Start the missing workers now, blocking (call it off the loop or
         before the loop runs). Idempotent."""
         if self._closed:
@@ -326,7 +326,7 @@ class WarmPool:
             self._adopt(*_new_process(_kernel.serve, (), "lanemon-warm", True, self._generation))
         return self
 
-    async def astart(self) -> "WarmPool":
+    async def astart(self) -> WarmPool:
         """Start the missing workers without blocking the event loop."""
         if self._closed:
             raise WorkerError("the warm pool is closed")

@@ -219,7 +219,7 @@ class TalliesPanel(QWidget):
         customers turned away: the warning colour)."""
         return getattr(theme, TALLY_ALARMS[key]) if key in self._alarmed else theme.FG
 
-    def paintEvent(self, event) -> None:  # noqa: N802
+    def paintEvent(self, event) -> None:
         p = QPainter(self)
         p.fillRect(event.rect(), QColor(theme.PANEL_BG))
         half_w = self.width() / 2
@@ -261,7 +261,7 @@ class MessageLine(QWidget):
         self.setFixedHeight(QFontMetrics(self._font).lineSpacing() * 3 + 4)
         self.update()
 
-    def setText(self, text: str) -> None:  # noqa: N802 -- QLabel's name
+    def setText(self, text: str) -> None:
         self._text = text
         self.setToolTip(text)
         self.update()
@@ -269,7 +269,7 @@ class MessageLine(QWidget):
     def text(self) -> str:
         return self._text
 
-    def paintEvent(self, event) -> None:  # noqa: N802
+    def paintEvent(self, event) -> None:
         p = QPainter(self)
         p.setFont(self._font)
         p.setPen(QColor(theme.REF_LONG if self.error else theme.FG))
@@ -330,7 +330,7 @@ class CompareTable(QWidget):
         self.table.verticalHeader().setMinimumSectionSize(line)
         self.table.verticalHeader().setDefaultSectionSize(line)
 
-    def resizeEvent(self, event) -> None:  # noqa: N802
+    def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self._fit_columns()
 

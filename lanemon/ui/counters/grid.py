@@ -202,7 +202,7 @@ class CountersGrid(QWidget):
         self._ttl_bar = QColor(theme.CLAIM_TTL_BAR)
         self._colors = {k: tuple(QColor(c) for c in v) for k, v in cell_colors().items()}
 
-    def resizeEvent(self, event) -> None:  # noqa: N802
+    def resizeEvent(self, event) -> None:
         self._layout()
         super().resizeEvent(event)
 
@@ -229,7 +229,7 @@ class CountersGrid(QWidget):
         self._fonts = (num, main, sub)
         self._texts.set_fonts(self._fonts)
 
-    def paintEvent(self, event) -> None:  # noqa: N802
+    def paintEvent(self, event) -> None:
         t0 = time.perf_counter()
         p = QPainter(self)
         p.fillRect(event.rect(), self._bg)
@@ -279,7 +279,7 @@ class CountersGrid(QWidget):
         self.paints += 1
         self.paint_ms_max = max(self.paint_ms_max, self.paint_ms)
 
-    def mousePressEvent(self, event) -> None:  # noqa: N802
+    def mousePressEvent(self, event) -> None:
         pos = event.position()
         for cell, r in zip(self.cells, self._rects):
             if r.contains(pos):
@@ -346,11 +346,11 @@ class StaffStrip(QWidget):
         w = self.width() / cols
         self._rects = [QRectF((i % cols) * w, (i // cols) * line, w - 4, line - 3) for i in range(len(self.chips))]
 
-    def resizeEvent(self, event) -> None:  # noqa: N802
+    def resizeEvent(self, event) -> None:
         self._relayout()
         super().resizeEvent(event)
 
-    def paintEvent(self, event) -> None:  # noqa: N802
+    def paintEvent(self, event) -> None:
         p = QPainter(self)
         p.fillRect(event.rect(), self._bg)
         text, draw = self._texts.get, p.drawStaticText
@@ -378,7 +378,7 @@ class StaffStrip(QWidget):
             draw(QPointF(r.right() - 6 - w, y - h / 2), st)
         p.end()
 
-    def mousePressEvent(self, event) -> None:  # noqa: N802
+    def mousePressEvent(self, event) -> None:
         pos = event.position()
         for chip, r in zip(self.chips, self._rects):
             if r.contains(pos):

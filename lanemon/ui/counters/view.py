@@ -51,7 +51,6 @@ from PySide6.QtWidgets import (
 )
 
 from lanemon.counters import CounterState, Simulation, compare_async
-from lanemon.ui.kit import theme
 from lanemon.ui.counters.controls import (
     COMPARE_CUSTOMERS,
     CompareTable,
@@ -60,6 +59,7 @@ from lanemon.ui.counters.controls import (
     TalliesPanel,
 )
 from lanemon.ui.counters.grid import CountersGrid, StaffStrip, cells_from, chips_from, counter_label
+from lanemon.ui.kit import theme
 from lanemon.ui.kit.live_label import LiveLabel
 from lanemon.ui.kit.live_view import LiveView
 
@@ -227,7 +227,7 @@ class CountersView(LiveView):
                 return False
         try:
             task = self.sim.start()
-        except Exception as exc:  # noqa: BLE001 -- shown, not swallowed
+        except Exception as exc:
             self.show_message(f"Could not start: {exc}", error=True)
             return False
         self._task = task
@@ -316,7 +316,7 @@ class CountersView(LiveView):
             results = await compare_async(config)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # noqa: BLE001 -- shown, not swallowed
+        except Exception as exc:
             log.exception("compare failed")
             self.show_message(f"Compare failed: {type(exc).__name__}: {exc}", error=True)
             return

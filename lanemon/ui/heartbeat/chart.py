@@ -19,17 +19,16 @@ import time
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QRectF, Qt, QTimer
 from PySide6.QtGui import QColor, QFont
-from PySide6.QtCore import QRectF
 from PySide6.QtWidgets import QGraphicsLineItem, QGraphicsRectItem, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
-from lanemon.ui.kit import theme
-from lanemon.ui.kit.chart_items import Curve, Label, cosmetic_pen, hline, live_plot
 from lanemon.ui.heartbeat.column_max import ColumnMax
 from lanemon.ui.heartbeat.lag_trace import LagTrace
-from lanemon.ui.kit.live_label import LiveLabel, figure_parts
 from lanemon.ui.heartbeat.timer import MAX_PERIOD_MS, MIN_PERIOD_MS, Heartbeat, lag_stats
+from lanemon.ui.kit import theme
+from lanemon.ui.kit.chart_items import Curve, Label, cosmetic_pen, hline, live_plot
+from lanemon.ui.kit.live_label import LiveLabel, figure_parts
 from lanemon.ui.runs.controller import RunController
 
 FPS = 30

@@ -60,11 +60,11 @@ class LagTrace(BoundedItem):
         self.xData: np.ndarray | None = None   # what it was last given (pyqtgraph's names)
         self.yData: np.ndarray | None = None
 
-    def setBrush(self, brush: QBrush) -> None:  # noqa: N802 (Qt naming, like QAbstractGraphicsShapeItem)
+    def setBrush(self, brush: QBrush) -> None:
         self._brush = QBrush(brush)
         self.update()
 
-    def setPen(self, pen: QPen) -> None:  # noqa: N802
+    def setPen(self, pen: QPen) -> None:
         self._pen = QPen(pen)
         self.update()
 

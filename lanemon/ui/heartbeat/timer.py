@@ -173,5 +173,4 @@ class Heartbeat(QObject):
         """``(t_s, lag_ms)`` of every buffered tick, oldest first; t from ``epoch``."""
         n = min(self._n, self.capacity)
         t, lag = self.between(self._n - n, self._n)
-        for ti, li in zip((t - self.epoch).tolist(), lag.tolist()):
-            yield ti, li
+        yield from zip((t - self.epoch).tolist(), lag.tolist())

@@ -26,8 +26,14 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QLineF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPainterPath, QPen
-from PySide6.QtWidgets import (QGraphicsItem, QGraphicsLineItem, QGraphicsPathItem, QGraphicsRectItem,
-                               QGraphicsSimpleTextItem, QGraphicsView)
+from PySide6.QtWidgets import (
+    QGraphicsItem,
+    QGraphicsLineItem,
+    QGraphicsPathItem,
+    QGraphicsRectItem,
+    QGraphicsSimpleTextItem,
+    QGraphicsView,
+)
 
 from lanemon.ui.kit import theme
 
@@ -105,7 +111,7 @@ class Label(QGraphicsRectItem):
         self._text.setText(text)
         self._relayout()
 
-    def setFont(self, font: QFont) -> None:  # noqa: N802 (Qt naming)
+    def setFont(self, font: QFont) -> None:
         self._text.setFont(font)
         self._relayout()
 
@@ -137,7 +143,7 @@ class Curve(QGraphicsPathItem):
         self.setPen(pen)
         self._connect = connect
 
-    def setData(self, x: np.ndarray, y: np.ndarray) -> None:  # noqa: N802 (pyqtgraph's name)
+    def setData(self, x: np.ndarray, y: np.ndarray) -> None:
         self.setPath(pg.arrayToQPath(x, y, connect=self._connect) if len(x) > 1 else QPainterPath())
 
 
@@ -156,7 +162,7 @@ class BoundedItem(QGraphicsItem):
             self._rect = rect
         self.update()
 
-    def boundingRect(self) -> QRectF:  # noqa: N802
+    def boundingRect(self) -> QRectF:
         return QRectF(self._rect)
 
 

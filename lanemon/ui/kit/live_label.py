@@ -74,7 +74,7 @@ class LiveLabel(QWidget):
             self._parts = parts
             self.update()
 
-    def setText(self, text: str) -> None:  # noqa: N802 (QLabel's name)
+    def setText(self, text: str) -> None:
         self.set_parts(((text, None, False),) if text else ())
 
     # --- size and font -----------------------------------------------------------------------
@@ -88,10 +88,10 @@ class LiveLabel(QWidget):
         if self._reserved:
             self.setMinimumWidth(self.fontMetrics().horizontalAdvance(self._reserved) + 4)
 
-    def sizeHint(self) -> QSize:  # noqa: N802
+    def sizeHint(self) -> QSize:
         return QSize(max(100, self.minimumWidth()), self._line_height())   # else the layout's width
 
-    def minimumSizeHint(self) -> QSize:  # noqa: N802
+    def minimumSizeHint(self) -> QSize:
         return QSize(self.minimumWidth(), self._line_height())
 
     def _line_height(self) -> int:
@@ -102,7 +102,7 @@ class LiveLabel(QWidget):
         bold.setBold(True)
         self._texts.set_fonts((QFont(self.font()), bold))
 
-    def changeEvent(self, event) -> None:  # noqa: N802
+    def changeEvent(self, event) -> None:
         if event.type() == QEvent.Type.FontChange:
             self._take_font()
             self._apply_reserve()
@@ -118,7 +118,7 @@ class LiveLabel(QWidget):
             c = self._colors[name] = QColor(name)
         return c
 
-    def paintEvent(self, _event) -> None:  # noqa: N802
+    def paintEvent(self, _event) -> None:
         p = QPainter(self)
         if self._fill:
             p.fillRect(self.rect(), self.palette().base())

@@ -44,7 +44,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QWidget
@@ -202,12 +202,12 @@ class LiveView(QWidget):
             self._steps.popleft()()
 
     # --- Qt life cycle -------------------------------------------------------------------------
-    def showEvent(self, event) -> None:  # noqa: N802
+    def showEvent(self, event) -> None:
         super().showEvent(event)
         self._shown = True
         self.mark_dirty(urgent=True)
 
-    def hideEvent(self, event) -> None:  # noqa: N802
+    def hideEvent(self, event) -> None:
         self._shown = False
         if not self.REFRESH_HIDDEN:
             self.frame_timer.stop()

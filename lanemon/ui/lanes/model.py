@@ -18,7 +18,8 @@ re-selects the chosen job by id after each update.
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor, QFont
@@ -210,13 +211,13 @@ class _RowsModel(QAbstractTableModel):
         return self._rows[row]
 
     # --- Qt -----------------------------------------------------------------------------
-    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+    def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self._rows)
 
-    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+    def columnCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.COLUMNS)
 
-    def headerData(self, section, orientation, role=_DISPLAY):  # noqa: N802
+    def headerData(self, section, orientation, role=_DISPLAY):
         if orientation == Qt.Orientation.Horizontal:
             if role == _DISPLAY:
                 return self.COLUMNS[section]
@@ -284,7 +285,7 @@ class WorkspacesModel(_RowsModel):
             f |= Qt.ItemFlag.ItemIsUserCheckable
         return f
 
-    def setData(self, index, value, role=_CHECK):  # noqa: N802
+    def setData(self, index, value, role=_CHECK):
         if role != _CHECK or index.column() != self.BUSY_COLUMN or self.on_busy is None:
             return False
         busy = Qt.CheckState(value) == Qt.CheckState.Checked if not isinstance(value, bool) else value

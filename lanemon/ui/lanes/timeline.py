@@ -22,9 +22,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPen
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
+from lanemon.lanes import parse_owner
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.chart_items import Bars, cosmetic_pen, live_plot
-from lanemon.lanes import parse_owner
 from lanemon.ui.kit.live_label import LiveLabel
 
 MAX_ROWS = 30

@@ -49,11 +49,11 @@ from PySide6.QtWidgets import (
 from lanemon.lanes import InvariantChecker, Scheduler, parse_owner
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.fast_delegate import FastDelegate
+from lanemon.ui.kit.live_label import LiveLabel, figure_parts
+from lanemon.ui.kit.live_view import LiveView
 from lanemon.ui.lanes.controls import LanesControls
 from lanemon.ui.lanes.model import QUEUE_LABELS, JobsModel, LaneRow, WorkspacesModel, job_row
 from lanemon.ui.lanes.timeline import LanesTimeline
-from lanemon.ui.kit.live_label import LiveLabel, figure_parts
-from lanemon.ui.kit.live_view import LiveView
 
 TEXT_FPS = 4           # tables, titles and counters (at once after a control was used)
 MIN_JOB_ROWS = 12      # jobs per list (running / waiting / recent) read per frame, at least
@@ -87,13 +87,14 @@ class _WorkspacesTable(QTableView):
     toggle_row = None
 
     def event(self, event) -> bool:
-        if event.type() == QEvent.Type.ShortcutOverride and \
-                event.key() in (Qt.Key.Key_Space, Qt.Key.Key_Select) and event.modifiers() == Qt.KeyboardModifier.NoModifier:
+        if (event.type() == QEvent.Type.ShortcutOverride
+                and event.key() in (Qt.Key.Key_Space, Qt.Key.Key_Select)
+                and event.modifiers() == Qt.KeyboardModifier.NoModifier):
             event.accept()
             return True
         return super().event(event)
 
-    def keyPressEvent(self, event) -> None:  # noqa: N802
+    def keyPressEvent(self, event) -> None:
         if event.key() in (Qt.Key.Key_Space, Qt.Key.Key_Select) and self.toggle_row is not None \
                 and self.currentIndex().isValid():
             self.toggle_row(self.currentIndex().row())

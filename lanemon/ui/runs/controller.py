@@ -54,6 +54,7 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, Signal
 
+from lanemon.tasks import cancel_and_wait
 from lanemon.ui.heartbeat.timer import Heartbeat, lag_stats
 from lanemon.ui.runs.model import RunRecord
 from lanemon.work import (
@@ -72,7 +73,6 @@ from lanemon.work import (
     warm_roundtrip_ms,
 )
 from lanemon.work.lag import LagStats
-from lanemon.tasks import cancel_and_wait
 from lanemon.work.report import build_report, slicing_figures
 
 PAINT_PAUSE_S = 0.05      # before a whole run: let "blocking the loop…" paint

@@ -41,12 +41,12 @@ from PySide6.QtWidgets import (
 )
 
 from lanemon.files import cannot_write
-from lanemon.ui.shell import exports
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.live_view import LiveView
+from lanemon.ui.kit.tables import NEW_ROWS, fit_columns
 from lanemon.ui.runs.controller import RunController
 from lanemon.ui.runs.model import COLUMNS, RunsTableModel
-from lanemon.ui.kit.tables import NEW_ROWS, fit_columns
+from lanemon.ui.shell import exports
 from lanemon.work.runs import MAX_TOTAL, WINDOW_TOTAL
 from lanemon.work.slicing import AIM
 

@@ -36,9 +36,9 @@ from PySide6.QtWidgets import (
 
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.live_view import LiveView
+from lanemon.ui.kit.tables import NEW_ROWS, fit_columns
 from lanemon.ui.runs.controller import MAX_RECORDS, RunController
 from lanemon.ui.runs.model import RunRecord
-from lanemon.ui.kit.tables import NEW_ROWS, fit_columns
 from lanemon.work import DEFAULT_THRESHOLD_MS, decide
 
 
@@ -117,13 +117,13 @@ class PlacedRunsModel(QAbstractTableModel):
     def record(self, row: int) -> RunRecord:
         return self._rows[row]
 
-    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+    def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self._rows)
 
-    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+    def columnCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(PLACED_COLUMNS)
 
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
             return PLACED_COLUMNS[section]
         return None

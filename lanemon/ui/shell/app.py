@@ -43,9 +43,8 @@ import qasync
 from PySide6.QtCore import QSocketNotifier
 from PySide6.QtWidgets import QApplication
 
-from lanemon.ui.shell import first_paint
-from lanemon.ui.shell import settings
 from lanemon.ui.kit import theme
+from lanemon.ui.shell import first_paint, settings
 from lanemon.ui.shell.main_window import MainWindow
 from lanemon.work import _kernel, shutdown_workers
 

@@ -24,7 +24,7 @@ class _Probe(QObject):
         self._window = window
         self._done = False
 
-    def eventFilter(self, obj, event) -> bool:  # noqa: N802
+    def eventFilter(self, obj, event) -> bool:
         if not self._done and event.type() == QEvent.Type.Paint:
             self._done = True
             # time.time(): comparable with the parent's clock across processes

@@ -28,24 +28,23 @@ Hooks for later views and presenter mode:
 
 from __future__ import annotations
 
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import QApplication, QMainWindow, QSplitter, QTabWidget, QWidget
-from PySide6.QtWidgets import QFrame, QLabel, QScrollArea
+from PySide6.QtWidgets import QApplication, QFrame, QLabel, QMainWindow, QScrollArea, QSplitter, QTabWidget, QWidget
 
 from lanemon.files import cannot_write
-from lanemon.ui.shell import exports
-from lanemon.ui.kit import theme
-from lanemon.ui.heartbeat.timer import DEFAULT_PERIOD_MS, Heartbeat
+from lanemon.ui.counters.view import install_counters_view
 from lanemon.ui.heartbeat.chart import HeartbeatChart
+from lanemon.ui.heartbeat.timer import DEFAULT_PERIOD_MS, Heartbeat
+from lanemon.ui.kit import theme
 from lanemon.ui.kit.live_label import LiveLabel
 from lanemon.ui.kit.live_view import LiveView
-from lanemon.ui.counters.view import install_counters_view
 from lanemon.ui.lanes.view import install_lanes_view
-from lanemon.ui.runs.placement import PlacementPanel
 from lanemon.ui.runs.controller import RunController
 from lanemon.ui.runs.panel import RunsPanel
+from lanemon.ui.runs.placement import PlacementPanel
+from lanemon.ui.shell import exports
 
 DEFAULT_SIZE = (1280, 800)
 
@@ -174,7 +173,7 @@ class MainWindow(QMainWindow):
             await hook()
         self.heartbeat.stop()
 
-    def closeEvent(self, event) -> None:  # noqa: N802
+    def closeEvent(self, event) -> None:
         event.accept()
         self.close_requested.emit()
 

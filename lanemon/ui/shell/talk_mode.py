@@ -50,8 +50,8 @@ from PySide6.QtWidgets import (
 )
 
 from lanemon.files import cannot_write
-from lanemon.ui.shell import exports
 from lanemon.ui.kit import theme
+from lanemon.ui.shell import exports
 
 PRESENTER_SCALE = 1.5
 PRESENTER_CHART_SHARE = 0.44     # of the window's height, chart versus the views below
@@ -127,12 +127,14 @@ class ShortcutOverlay(QWidget):
         s = theme.font_scale()
         gap = int(28 * s)
         rows = "".join(
-            f"<tr><td align=right style='color:{theme.SHORTCUT_KEY}; font-family:\"DejaVu Sans Mono\"; font-weight:bold;"
+            f"<tr><td align=right style='color:{theme.SHORTCUT_KEY}; font-family:\"DejaVu Sans Mono\";"
+            " font-weight:bold;"
             f" padding: {int(3 * s)}px {gap}px {int(3 * s)}px 0'>{keys}</td><td>{what}</td></tr>"
             for keys, what in self._rows)
         return (f"<div style='font-size:{theme.pt(20):.0f}pt; font-weight:bold'>Shortcuts</div>"
                 f"<table cellspacing=0 style='margin-top:{int(10 * s)}px'>{rows}</table>"
-                f"<div style='color:{theme.SHORTCUT_HINT}; margin-top:{int(12 * s)}px'>Esc, F1 or a click closes this</div>")
+                f"<div style='color:{theme.SHORTCUT_HINT}; margin-top:{int(12 * s)}px'>"
+                "Esc, F1 or a click closes this</div>")
 
     def open(self) -> None:
         self._return_focus = QApplication.focusWidget()
@@ -152,14 +154,14 @@ class ShortcutOverlay(QWidget):
                 pass
         self._return_focus = None
 
-    def keyPressEvent(self, event) -> None:  # noqa: N802
+    def keyPressEvent(self, event) -> None:
         if event.key() in (Qt.Key.Key_Escape, Qt.Key.Key_F1, Qt.Key.Key_Question):
             self.close_overlay()
             event.accept()
             return
         super().keyPressEvent(event)
 
-    def mousePressEvent(self, event) -> None:  # noqa: N802
+    def mousePressEvent(self, event) -> None:
         self.close_overlay()
         event.accept()
 
@@ -390,7 +392,7 @@ class TalkMode(QObject):
         return self._about
 
     # --- events ---------------------------------------------------------------------------
-    def eventFilter(self, obj, event) -> bool:  # noqa: N802
+    def eventFilter(self, obj, event) -> bool:
         if obj is self.window:
             kind = event.type()
             if kind == QEvent.Type.Resize and self.overlay.isVisible():

@@ -34,7 +34,7 @@ async def scenario(win, out: str, job_ms: float, pause_s: float, presenter: bool
     for start in (panel.run_whole, panel.run_sliced, panel.run_worker):
         before = len(c.records)
         start()
-        await wait_until(lambda: len(c.records) > before and c.records[-1].status != "running", 120)
+        await wait_until(lambda before=before: len(c.records) > before and c.records[-1].status != "running", 120)
         await asyncio.sleep(pause_s)
     await asyncio.sleep(0.3)
     from lanemon.ui.shell.exports import save_png

@@ -32,9 +32,9 @@ async def scenario(win, out: str, splitter: tuple[int, int] | None) -> None:
     c.burst_button.click()
     await pause(4.5)
     # a first wave over six workspaces, both queues
-    for i, (ws, q, d) in enumerate([("ws-01", "reservations", 3.0), ("ws-03", "cafe", 2.5),
-                                    ("ws-04", "reservations", 1.5), ("ws-05", "cafe", 3.5),
-                                    ("ws-06", "reservations", 2.0), ("ws-01", "cafe", 2.0)]):
+    for ws, q, d in [("ws-01", "reservations", 3.0), ("ws-03", "cafe", 2.5),
+                     ("ws-04", "reservations", 1.5), ("ws-05", "cafe", 3.5),
+                     ("ws-06", "reservations", 2.0), ("ws-01", "cafe", 2.0)]:
         await add_simulated_job(view, ws, q, d)
         await pause(0.25)
     await add_simulated_job(view, "ws-04", "cafe", 1.2, fails=True)           # its work fails
