@@ -20,12 +20,12 @@ import asyncio
 import random
 
 import pytest
+from engines import LanesOverMemory
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lanemon.lanes import InvariantChecker, Scheduler, State, StopRequested
 from lanemon.store.lanes import WouldBlock
-from lanemon.store.memory import memory_lanes
 
 SEEDED_SCENARIOS = 1200
 HYPOTHESIS_EXAMPLES = 150
@@ -51,28 +51,15 @@ class YieldWork:
             raise RuntimeError("work failed")
 
 
-class WaitingLanes:
+class WaitingLanes(LanesOverMemory):
     """In-memory lanes of an engine that cannot claim or release now: ``claim``
     and ``release`` raise ``WouldBlock``; their awaitable forms complete after
     a seeded number of loop turns (as a database round trip would)."""
 
     def __init__(self, name: str, *, clock, emit, turns: list[int]) -> None:
-        self.inner = memory_lanes(name, clock=clock, emit=emit)
-        self.name = name
+        super().__init__(name, clock=clock, emit=emit)
         self.turns = turns
         self.n = 0
-
-    def __getattr__(self, attr: str):
-        return getattr(self.inner, attr)
-
-    def __len__(self) -> int:
-        return len(self.inner)
-
-    def __contains__(self, workspace: object) -> bool:
-        return workspace in self.inner
-
-    def __iter__(self):
-        return iter(self.inner)
 
     async def _wait(self) -> None:
         self.n += 1

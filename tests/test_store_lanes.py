@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
+from engines import LanesOverMemory
 
 import lanemon
 from lanemon.lanes import (
@@ -275,27 +276,14 @@ async def test_the_memory_engine_completes_every_operation_without_suspending():
 
 # -- an engine whose operations must wait -------------------------------------------
 
-class WaitingLanes:
+class WaitingLanes(LanesOverMemory):
     """Memory lanes whose release and stop request cannot complete now (they
     raise WouldBlock) and complete, after a loop turn, through their awaitable
     forms: the scheduler's fallback to the awaitable form, exercised."""
 
     def __init__(self, name: str, *, clock, emit) -> None:
-        self.inner = memory_lanes(name, clock=clock, emit=emit)
-        self.name = name
+        super().__init__(name, clock=clock, emit=emit)
         self.awaited: list[str] = []
-
-    def __getattr__(self, attr: str):
-        return getattr(self.inner, attr)
-
-    def __len__(self) -> int:
-        return len(self.inner)
-
-    def __contains__(self, workspace: object) -> bool:
-        return workspace in self.inner
-
-    def __iter__(self):
-        return iter(self.inner)
 
     def release(self, token):
         raise WouldBlock
