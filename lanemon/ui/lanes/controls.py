@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from lanemon.lanes import CpuWork, SimulatedWork
+from lanemon.lanes import QUEUE_NAMES, CpuWork, SimulatedWork
 from lanemon.ui.kit import theme
 
 WORK_KINDS = ("simulated", "CPU")
@@ -51,7 +51,7 @@ class LanesControls(QWidget):
         self.workspace_box.setCurrentText(ws_name(1))
         self.workspace_box.setToolTip("any name; a click on a table row fills it in")
         self.queue_box = QComboBox()
-        self.queue_box.addItems(["reservations", "cafe"])
+        self.queue_box.addItems(list(QUEUE_NAMES))   # the scheduler's queues, in its order
         self.kind_box = QComboBox()
         self.kind_box.addItems(WORK_KINDS)
         self.kind_box.setToolTip("simulated: sleeps for its duration · CPU: the calibrated CPU job")
