@@ -106,11 +106,13 @@ class ConfigForm(QWidget):
         grid.setHorizontalSpacing(6)
         grid.setVerticalSpacing(4)
         rows = [
+            # mnemonics: unique in the tab with its buttons and the menu bar's F, U, V, H
+            # and the tabs' N (tests/test_ui_small_fixes.py finds duplicates)
             [("S&trategy", self.strategy)],
-            [("Sta&ff", self.staff), ("Cou&nters", self.counters)],
+            [("St&aff", self.staff), ("Count&ers", self.counters)],
             [("&Guide", self.guide_time), ("TT&L", self.ttl)],
-            [("C&ustomers", self.customers), ("&Arrivals", self.arrival_rate)],
-            [("S&peed", self.speed), ("S&eed", self.seed)],
+            [("Custo&mers", self.customers), ("Arr&ivals", self.arrival_rate)],
+            [("S&peed", self.speed), ("See&d", self.seed)],
         ]
         self.labels: dict[QWidget, QLabel] = {}
         for r, pairs in enumerate(rows):

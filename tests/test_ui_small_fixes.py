@@ -1,0 +1,105 @@
+"""Issue 19's small window fixes, each driven as a user would (offscreen, real qasync loop)."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QAbstractButton, QApplication, QGroupBox, QLabel, QMenuBar
+
+from lanemon.ui.kit import theme
+from lanemon.ui.shell.main_window import MainWindow
+from lanemon.ui.tools.testing import run_window, wait_until
+
+
+@pytest.fixture(autouse=True)
+def _app(qapp):
+    from lanemon.ui.shell.app import application
+
+    app = application()
+    yield app
+    for w in app.topLevelWidgets():
+        if isinstance(w, MainWindow) and not w.isVisible():
+            w.deleteLater()
+    app.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    theme.set_palette("light")
+    theme.apply_font_and_palette(app, 1.0)
+
+
+# --- finding 6: mnemonics -----------------------------------------------------------------
+
+def mnemonic(text: str) -> str | None:
+    """The letter after a single "&" ("&&" is a literal ampersand), lower-cased."""
+    i = 0
+    while i < len(text) - 1:
+        if text[i] == "&":
+            if text[i + 1] != "&":
+                return text[i + 1].lower()
+            i += 1
+        i += 1
+    return None
+
+
+def _mnemonics_in(widget) -> list[tuple[str, str]]:
+    """(letter, text) of every button, buddied label and group box under ``widget``."""
+    found = []
+    for w in widget.findChildren(QAbstractButton) + widget.findChildren(QLabel) + widget.findChildren(QGroupBox):
+        if isinstance(w, QLabel) and w.buddy() is None:
+            continue
+        text = w.title() if isinstance(w, QGroupBox) else w.text()
+        letter = mnemonic(text)
+        if letter is not None:
+            found.append((letter, text))
+    return found
+
+
+def _duplicates(pairs):
+    seen: dict[str, list[str]] = {}
+    for letter, text in pairs:
+        seen.setdefault(letter, []).append(text)
+    return {letter: texts for letter, texts in seen.items() if len(texts) > 1}
+
+
+def test_every_mnemonic_is_unique_in_its_scope(qtbot):
+    """The menu bar and the tab titles answer Alt+letter in every tab: with each tab's buttons
+    and labels, no letter may appear twice (a duplicate only moves the focus)."""
+    async def scenario(win):
+        bar = win.findChild(QMenuBar)
+        menus = [(mnemonic(a.text()), a.text()) for a in bar.actions() if mnemonic(a.text())]
+        tabs = [(mnemonic(win.tabs.tabText(i)), win.tabs.tabText(i)) for i in range(win.tabs.count())
+                if mnemonic(win.tabs.tabText(i))]
+        per_tab = {win.tabs.tabText(i): _mnemonics_in(win.tabs.widget(i)) for i in range(win.tabs.count())}
+        return menus, tabs, per_tab
+
+    rc, (menus, tabs, per_tab), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert {text.replace("&", "") for _, text in menus} == {"File", "Run", "View", "Help"}
+    assert len(menus) == 4  # every menu has its letter
+    assert _duplicates(menus + tabs) == {}
+    assert sum(len(found) for found in per_tab.values()) > 20  # the tabs' controls were found
+    for title, found in per_tab.items():
+        assert _duplicates(menus + tabs + found) == {}, title
+
+
+def test_alt_r_resets_the_counters_and_alt_d_holds_in_the_lanes(qtbot):
+    """The letters a user reads on the buttons click them (not a menu's letter moving focus)."""
+    async def scenario(win):
+        win.show_view("counters")
+        win.activateWindow()
+        await wait_until(lambda: win.isVisible() and QApplication.activeWindow() is win, 10)
+        clicks = []
+        win.views["counters"].reset_btn.clicked.connect(lambda: clicks.append("reset"))
+        win.views["lanes"].controls.hold_button.clicked.connect(lambda: clicks.append("hold"))
+        QTest.keyClick(win, Qt.Key.Key_R, Qt.KeyboardModifier.AltModifier)
+        await wait_until(lambda: clicks, 10)
+        win.show_view("lanes")
+        hold = win.views["lanes"].controls.hold_button
+        await wait_until(lambda: hold.isVisible(), 10)
+        QTest.keyClick(win, Qt.Key.Key_D, Qt.KeyboardModifier.AltModifier)
+        await wait_until(lambda: len(clicks) > 1, 10)
+        return clicks, hold.text()
+
+    rc, (clicks, hold_text), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert clicks == ["reset", "hold"]
+    assert hold_text == "Hol&d final save"
