@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QAbstractButton, QApplication, QGroupBox, QLabel, QMenuBar
+from PySide6.QtWidgets import QAbstractButton, QApplication, QDoubleSpinBox, QGroupBox, QLabel, QMenuBar
 
+from lanemon.counters import SimConfig
 from lanemon.ui.kit import theme
 from lanemon.ui.shell.main_window import MainWindow
 from lanemon.ui.tools.testing import run_window, wait_until
@@ -103,3 +104,93 @@ def test_alt_r_resets_the_counters_and_alt_d_holds_in_the_lanes(qtbot):
     assert rc == 0 and errors == []
     assert clicks == ["reset", "hold"]
     assert hold_text == "Hol&d final save"
+
+
+# --- finding 3: the counters form and the model agree on what is valid --------------------
+
+def _run(scenario):
+    rc, value, errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    return value
+
+
+def _counters(win):
+    win.show_view("counters")
+    return win.views["counters"]
+
+
+def test_the_counters_inputs_start_where_the_model_does():
+    """Each input's minimum is accepted by SimConfig and one step below it is refused."""
+    from lanemon.counters import FLOORS
+    from lanemon.ui.counters.controls import ConfigForm
+
+    form = ConfigForm()
+    checked = 0
+    for name in ("staff", "counters", "ttl", "arrival_rate", "guide_time"):
+        w = getattr(form, name)
+        step = 10 ** -w.decimals() if isinstance(w, QDoubleSpinBox) else 1
+        assert FLOORS[name].admits(w.minimum()), name
+        assert not FLOORS[name].admits(w.minimum() - step), name
+        SimConfig(**{name: w.minimum()})
+        with pytest.raises(ValueError, match=name.split("_")[0]):
+            SimConfig(**{name: type(w.minimum())(w.minimum() - step)})
+        checked += 1
+    assert checked == 5
+    form.deleteLater()
+
+
+def test_typing_staff_0_then_tab_says_so_and_start_runs_what_the_form_shows(qtbot):
+    async def scenario(win):
+        v = _counters(win)
+        v.reset()                                 # a ready simulation with 8 staff
+        await wait_until(lambda: v.form.staff.isVisible(), 10)
+        v.form.staff.setFocus()
+        await wait_until(lambda: v.form.staff.hasFocus(), 10)
+        v.form.staff.selectAll()
+        QTest.keyClicks(v.form.staff, "0")
+        QTest.keyClick(v.form.staff, Qt.Key.Key_Tab)
+        await wait_until(lambda: not v.form.staff.hasFocus(), 10)
+        said, error, shown = v.message.text(), v.message.error, v.form.staff.value()
+        qtbot.mouseClick(v.start_btn, Qt.MouseButton.LeftButton)
+        await wait_until(lambda: v.running, 10)
+        staff = v.sim.config.staff
+        v.stop()
+        return said, error, shown, staff
+
+    said, error, shown, staff = _run(scenario)
+    assert shown == 1
+    assert error and said == "Staff: “0” is not accepted (1 to 64); it is 1 now."
+    assert staff == 1
+
+
+def test_start_after_a_refused_value_starts_nothing_and_says_why(qtbot):
+    """A form value the model refuses (here forced below the floor) never lets Start run the
+    simulation made from earlier settings."""
+    async def scenario(win):
+        v = _counters(win)
+        v.reset()
+        stale = v.sim
+        v.form.staff.setMinimum(0)               # what the input allowed before the fix
+        v.form.staff.setValue(0)
+        ok = v.start()
+        return ok, v.running, v.sim is stale, v.message.text(), v.message.error
+
+    ok, running, same, said, error = _run(scenario)
+    assert not ok and not running and same
+    assert error and said == "Not started: staff must be an integer >= 1, not 0"
+
+
+def test_start_runs_the_form_settings_not_an_older_ready_simulation(qtbot):
+    async def scenario(win):
+        v = _counters(win)
+        v.reset()
+        v.form.counters.blockSignals(True)       # a change the view was not told of
+        v.form.counters.setValue(5)
+        v.form.counters.blockSignals(False)
+        ok = v.start()
+        counters = v.sim.config.counters
+        v.stop()
+        return ok, counters
+
+    ok, counters = _run(scenario)
+    assert ok and counters == 5
