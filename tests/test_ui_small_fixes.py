@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import collections
+
 import pytest
 from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QColor
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QAbstractButton, QApplication, QDoubleSpinBox, QGroupBox, QLabel, QMenuBar
 
@@ -194,3 +197,51 @@ def test_start_runs_the_form_settings_not_an_older_ready_simulation(qtbot):
 
     ok, counters = _run(scenario)
     assert ok and counters == 5
+
+
+# --- finding 7: messages readable in both themes -----------------------------------------
+
+def _ink_and_paper(widget) -> tuple[QColor, QColor]:
+    """The colours a widget is seen in: its most common pixel (the paper) and the pixel
+    farthest from it (the ink of its text)."""
+    img = widget.grab().toImage()
+    counts = collections.Counter(img.pixel(x, y) for x in range(img.width()) for y in range(img.height()))
+    paper = QColor.fromRgb(counts.most_common(1)[0][0])
+
+    def distance(rgb: int) -> int:
+        c = QColor.fromRgb(rgb)
+        return abs(c.red() - paper.red()) + abs(c.green() - paper.green()) + abs(c.blue() - paper.blue())
+    return QColor.fromRgb(max(counts, key=distance)), paper
+
+
+def contrast(a: QColor, b: QColor) -> float:
+    """The WCAG 2 contrast ratio of two colours (1 to 21; 4.5 is the floor for text)."""
+    def luminance(c: QColor) -> float:
+        def channel(v: float) -> float:
+            return v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4
+        return 0.2126 * channel(c.redF()) + 0.7152 * channel(c.greenF()) + 0.0722 * channel(c.blueF())
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def test_the_runs_messages_are_readable_after_each_presenter_toggle(qtbot):
+    """"Chart written to…" said in presenter mode stayed white on light grey after F5."""
+    async def scenario(win):
+        panel, seen = win.runs_panel, []
+        for error in (False, True):
+            win.talk.set_presenter(True)
+            panel.show_notice(f"Chart written to /tmp/chart-{error}.png", error=error)
+            seen.append(("presenter", error, *_ink_and_paper(panel.banner)))
+            win.talk.set_presenter(False)
+            seen.append(("light", error, *_ink_and_paper(panel.banner)))
+            win.talk.set_theme("dark")
+            seen.append(("dark", error, *_ink_and_paper(panel.banner)))
+            win.talk.set_theme("light")
+            seen.append(("light again", error, *_ink_and_paper(panel.banner)))
+        return [(mode, error, contrast(ink, paper), ink.name(), paper.name()) for mode, error, ink, paper in seen]
+
+    rc, seen, errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert len(seen) == 8
+    for mode, error, ratio, ink, paper in seen:
+        assert ratio >= 4.5, (mode, error, ink, paper)

@@ -241,6 +241,7 @@ class RunsPanel(LiveView):
         for family, kind in (("whole", "whole"), ("sliced", "sliced"), ("worker", self.worker_kind.currentText())):
             _restyle(self.buttons[family], theme.run_button_style(kind))
         self.model.colours_changed()
+        self._paint_banner()
 
     # --- reading the inputs ------------------------------------------------------------
     def job(self) -> tuple[float, str]:
@@ -429,12 +430,14 @@ class RunsPanel(LiveView):
         c = self.controller
         self._messages = self._current_messages()
         flight = "\n".join(c.in_flight_lines())
-        _restyle(self.in_flight, f"color: {theme.REF_LONG if c.banner else theme.FG}; font-weight: bold;")
+        # plain text takes the palette's colour (it follows the theme); an alarm colour is
+        # re-read from the theme on every paint and on a palette change (fonts_changed)
+        _restyle(self.in_flight, f"color: {theme.REF_LONG}; font-weight: bold;" if c.banner else "font-weight: bold;")
         if self.in_flight.text() != flight:
             self.in_flight.setText(flight)
         self.in_flight.setVisible(bool(flight))
         error = bool(self._messages) and self._messages[-1][1]
-        _restyle(self.banner, f"color: {theme.WARN if error else theme.FG}; font-weight: bold;")
+        _restyle(self.banner, f"color: {theme.WARN}; font-weight: bold;" if error else "font-weight: bold;")
         text = "\n".join(m[0] for m in self._messages)
         if self.banner.text() != text:
             self.banner.setText(text)
