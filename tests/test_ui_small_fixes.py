@@ -5,12 +5,13 @@ from __future__ import annotations
 import collections
 
 import pytest
-from PySide6.QtCore import QEvent, Qt
-from PySide6.QtGui import QColor
+from PySide6.QtCore import QEvent, QPoint, QRect, Qt
+from PySide6.QtGui import QColor, QFontMetrics
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QAbstractButton, QApplication, QDoubleSpinBox, QGroupBox, QLabel, QMenuBar
 
 from lanemon.counters import SimConfig
+from lanemon.ui.heartbeat.chart import PausedBadge
 from lanemon.ui.kit import theme
 from lanemon.ui.shell.main_window import MainWindow
 from lanemon.ui.tools.testing import run_window, wait_until
@@ -245,3 +246,46 @@ def test_the_runs_messages_are_readable_after_each_presenter_toggle(qtbot):
     assert len(seen) == 8
     for mode, error, ratio, ink, paper in seen:
         assert ratio >= 4.5, (mode, error, ink, paper)
+
+
+# --- finding 7: the pause symbol and the paused header -------------------------------------
+
+def _header_rects(chart):
+    return {name: QRect(w.mapTo(chart, QPoint(0, 0)), w.size())
+            for name, w in (("title", chart.title), ("live", chart.live), ("floor", chart.floor),
+                            ("period", chart.period), ("window", chart.window))}
+
+
+def test_paused_shows_a_drawn_symbol_and_moves_no_header_text(qtbot):
+    async def scenario(win):
+        chart, seen = win.chart, []
+        await wait_until(lambda: chart.trace.xData is not None and len(chart.trace.xData) > 10, 20)
+        for presenter in (False, True):
+            win.talk.set_presenter(presenter)
+            chart.set_paused(False)
+            before = _header_rects(chart)
+            chart.set_paused(True)
+            badge = chart.paused_label
+            await wait_until(lambda b=badge: b.isVisible(), 10)
+            after = _header_rects(chart)
+            where = QRect(badge.mapTo(chart, QPoint(0, 0)), badge.size())
+            missing = [ch for ch in badge.text() if not QFontMetrics(badge.font()).inFontUcs4(ord(ch))]
+            image = badge.grab().toImage()
+            ink = QColor(theme.REF_FRAME if presenter else theme.WARN)
+            bars = ([image.pixelColor(r.center().toPoint()).name() for r in badge.symbol_rects()]
+                    if isinstance(badge, PausedBadge) else None)
+            seen.append((presenter, before, after, where, badge.text(), missing, bars, ink.name(),
+                         QRect(QPoint(0, 0), chart.size())))
+            chart.set_paused(False)
+        return seen
+
+    rc, seen, errors = run_window(scenario, size=(1024, 700))
+    assert rc == 0 and errors == []
+    assert len(seen) == 2
+    for presenter, before, after, where, text, missing, bars, ink, inside in seen:
+        assert text == "paused" and missing == [], presenter      # no glyph a font may lack
+        assert bars == [ink, ink], presenter                       # the symbol is painted
+        assert after == before, presenter                          # pausing moves no header text
+        assert inside.contains(where), presenter
+        for name, rect in after.items():
+            assert not rect.intersects(where), (presenter, name)
