@@ -289,3 +289,86 @@ def test_paused_shows_a_drawn_symbol_and_moves_no_header_text(qtbot):
         assert inside.contains(where), presenter
         for name, rect in after.items():
             assert not rect.intersects(where), (presenter, name)
+
+
+# --- finding 9 (whole run): a long whole run asks first ------------------------------------
+
+SMALL = 200_000
+
+
+async def _calibrated(win):
+    await wait_until(lambda: win.controller.machine.rate_per_ms, 30)
+
+
+def test_a_whole_run_longer_than_the_threshold_asks_first_and_no_starts_nothing(qtbot, monkeypatch):
+    from lanemon.ui.runs import controller as controller_module
+
+    async def scenario(win):
+        c, panel = win.controller, win.runs_panel
+        await _calibrated(win)
+        asked: list[str] = []
+        answer = {"yes": False}
+
+        def confirm(text, start):
+            asked.append(text)
+            if answer["yes"]:
+                start()
+        panel.confirm_long_whole = confirm
+        panel.set_job(SMALL, "iterations")
+        panel.run_whole()                       # well under WHOLE_RUN_ASK_ABOVE_S: no question
+        await wait_until(lambda: c.records and c.records[-1].status == "done", 30)
+        quiet = (len(asked), len(c.records))
+        # the same job counts as long once the threshold is below it
+        monkeypatch.setattr(controller_module, "WHOLE_RUN_ASK_ABOVE_S", c.expected_s(SMALL, "whole") / 2, raising=False)
+        panel.run_whole()                       # asked; the answer is no
+        declined = (len(asked), len(c.records))
+        answer["yes"] = True
+        panel.run_whole()
+        await wait_until(lambda: len(c.records) == 2 and c.records[-1].status == "done", 30)
+        return quiet, declined, asked, [r.kind for r in c.records]
+
+    rc, (quiet, declined, asked, kinds), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert quiet == (0, 1)
+    assert declined == (1, 1)                   # asked, and no run started
+    assert len(asked) == 2 and asked[0].startswith(f"A whole run of {SMALL:,} iterations holds the loop for about")
+    assert kinds == ["whole", "whole"]
+
+
+def test_the_long_whole_run_question_is_answered_by_the_keyboard(qtbot, monkeypatch):
+    from PySide6.QtWidgets import QMessageBox
+
+    from lanemon.ui.runs import controller as controller_module
+
+    monkeypatch.setattr(controller_module, "WHOLE_RUN_ASK_ABOVE_S", 0.0, raising=False)   # every whole run asks
+
+    async def scenario(win):
+        c, panel = win.controller, win.runs_panel
+        win.activateWindow()
+        await wait_until(lambda: win.isVisible() and QApplication.activeWindow() is win, 10)
+        await _calibrated(win)
+        panel.set_job(SMALL, "iterations")
+        seen = []
+        for keys in ((Qt.Key.Key_Escape, Qt.KeyboardModifier.NoModifier),
+                     (Qt.Key.Key_Return, Qt.KeyboardModifier.NoModifier),
+                     (Qt.Key.Key_B, Qt.KeyboardModifier.AltModifier)):
+            win.activateWindow()
+            win.chart.setFocus()
+            await wait_until(lambda: QApplication.focusWidget() is win.chart, 10)
+            QTest.keyClick(win.chart, Qt.Key.Key_1)          # the Whole run shortcut
+            await wait_until(lambda: any(b.isVisible() for b in win.findChildren(QMessageBox)), 10)
+            box = next(b for b in win.findChildren(QMessageBox) if b.isVisible())
+            started_while_asking = len(c.records)
+            answered = []
+            box.finished.connect(answered.append)
+            await wait_until(lambda b=box: QApplication.activeWindow() is b, 10)   # it has the keyboard
+            QTest.keyClick(QApplication.focusWidget() or box, *keys)
+            await wait_until(lambda a=answered: a, 10)
+            await wait_until(lambda: all(r.status != "running" for r in c.records), 30)
+            seen.append((started_while_asking, len(c.records)))
+        return seen, [r.status for r in c.records]
+
+    rc, (seen, statuses), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert seen == [(0, 0), (0, 0), (0, 1)]     # Esc: no · Enter (the default): no · Alt+B: runs
+    assert statuses == ["done"]
