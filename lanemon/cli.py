@@ -241,13 +241,56 @@ def cmd_install_desktop(args) -> int:
     return 0
 
 
+X11_SOCKET_DIR = "/tmp/.X11-unix"
+X11_TCP_BASE = 6000  # display N listens on TCP port 6000 + N
+
+
+def x_display_unreachable(display: str, socket_dir: str = X11_SOCKET_DIR, timeout: float = 3.0) -> str | None:
+    """Why the X display named ``display`` cannot be reached, or None when a server answers the
+    connection (only the connection: authorisation is Qt's to check).
+
+    ``[host]:N[.S]``: an empty host, ``unix`` or ``host/unix`` is display N's local socket
+    (``socket_dir/XN``, or Linux's abstract socket of that name); any other host is TCP port
+    6000 + N there. A name of another shape is left to Qt (None)."""
+    import socket
+
+    host, sep, rest = display.rpartition(":")
+    number = rest.split(".", 1)[0]
+    if not sep or not number.isdigit() or host.endswith(":"):  # DECnet "host::N" and others: Qt's call
+        return None
+    n = int(number)
+    if host in ("", "unix") or host.endswith("/unix"):
+        path = os.path.join(socket_dir, f"X{n}")
+        for address in (path, "\0" + path):
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(timeout)
+                try:
+                    sock.connect(address)
+                except OSError:
+                    continue
+                return None
+        return f"no X server answers on {path}"
+    try:
+        with socket.create_connection((host.strip("[]"), X11_TCP_BASE + n), timeout=timeout):
+            return None
+    except OSError as exc:
+        return f"no X server answers at {host} port {X11_TCP_BASE + n} ({exc.strerror or exc})"
+
+
 def _check_display() -> None:
-    """On Linux without a display Qt aborts the process: say so in one line instead."""
+    """On Linux Qt aborts the process (status 134, blaming a missing library) when there is no
+    display or DISPLAY names one that is not there: say so in one line instead (exit 2)."""
     if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM"):
         return
-    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+    display, wayland = os.environ.get("DISPLAY"), os.environ.get("WAYLAND_DISPLAY")
+    if not (display or wayland):
         raise BadInput("no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset); "
                        "run it in a desktop session, or headless with QT_QPA_PLATFORM=offscreen")
+    if display and not wayland:
+        why = x_display_unreachable(display)
+        if why is not None:
+            raise BadInput(f"cannot open display {display!r}: {why}; check DISPLAY, or run headless "
+                           "with QT_QPA_PLATFORM=offscreen")
 
 
 def cmd_window(args) -> int:

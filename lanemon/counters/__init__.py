@@ -32,6 +32,7 @@ from lanemon.counters.simulation import (
     DEFAULT_QUEUE_LIMIT,
     DONE,
     FINISHED,
+    FLOORS,
     GUIDING,
     IDLE,
     READY,
@@ -40,6 +41,7 @@ from lanemon.counters.simulation import (
     WAIT_WINDOW,
     WAITING_COUNTER,
     WAITING_LOCK,
+    Floor,
     SimConfig,
     Simulation,
     Snapshot,
@@ -62,7 +64,7 @@ from lanemon.counters.workload import Customer, workload
 from lanemon.stats import percentile
 
 __all__ = [
-    "AWAY", "CHOOSING", "DEFAULT_QUEUE_LIMIT", "DONE", "FINISHED", "GUIDING", "IDLE", "READY",
+    "AWAY", "CHOOSING", "DEFAULT_QUEUE_LIMIT", "DONE", "FINISHED", "FLOORS", "Floor", "GUIDING", "IDLE", "READY",
     "RUNNING", "STOPPED", "WAITING_COUNTER", "WAITING_LOCK", "WAIT_WINDOW",
     "Attempt", "Board", "Claim", "ClaimToken", "CounterState", "CounterView", "Customer", "Desk",
     "Event", "EventHub", "LABELS", "ManualClock", "Outcome", "STRATEGIES", "ScaledClock",

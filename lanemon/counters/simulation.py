@@ -108,6 +108,40 @@ DEFAULT_QUEUE_LIMIT = 1_000  # the default workload (50/s arriving, ~39/s assign
                              # are turned away; a 300-customer compare never comes near it
 WAIT_WINDOW = 10_000  # recent waits kept for the p99 (80 kB); count, sum and max are exact
 
+
+
+@dataclass(frozen=True, slots=True)
+class Floor:
+    """The lowest value a ``SimConfig`` field accepts: ``value`` itself when ``inclusive``,
+    otherwise only what lies above it. Named once here; the window's inputs start at
+    ``lowest(step)``, so a spin box never holds a value the model refuses."""
+
+    value: float
+    inclusive: bool
+
+    def admits(self, x: float) -> bool:
+        return x >= self.value if self.inclusive else x > self.value
+
+    def lowest(self, step: float) -> float:
+        """The smallest accepted value on a grid of ``step`` (an input's precision)."""
+        return self.value if self.inclusive else self.value + step
+
+
+# What SimConfig (and ``workload``) refuse below: the one statement of those limits
+FLOORS: dict[str, Floor] = {
+    "staff": Floor(1, True),
+    "counters": Floor(1, True),
+    "queue_limit": Floor(1, True),
+    "wait_window": Floor(1, True),
+    "guide_time": Floor(0.0, True),
+    "service_time": Floor(0.0, True),
+    "choose_time": Floor(0.0, True),
+    "abandon_time": Floor(0.0, True),
+    "ttl": Floor(0.0, False),
+    "arrival_rate": Floor(0.0, False),  # None (everyone at t=0) is accepted too
+    "time_limit": Floor(0.0, False),  # or None
+}
+
 # Run states
 READY = "ready"
 RUNNING = "running"
@@ -142,17 +176,21 @@ class SimConfig:
             raise ValueError(f"unknown strategy {self.strategy!r}; choose from {', '.join(STRATEGIES)}")
         for name in ("staff", "counters", "queue_limit", "wait_window"):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, not {value!r}")
+            if not isinstance(value, int) or isinstance(value, bool) or not FLOORS[name].admits(value):
+                raise ValueError(f"{name} must be an integer >= {FLOORS[name].value}, not {value!r}")
         for name in ("guide_time", "service_time", "choose_time", "abandon_time"):
             value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and 0 <= value < math.inf):
-                raise ValueError(f"{name} must be a finite number >= 0, not {value!r}")
-        if not (isinstance(self.ttl, (int, float)) and 0 < self.ttl < math.inf):
+            if not (isinstance(value, (int, float)) and FLOORS[name].admits(value) and value < math.inf):
+                raise ValueError(f"{name} must be a finite number >= {FLOORS[name].value:g}, not {value!r}")
+        if not (isinstance(self.ttl, (int, float)) and FLOORS["ttl"].admits(self.ttl) and self.ttl < math.inf):
             raise ValueError(f"ttl must be a positive finite number, not {self.ttl!r}")
         if self.time_limit is not None and not (
-                isinstance(self.time_limit, (int, float)) and 0 < self.time_limit < math.inf):
+                isinstance(self.time_limit, (int, float)) and FLOORS["time_limit"].admits(self.time_limit)
+                and self.time_limit < math.inf):
             raise ValueError(f"time_limit must be a positive finite number or None, not {self.time_limit!r}")
+        if self.arrival_rate is not None and not (
+                isinstance(self.arrival_rate, (int, float)) and FLOORS["arrival_rate"].admits(self.arrival_rate)):
+            raise ValueError(f"arrival_rate must be > 0 (or None), not {self.arrival_rate!r}")
         # workload() validates the rest
         next(iter(self.workload()), None)
 

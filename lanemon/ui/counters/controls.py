@@ -2,7 +2,10 @@
 
 ``ConfigForm`` turns its inputs into a ``SimConfig`` -- the domain decides
 what is valid (``SimConfig`` raises ``ValueError`` with the reason; the view
-shows it). ``TalliesPanel`` and ``CompareTable`` only format ``Tallies``.
+shows it). The inputs start at the domain's floors (``counters.FLOORS``), so
+they never hold a value the model refuses; a typed value out of range is set
+to the nearest accepted one and ``refused`` says so (the view shows it).
+``TalliesPanel`` and ``CompareTable`` only format ``Tallies``.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from lanemon.counters import LABELS, STRATEGIES, SimConfig
+from lanemon.counters import FLOORS, LABELS, STRATEGIES, SimConfig
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.static_texts import StaticTexts
 
@@ -34,24 +37,58 @@ DEFAULTS = dict(strategy="short_lock", staff=8, counters=24, customers=0, arriva
 COMPARE_CUSTOMERS = 300  # an endless live run compares this many customers
 
 
+class _Correcting:
+    """What both spin boxes add: a typed value out of range is corrected to the nearest
+    accepted one (not silently back to the old value), and ``refused(text)`` fires with
+    the typed text once the box holds the corrected value."""
+
+    def _init_correcting(self) -> None:
+        self._typed_refused: str | None = None
+        self.setCorrectionMode(QAbstractSpinBox.CorrectionMode.CorrectToNearestValue)
+        self.setKeyboardTracking(False)
+        self.setAccelerated(True)
+        self.editingFinished.connect(self._say_refused)
+
+    def fixup(self, text: str) -> str:  # Qt calls it with text it will not accept as it is
+        self._typed_refused = text
+        return super().fixup(text)
+
+    def _say_refused(self) -> None:
+        text, self._typed_refused = self._typed_refused, None
+        if text is not None and text.strip():
+            self.refused.emit(text.strip())
+
+
+class _SpinBox(_Correcting, QSpinBox):
+    refused = Signal(str)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._init_correcting()
+
+
+class _DoubleSpinBox(_Correcting, QDoubleSpinBox):
+    refused = Signal(str)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._init_correcting()
+
+
 def _spin(lo: int, hi: int, value: int) -> QSpinBox:
-    w = QSpinBox()
+    w = _SpinBox()
     w.setRange(lo, hi)
     w.setValue(value)
-    w.setKeyboardTracking(False)
-    w.setAccelerated(True)
     return w
 
 
 def _dspin(lo: float, hi: float, value: float, step: float, suffix: str, decimals: int = 2) -> QDoubleSpinBox:
-    w = QDoubleSpinBox()
+    w = _DoubleSpinBox()
     w.setDecimals(decimals)
     w.setRange(lo, hi)
     w.setSingleStep(step)
     w.setValue(value)
     w.setSuffix(suffix)
-    w.setKeyboardTracking(False)
-    w.setAccelerated(True)
     return w
 
 
@@ -59,11 +96,15 @@ class ConfigForm(QWidget):
     """Strategy, staff, counters, customers, arrivals, guide, TTL, speed, seed.
 
     ``config_changed`` fires when anything but the speed changes (applied by
-    a reset); ``speed_changed`` when the speed does (applied live).
+    a reset); ``speed_changed`` when the speed does (applied live). Each input's
+    minimum is the lowest value the model accepts (``FLOORS``) at the input's
+    precision; ``refused(sentence)`` says when a typed value was out of range and
+    what the input holds instead.
     """
 
     config_changed = Signal()
     speed_changed = Signal(float)
+    refused = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -72,14 +113,14 @@ class ConfigForm(QWidget):
         for key in STRATEGIES:
             self.strategy.addItem(LABELS[key], key)
         self.strategy.setCurrentIndex(self.strategy.findData(d["strategy"]))
-        self.staff = _spin(0, 64, d["staff"])
-        self.counters = _spin(0, 128, d["counters"])
+        self.staff = _spin(int(FLOORS["staff"].lowest(1)), 64, d["staff"])
+        self.counters = _spin(int(FLOORS["counters"].lowest(1)), 128, d["counters"])
         self.customers = _spin(0, 1_000_000, d["customers"])
         self.customers.setSpecialValueText("endless")
         self.customers.setSingleStep(50)
-        self.arrival_rate = _dspin(0, 10_000, d["arrival_rate"], 5, "/s", 0)
-        self.guide_time = _dspin(0, 60, d["guide_time"], 0.05, " s")
-        self.ttl = _dspin(0, 600, d["ttl"], 0.1, " s")
+        self.arrival_rate = _dspin(FLOORS["arrival_rate"].lowest(1), 10_000, d["arrival_rate"], 5, "/s", 0)
+        self.guide_time = _dspin(FLOORS["guide_time"].lowest(0.01), 60, d["guide_time"], 0.05, " s")
+        self.ttl = _dspin(FLOORS["ttl"].lowest(0.01), 600, d["ttl"], 0.1, " s")
         self.speed = _dspin(0, 20, d["speed"], 0.05, "×")
         self.speed.setSpecialValueText("paused")
         self.seed = _spin(0, 2_147_483_647, d["seed"])
@@ -106,11 +147,13 @@ class ConfigForm(QWidget):
         grid.setHorizontalSpacing(6)
         grid.setVerticalSpacing(4)
         rows = [
+            # mnemonics: unique in the tab with its buttons and the menu bar's F, U, V, H
+            # and the tabs' N (tests/test_ui_small_fixes.py finds duplicates)
             [("S&trategy", self.strategy)],
-            [("Sta&ff", self.staff), ("Cou&nters", self.counters)],
+            [("St&aff", self.staff), ("Count&ers", self.counters)],
             [("&Guide", self.guide_time), ("TT&L", self.ttl)],
-            [("C&ustomers", self.customers), ("&Arrivals", self.arrival_rate)],
-            [("S&peed", self.speed), ("S&eed", self.seed)],
+            [("Custo&mers", self.customers), ("Arr&ivals", self.arrival_rate)],
+            [("S&peed", self.speed), ("See&d", self.seed)],
         ]
         self.labels: dict[QWidget, QLabel] = {}
         for r, pairs in enumerate(rows):
@@ -131,6 +174,15 @@ class ConfigForm(QWidget):
                   self.ttl, self.seed):
             w.valueChanged.connect(self.config_changed)
         self.speed.valueChanged.connect(self.speed_changed)
+        for w in self.labels:
+            if isinstance(w, _Correcting):
+                w.refused.connect(lambda text, w=w: self._refused(w, text))
+
+    def _refused(self, w, typed: str) -> None:
+        name = self.labels[w].text().replace("&", "")
+        lo, hi = w.textFromValue(w.minimum()), w.textFromValue(w.maximum())
+        self.refused.emit(f"{name}: “{typed}” is not accepted ({lo} to {hi}{w.suffix()}); "
+                          f"it is {w.text()} now.")
 
     def strategy_key(self) -> str:
         return self.strategy.currentData()

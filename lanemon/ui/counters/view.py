@@ -172,6 +172,7 @@ class CountersView(LiveView):
         self.expire_btn.clicked.connect(self.expire_claim)
         self.abandon_btn.clicked.connect(self.abandon)
         self.form.config_changed.connect(self._config_changed)
+        self.form.refused.connect(lambda text: self.show_message(text, error=True))
         self.form.speed_changed.connect(self.set_speed)
         self.apply_fonts()
         self.reset()
@@ -220,9 +221,16 @@ class CountersView(LiveView):
         return True
 
     def start(self) -> bool:
+        """Run the form's settings: a ready simulation made from other settings is replaced,
+        and settings the model refuses start nothing (the message says why)."""
         if self.running:
             return True
-        if self.sim is None or self.sim.state != "ready":
+        try:
+            config = self.form.config()
+        except ValueError as exc:
+            self.show_message(f"Not started: {exc}", error=True)
+            return False
+        if self.sim is None or self.sim.state != "ready" or self.sim.config != config:
             if not self.reset():
                 return False
         try:

@@ -19,8 +19,8 @@ import time
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt, QTimer
-from PySide6.QtGui import QColor, QFont
+from PySide6.QtCore import QEvent, QObject, QRectF, QSize, Qt, QTimer
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter
 from PySide6.QtWidgets import QGraphicsLineItem, QGraphicsRectItem, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from lanemon.ui.heartbeat.column_max import ColumnMax
@@ -56,6 +56,76 @@ def nice_top(peak: float) -> float:
     return float(10 * mag)
 
 
+class PausedBadge(QWidget):
+    """"paused" over the top middle of the plot while the chart is frozen: a drawn pause symbol
+    (two bars: no font is needed for it) and the word, on a plate of the chart's background.
+    It lies over the plot, not in the header, so pausing moves none of the header's texts.
+    ``text()`` is the word; the colours are the theme's at paint time."""
+
+    TEXT = "paused"
+
+    def __init__(self, plot: QWidget) -> None:
+        super().__init__(plot)
+        self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
+        self._plot = plot
+        plot.installEventFilter(self)
+
+    def text(self) -> str:
+        return self.TEXT
+
+    def _metrics(self) -> tuple[QFontMetrics, int, int]:
+        fm = QFontMetrics(self.font())
+        pad = max(4, fm.height() // 4)
+        return fm, pad, fm.capHeight()
+
+    def symbol_rects(self) -> tuple[QRectF, QRectF]:
+        """The two bars of the pause symbol, in this widget's coordinates."""
+        fm, pad, cap = self._metrics()
+        bar = max(2.0, cap / 3.5)
+        top = (self.height() - cap) / 2
+        return QRectF(pad, top, bar, cap), QRectF(pad + bar * 2.2, top, bar, cap)
+
+    def sizeHint(self) -> QSize:
+        fm, pad, cap = self._metrics()
+        symbol = int(max(2.0, cap / 3.5) * 3.2) + 1
+        return QSize(pad + symbol + pad + fm.horizontalAdvance(self.TEXT) + pad, fm.height() + pad)
+
+    def place(self) -> None:
+        self.resize(self.sizeHint())
+        self.move(max(0, (self._plot.width() - self.width()) // 2), 6)
+        self.raise_()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self._plot and event.type() == QEvent.Type.Resize:
+            self.place()
+        return False
+
+    def showEvent(self, event) -> None:
+        self.place()
+        super().showEvent(event)
+
+    def paintEvent(self, event) -> None:
+        fm, pad, cap = self._metrics()
+        ink = QColor(theme.REF_FRAME if theme.is_dark() else theme.WARN)
+        plate = QColor(theme.BG)
+        plate.setAlpha(230)
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+        p.setPen(ink)
+        p.setBrush(plate)
+        p.drawRoundedRect(QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5), pad, pad)
+        p.setPen(Qt.PenStyle.NoPen)
+        p.setBrush(ink)
+        for r in self.symbol_rects():
+            p.drawRect(r)
+        p.setPen(ink)
+        p.setFont(self.font())
+        right = self.symbol_rects()[1].right()
+        p.drawText(QRectF(right + pad, 0, self.width() - right - pad, self.height()),
+                   int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter), self.TEXT)
+        p.end()
+
+
 class HeartbeatChart(QWidget):
     def __init__(self, heartbeat: Heartbeat, controller: RunController, window_s: int = 20,
                  parent: QWidget | None = None) -> None:
@@ -82,9 +152,6 @@ class HeartbeatChart(QWidget):
         self.live = LiveLabel("p50 –   p99 –   max –")   # changes ~4 times a second
         self.floor = QLabel("idle floor: measuring…")
         self.floor.setProperty("muted", True)
-        self.paused_label = QLabel("⏸ paused")
-        self.paused_label.setToolTip("the chart is frozen; the heartbeat keeps recording (Space resumes)")
-        self.paused_label.setVisible(False)
         self.period = QSpinBox()
         self.period.setRange(MIN_PERIOD_MS, MAX_PERIOD_MS)
         self.period.setValue(heartbeat.period_ms)
@@ -102,7 +169,6 @@ class HeartbeatChart(QWidget):
         head.setContentsMargins(8, 4, 8, 0)
         head.addWidget(self.title)
         head.addSpacing(18)
-        head.addWidget(self.paused_label)
         head.addWidget(self.live, 1)     # a LiveLabel takes the width it is given: all that is free
         # the idle floor and the controls: end of the first row, or a second row with large type
         self._controls = QWidget()
@@ -123,6 +189,9 @@ class HeartbeatChart(QWidget):
 
         # plot
         self.plot = live_plot("seconds ago", "lag (ms)")   # axes re-render only when range or style change
+        self.paused_label = PausedBadge(self.plot)   # over the plot: pausing moves no header text
+        self.paused_label.setToolTip("the chart is frozen; the heartbeat keeps recording (Space resumes)")
+        self.paused_label.setVisible(False)
         item = self.plot.getPlotItem()
         # pyqtgraph's own grid (showGrid) costs ~20 ms per frame on the raster
         # engine here; one path of grid segments, painted by Qt, a small fraction of 1 ms.
@@ -221,6 +290,7 @@ class HeartbeatChart(QWidget):
         self.title.setFont(big)
         self.live.setFont(theme.mono_font(12.5))
         self.paused_label.setFont(big)
+        self.paused_label.place()
         for _line, label, _where in self._ref_lines:
             label.setFont(axis_font)
 
@@ -267,7 +337,7 @@ class HeartbeatChart(QWidget):
             self.plot.addItem(label, ignoreBounds=True)
             self._ref_lines.append((line, label, where))
         self._place_ref_labels()
-        self.paused_label.setStyleSheet(f"color: {theme.REF_FRAME if dark else theme.WARN};")
+        self.paused_label.update()   # its colours are read at paint time
         for region, label in self._regions.values():   # made again, in the new colours, on the next frame
             self.plot.removeItem(region)
             self.plot.removeItem(label)

@@ -79,6 +79,9 @@ PAINT_PAUSE_S = 0.05      # before a whole run: let "blocking the loop…" paint
 FLOOR_SETTLE_S = 0.3      # after start: let the first paints pass
 FLOOR_WINDOW_S = 1.0      # idle floor: this long of idle ticks
 MAX_RECORDS = 500         # runs kept in the history (see the module docstring)
+# a whole run expected (by this machine's calibration) to hold the loop longer than this is
+# asked about first (RunsPanel.run_whole): a talk never needs a minutes-long freeze
+WHOLE_RUN_ASK_ABOVE_S = 3.0
 CANCEL_HINT = "Esc or Cancel stops it"
 
 
@@ -186,6 +189,14 @@ class RunController(QObject):
         m = self.machine
         extra = {"cold": m.cold_startup_ms, "warm": m.warm_roundtrip_ms}.get(kind) or 0.0
         return (est + extra) / 1000.0
+
+    def whole_run_block_s(self, total: int) -> float | None:
+        """The seconds a whole run of ``total`` is expected to hold the loop, when that is more
+        than ``WHOLE_RUN_ASK_ABOVE_S`` (the window asks before such a run); ``None`` when it is
+        not, and before the calibration (a length not known yet is not asked about: the
+        calibration ends within the window's first second)."""
+        expected = self.expected_s(total, "whole")
+        return expected if expected is not None and expected > WHOLE_RUN_ASK_ABOVE_S else None
 
     def cancellable(self) -> list[RunRecord]:
         """The runs in flight that ``cancel()`` stops (sliced and worker)."""

@@ -14,12 +14,19 @@ other messages (refusals, exports) said since the last run started or ended
 (or Esc, while a sliced or worker run is in flight and the focus is in the
 window's content) stops the sliced and worker runs in flight.
 
+A whole run expected to hold the loop longer than ``WHOLE_RUN_ASK_ABOVE_S``
+(``RunController.whole_run_block_s``) starts only once the user said yes to
+``confirm_long_whole(text, start)``: by default a window-modal question whose
+default (Enter) and Esc answer no; a test or a tool may set its own.
+
 The job size is at most ``MAX_TOTAL`` iterations (``lanemon.work.runs``,
 the same limit as ``lanemon measure``); a CPU ms size beyond it is refused
 with a message.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
@@ -34,6 +41,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMainWindow,
+    QMessageBox,
     QPushButton,
     QTableView,
     QVBoxLayout,
@@ -75,6 +83,8 @@ class RunsPanel(LiveView):
     def __init__(self, controller: RunController, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.controller = controller
+        # asked before a whole run longer than WHOLE_RUN_ASK_ABOVE_S: (text, start) -> None
+        self.confirm_long_whole: Callable[[str, Callable[[], None]], None] = self.ask_before_long_whole
         self._job: tuple[float, str] = (float(WINDOW_TOTAL), "iterations")   # the source of truth
 
         # --- the job ---------------------------------------------------------------
@@ -241,6 +251,7 @@ class RunsPanel(LiveView):
         for family, kind in (("whole", "whole"), ("sliced", "sliced"), ("worker", self.worker_kind.currentText())):
             _restyle(self.buttons[family], theme.run_button_style(kind))
         self.model.colours_changed()
+        self._paint_banner()
 
     # --- reading the inputs ------------------------------------------------------------
     def job(self) -> tuple[float, str]:
@@ -346,9 +357,33 @@ class RunsPanel(LiveView):
             self.show_notice("No sliced or worker run in flight to cancel.", error=False)
 
     def run_whole(self) -> None:
+        """A whole run of the job; one expected to block longer than ``WHOLE_RUN_ASK_ABOVE_S``
+        starts only if ``confirm_long_whole`` says yes."""
         total = self._total_or_say()
-        if total is not None:
+        if total is None:
+            return
+        block_s = self.controller.whole_run_block_s(total)
+        if block_s is None:
             self.controller.start_whole(total)
+            return
+        text = (f"A whole run of {total:,} iterations holds the loop for about {block_s:,.0f} s here: "
+                "the window freezes and nothing can be clicked until it ends. A sliced or worker run "
+                "does the same work without freezing.")
+        self.confirm_long_whole(text, lambda: self.controller.start_whole(total))
+
+    def ask_before_long_whole(self, text: str, start: Callable[[], None]) -> None:
+        """The default ``confirm_long_whole``: a window-modal question (not a nested event loop);
+        Enter and Esc answer no, Alt+B (or Tab then Enter) runs it."""
+        box = QMessageBox(QMessageBox.Icon.Warning, "A long whole run", text, QMessageBox.StandardButton.NoButton,
+                          self.window())
+        go = box.addButton("&Block the window", QMessageBox.ButtonRole.AcceptRole)
+        no = box.addButton("Cancel", QMessageBox.ButtonRole.RejectRole)
+        box.setDefaultButton(no)
+        box.setEscapeButton(no)
+        box.setWindowModality(Qt.WindowModality.WindowModal)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, True)
+        box.finished.connect(lambda _result: start() if box.clickedButton() is go else None)
+        box.open()
 
     def run_sliced(self) -> None:
         total = self._total_or_say()
@@ -429,12 +464,14 @@ class RunsPanel(LiveView):
         c = self.controller
         self._messages = self._current_messages()
         flight = "\n".join(c.in_flight_lines())
-        _restyle(self.in_flight, f"color: {theme.REF_LONG if c.banner else theme.FG}; font-weight: bold;")
+        # plain text takes the palette's colour (it follows the theme); an alarm colour is
+        # re-read from the theme on every paint and on a palette change (fonts_changed)
+        _restyle(self.in_flight, f"color: {theme.REF_LONG}; font-weight: bold;" if c.banner else "font-weight: bold;")
         if self.in_flight.text() != flight:
             self.in_flight.setText(flight)
         self.in_flight.setVisible(bool(flight))
         error = bool(self._messages) and self._messages[-1][1]
-        _restyle(self.banner, f"color: {theme.WARN if error else theme.FG}; font-weight: bold;")
+        _restyle(self.banner, f"color: {theme.WARN}; font-weight: bold;" if error else "font-weight: bold;")
         text = "\n".join(m[0] for m in self._messages)
         if self.banner.text() != text:
             self.banner.setText(text)

@@ -221,7 +221,7 @@ class TalkMode(QObject):
         }
         a = self.actions
         for title, names in (("&File", ["export", "screenshot", None, "quit"]),
-                             ("&Run", ["whole", "sliced", "worker"]),
+                             ("R&un", ["whole", "sliced", "worker"]),
                              ("&View", ["presenter", "dark", "fullscreen", None, "pause"]),
                              ("&Help", ["shortcuts", "about"])):
             menu = _menu(window, title)

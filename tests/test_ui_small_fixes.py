@@ -1,0 +1,374 @@
+"""Issue 19's small window fixes, each driven as a user would (offscreen, real qasync loop)."""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+from PySide6.QtCore import QEvent, QPoint, QRect, Qt
+from PySide6.QtGui import QColor, QFontMetrics
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QAbstractButton, QApplication, QDoubleSpinBox, QGroupBox, QLabel, QMenuBar
+
+from lanemon.counters import SimConfig
+from lanemon.ui.heartbeat.chart import PausedBadge
+from lanemon.ui.kit import theme
+from lanemon.ui.shell.main_window import MainWindow
+from lanemon.ui.tools.testing import run_window, wait_until
+
+
+@pytest.fixture(autouse=True)
+def _app(qapp):
+    from lanemon.ui.shell.app import application
+
+    app = application()
+    yield app
+    for w in app.topLevelWidgets():
+        if isinstance(w, MainWindow) and not w.isVisible():
+            w.deleteLater()
+    app.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    theme.set_palette("light")
+    theme.apply_font_and_palette(app, 1.0)
+
+
+# --- finding 6: mnemonics -----------------------------------------------------------------
+
+def mnemonic(text: str) -> str | None:
+    """The letter after a single "&" ("&&" is a literal ampersand), lower-cased."""
+    i = 0
+    while i < len(text) - 1:
+        if text[i] == "&":
+            if text[i + 1] != "&":
+                return text[i + 1].lower()
+            i += 1
+        i += 1
+    return None
+
+
+def _mnemonics_in(widget) -> list[tuple[str, str]]:
+    """(letter, text) of every button, buddied label and group box under ``widget``."""
+    found = []
+    for w in widget.findChildren(QAbstractButton) + widget.findChildren(QLabel) + widget.findChildren(QGroupBox):
+        if isinstance(w, QLabel) and w.buddy() is None:
+            continue
+        text = w.title() if isinstance(w, QGroupBox) else w.text()
+        letter = mnemonic(text)
+        if letter is not None:
+            found.append((letter, text))
+    return found
+
+
+def _duplicates(pairs):
+    seen: dict[str, list[str]] = {}
+    for letter, text in pairs:
+        seen.setdefault(letter, []).append(text)
+    return {letter: texts for letter, texts in seen.items() if len(texts) > 1}
+
+
+def test_every_mnemonic_is_unique_in_its_scope(qtbot):
+    """The menu bar and the tab titles answer Alt+letter in every tab: with each tab's buttons
+    and labels, no letter may appear twice (a duplicate only moves the focus)."""
+    async def scenario(win):
+        bar = win.findChild(QMenuBar)
+        menus = [(mnemonic(a.text()), a.text()) for a in bar.actions() if mnemonic(a.text())]
+        tabs = [(mnemonic(win.tabs.tabText(i)), win.tabs.tabText(i)) for i in range(win.tabs.count())
+                if mnemonic(win.tabs.tabText(i))]
+        per_tab = {win.tabs.tabText(i): _mnemonics_in(win.tabs.widget(i)) for i in range(win.tabs.count())}
+        return menus, tabs, per_tab
+
+    rc, (menus, tabs, per_tab), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert {text.replace("&", "") for _, text in menus} == {"File", "Run", "View", "Help"}
+    assert len(menus) == 4  # every menu has its letter
+    assert _duplicates(menus + tabs) == {}
+    assert sum(len(found) for found in per_tab.values()) > 20  # the tabs' controls were found
+    for title, found in per_tab.items():
+        assert _duplicates(menus + tabs + found) == {}, title
+
+
+def test_alt_r_resets_the_counters_and_alt_d_holds_in_the_lanes(qtbot):
+    """The letters a user reads on the buttons click them (not a menu's letter moving focus)."""
+    async def scenario(win):
+        win.show_view("counters")
+        win.activateWindow()
+        await wait_until(lambda: win.isVisible() and QApplication.activeWindow() is win, 10)
+        clicks = []
+        win.views["counters"].reset_btn.clicked.connect(lambda: clicks.append("reset"))
+        win.views["lanes"].controls.hold_button.clicked.connect(lambda: clicks.append("hold"))
+        QTest.keyClick(win, Qt.Key.Key_R, Qt.KeyboardModifier.AltModifier)
+        await wait_until(lambda: clicks, 10)
+        win.show_view("lanes")
+        hold = win.views["lanes"].controls.hold_button
+        await wait_until(lambda: hold.isVisible(), 10)
+        QTest.keyClick(win, Qt.Key.Key_D, Qt.KeyboardModifier.AltModifier)
+        await wait_until(lambda: len(clicks) > 1, 10)
+        return clicks, hold.text()
+
+    rc, (clicks, hold_text), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert clicks == ["reset", "hold"]
+    assert hold_text == "Hol&d final save"
+
+
+# --- finding 3: the counters form and the model agree on what is valid --------------------
+
+def _run(scenario):
+    rc, value, errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    return value
+
+
+def _counters(win):
+    win.show_view("counters")
+    return win.views["counters"]
+
+
+def test_the_counters_inputs_start_where_the_model_does():
+    """Each input's minimum is accepted by SimConfig and one step below it is refused."""
+    from lanemon.counters import FLOORS
+    from lanemon.ui.counters.controls import ConfigForm
+
+    form = ConfigForm()
+    checked = 0
+    for name in ("staff", "counters", "ttl", "arrival_rate", "guide_time"):
+        w = getattr(form, name)
+        step = 10 ** -w.decimals() if isinstance(w, QDoubleSpinBox) else 1
+        assert FLOORS[name].admits(w.minimum()), name
+        assert not FLOORS[name].admits(w.minimum() - step), name
+        SimConfig(**{name: w.minimum()})
+        with pytest.raises(ValueError, match=name.split("_")[0]):
+            SimConfig(**{name: type(w.minimum())(w.minimum() - step)})
+        checked += 1
+    assert checked == 5
+    form.deleteLater()
+
+
+def test_typing_staff_0_then_tab_says_so_and_start_runs_what_the_form_shows(qtbot):
+    async def scenario(win):
+        v = _counters(win)
+        v.reset()                                 # a ready simulation with 8 staff
+        await wait_until(lambda: v.form.staff.isVisible(), 10)
+        v.form.staff.setFocus()
+        await wait_until(lambda: v.form.staff.hasFocus(), 10)
+        v.form.staff.selectAll()
+        QTest.keyClicks(v.form.staff, "0")
+        QTest.keyClick(v.form.staff, Qt.Key.Key_Tab)
+        await wait_until(lambda: not v.form.staff.hasFocus(), 10)
+        said, error, shown = v.message.text(), v.message.error, v.form.staff.value()
+        qtbot.mouseClick(v.start_btn, Qt.MouseButton.LeftButton)
+        await wait_until(lambda: v.running, 10)
+        staff = v.sim.config.staff
+        v.stop()
+        return said, error, shown, staff
+
+    said, error, shown, staff = _run(scenario)
+    assert shown == 1
+    assert error and said == "Staff: “0” is not accepted (1 to 64); it is 1 now."
+    assert staff == 1
+
+
+def test_start_after_a_refused_value_starts_nothing_and_says_why(qtbot):
+    """A form value the model refuses (here forced below the floor) never lets Start run the
+    simulation made from earlier settings."""
+    async def scenario(win):
+        v = _counters(win)
+        v.reset()
+        stale = v.sim
+        v.form.staff.setMinimum(0)               # what the input allowed before the fix
+        v.form.staff.setValue(0)
+        ok = v.start()
+        return ok, v.running, v.sim is stale, v.message.text(), v.message.error
+
+    ok, running, same, said, error = _run(scenario)
+    assert not ok and not running and same
+    assert error and said == "Not started: staff must be an integer >= 1, not 0"
+
+
+def test_start_runs_the_form_settings_not_an_older_ready_simulation(qtbot):
+    async def scenario(win):
+        v = _counters(win)
+        v.reset()
+        v.form.counters.blockSignals(True)       # a change the view was not told of
+        v.form.counters.setValue(5)
+        v.form.counters.blockSignals(False)
+        ok = v.start()
+        counters = v.sim.config.counters
+        v.stop()
+        return ok, counters
+
+    ok, counters = _run(scenario)
+    assert ok and counters == 5
+
+
+# --- finding 7: messages readable in both themes -----------------------------------------
+
+def _ink_and_paper(widget) -> tuple[QColor, QColor]:
+    """The colours a widget is seen in: its most common pixel (the paper) and the pixel
+    farthest from it (the ink of its text)."""
+    img = widget.grab().toImage()
+    counts = collections.Counter(img.pixel(x, y) for x in range(img.width()) for y in range(img.height()))
+    paper = QColor.fromRgb(counts.most_common(1)[0][0])
+
+    def distance(rgb: int) -> int:
+        c = QColor.fromRgb(rgb)
+        return abs(c.red() - paper.red()) + abs(c.green() - paper.green()) + abs(c.blue() - paper.blue())
+    return QColor.fromRgb(max(counts, key=distance)), paper
+
+
+def contrast(a: QColor, b: QColor) -> float:
+    """The WCAG 2 contrast ratio of two colours (1 to 21; 4.5 is the floor for text)."""
+    def luminance(c: QColor) -> float:
+        def channel(v: float) -> float:
+            return v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4
+        return 0.2126 * channel(c.redF()) + 0.7152 * channel(c.greenF()) + 0.0722 * channel(c.blueF())
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def test_the_runs_messages_are_readable_after_each_presenter_toggle(qtbot):
+    """"Chart written to…" said in presenter mode stayed white on light grey after F5."""
+    async def scenario(win):
+        panel, seen = win.runs_panel, []
+        for error in (False, True):
+            win.talk.set_presenter(True)
+            panel.show_notice(f"Chart written to /tmp/chart-{error}.png", error=error)
+            seen.append(("presenter", error, *_ink_and_paper(panel.banner)))
+            win.talk.set_presenter(False)
+            seen.append(("light", error, *_ink_and_paper(panel.banner)))
+            win.talk.set_theme("dark")
+            seen.append(("dark", error, *_ink_and_paper(panel.banner)))
+            win.talk.set_theme("light")
+            seen.append(("light again", error, *_ink_and_paper(panel.banner)))
+        return [(mode, error, contrast(ink, paper), ink.name(), paper.name()) for mode, error, ink, paper in seen]
+
+    rc, seen, errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert len(seen) == 8
+    for mode, error, ratio, ink, paper in seen:
+        assert ratio >= 4.5, (mode, error, ink, paper)
+
+
+# --- finding 7: the pause symbol and the paused header -------------------------------------
+
+def _header_rects(chart):
+    return {name: QRect(w.mapTo(chart, QPoint(0, 0)), w.size())
+            for name, w in (("title", chart.title), ("live", chart.live), ("floor", chart.floor),
+                            ("period", chart.period), ("window", chart.window))}
+
+
+def test_paused_shows_a_drawn_symbol_and_moves_no_header_text(qtbot):
+    async def scenario(win):
+        chart, seen = win.chart, []
+        await wait_until(lambda: chart.trace.xData is not None and len(chart.trace.xData) > 10, 20)
+        for presenter in (False, True):
+            win.talk.set_presenter(presenter)
+            chart.set_paused(False)
+            before = _header_rects(chart)
+            chart.set_paused(True)
+            badge = chart.paused_label
+            await wait_until(lambda b=badge: b.isVisible(), 10)
+            after = _header_rects(chart)
+            where = QRect(badge.mapTo(chart, QPoint(0, 0)), badge.size())
+            missing = [ch for ch in badge.text() if not QFontMetrics(badge.font()).inFontUcs4(ord(ch))]
+            image = badge.grab().toImage()
+            ink = QColor(theme.REF_FRAME if presenter else theme.WARN)
+            bars = ([image.pixelColor(r.center().toPoint()).name() for r in badge.symbol_rects()]
+                    if isinstance(badge, PausedBadge) else None)
+            seen.append((presenter, before, after, where, badge.text(), missing, bars, ink.name(),
+                         QRect(QPoint(0, 0), chart.size())))
+            chart.set_paused(False)
+        return seen
+
+    rc, seen, errors = run_window(scenario, size=(1024, 700))
+    assert rc == 0 and errors == []
+    assert len(seen) == 2
+    for presenter, before, after, where, text, missing, bars, ink, inside in seen:
+        assert text == "paused" and missing == [], presenter      # no glyph a font may lack
+        assert bars == [ink, ink], presenter                       # the symbol is painted
+        assert after == before, presenter                          # pausing moves no header text
+        assert inside.contains(where), presenter
+        for name, rect in after.items():
+            assert not rect.intersects(where), (presenter, name)
+
+
+# --- finding 9 (whole run): a long whole run asks first ------------------------------------
+
+SMALL = 200_000
+
+
+async def _calibrated(win):
+    await wait_until(lambda: win.controller.machine.rate_per_ms, 30)
+
+
+def test_a_whole_run_longer_than_the_threshold_asks_first_and_no_starts_nothing(qtbot, monkeypatch):
+    from lanemon.ui.runs import controller as controller_module
+
+    async def scenario(win):
+        c, panel = win.controller, win.runs_panel
+        await _calibrated(win)
+        asked: list[str] = []
+        answer = {"yes": False}
+
+        def confirm(text, start):
+            asked.append(text)
+            if answer["yes"]:
+                start()
+        panel.confirm_long_whole = confirm
+        panel.set_job(SMALL, "iterations")
+        panel.run_whole()                       # well under WHOLE_RUN_ASK_ABOVE_S: no question
+        await wait_until(lambda: c.records and c.records[-1].status == "done", 30)
+        quiet = (len(asked), len(c.records))
+        # the same job counts as long once the threshold is below it
+        monkeypatch.setattr(controller_module, "WHOLE_RUN_ASK_ABOVE_S", c.expected_s(SMALL, "whole") / 2, raising=False)
+        panel.run_whole()                       # asked; the answer is no
+        declined = (len(asked), len(c.records))
+        answer["yes"] = True
+        panel.run_whole()
+        await wait_until(lambda: len(c.records) == 2 and c.records[-1].status == "done", 30)
+        return quiet, declined, asked, [r.kind for r in c.records]
+
+    rc, (quiet, declined, asked, kinds), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert quiet == (0, 1)
+    assert declined == (1, 1)                   # asked, and no run started
+    assert len(asked) == 2 and asked[0].startswith(f"A whole run of {SMALL:,} iterations holds the loop for about")
+    assert kinds == ["whole", "whole"]
+
+
+def test_the_long_whole_run_question_is_answered_by_the_keyboard(qtbot, monkeypatch):
+    from PySide6.QtWidgets import QMessageBox
+
+    from lanemon.ui.runs import controller as controller_module
+
+    monkeypatch.setattr(controller_module, "WHOLE_RUN_ASK_ABOVE_S", 0.0, raising=False)   # every whole run asks
+
+    async def scenario(win):
+        c, panel = win.controller, win.runs_panel
+        win.activateWindow()
+        await wait_until(lambda: win.isVisible() and QApplication.activeWindow() is win, 10)
+        await _calibrated(win)
+        panel.set_job(SMALL, "iterations")
+        seen = []
+        for keys in ((Qt.Key.Key_Escape, Qt.KeyboardModifier.NoModifier),
+                     (Qt.Key.Key_Return, Qt.KeyboardModifier.NoModifier),
+                     (Qt.Key.Key_B, Qt.KeyboardModifier.AltModifier)):
+            win.activateWindow()
+            win.chart.setFocus()
+            await wait_until(lambda: QApplication.focusWidget() is win.chart, 10)
+            QTest.keyClick(win.chart, Qt.Key.Key_1)          # the Whole run shortcut
+            await wait_until(lambda: any(b.isVisible() for b in win.findChildren(QMessageBox)), 10)
+            box = next(b for b in win.findChildren(QMessageBox) if b.isVisible())
+            started_while_asking = len(c.records)
+            answered = []
+            box.finished.connect(answered.append)
+            await wait_until(lambda b=box: QApplication.activeWindow() is b, 10)   # it has the keyboard
+            QTest.keyClick(QApplication.focusWidget() or box, *keys)
+            await wait_until(lambda a=answered: a, 10)
+            await wait_until(lambda: all(r.status != "running" for r in c.records), 30)
+            seen.append((started_while_asking, len(c.records)))
+        return seen, [r.status for r in c.records]
+
+    rc, (seen, statuses), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert seen == [(0, 0), (0, 0), (0, 1)]     # Esc: no · Enter (the default): no · Alt+B: runs
+    assert statuses == ["done"]
