@@ -10,6 +10,11 @@ width 1, no antialiasing.
 
 ``set_paused(True)`` freezes the picture (the heartbeat keeps recording);
 ``apply_fonts()`` also re-applies the theme's colours (light or dark palette).
+
+``set_log_scale(True)`` draws lag on a logarithmic axis (``y_scale``): after a
+whole run of seconds, the runs of a few ms still have a readable height (the
+"log" box in the header; ``log_scale_changed`` says when it changes). The true
+maximum stays in the header and in each run's label.
 """
 
 from __future__ import annotations
@@ -19,13 +24,23 @@ import time
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt, QTimer
+from PySide6.QtCore import QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont
-from PySide6.QtWidgets import QGraphicsLineItem, QGraphicsRectItem, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QGraphicsLineItem,
+    QGraphicsRectItem,
+    QHBoxLayout,
+    QLabel,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
 
 from lanemon.ui.heartbeat.column_max import ColumnMax
 from lanemon.ui.heartbeat.lag_trace import LagTrace
 from lanemon.ui.heartbeat.timer import MAX_PERIOD_MS, MIN_PERIOD_MS, Heartbeat, lag_stats
+from lanemon.ui.heartbeat.y_scale import YScale
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.chart_items import Curve, Label, cosmetic_pen, hline, live_plot
 from lanemon.ui.kit.live_label import LiveLabel, figure_parts
@@ -57,6 +72,8 @@ def nice_top(peak: float) -> float:
 
 
 class HeartbeatChart(QWidget):
+    log_scale_changed = Signal(bool)
+
     def __init__(self, heartbeat: Heartbeat, controller: RunController, window_s: int = 20,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -64,7 +81,9 @@ class HeartbeatChart(QWidget):
         self.controller = controller
         self._window_s = float(window_s)
         self._frame = 0
-        self._top = nice_top(0.0)
+        self._scale = YScale(log=False)
+        self._top_ms = nice_top(0.0)       # the y axis top in ms ...
+        self._top = self._top_ms           # ... and in view coordinates (``_scale``)
         # run shading: a plain rect item each (painted in C++; a LinearRegionItem is two
         # InfiniteLines and a rect, ~1 ms of Python per frame to move); its left and right
         # edges are the run's start and end, its top and bottom lie outside the view
@@ -97,6 +116,10 @@ class HeartbeatChart(QWidget):
         self.window.setSuffix(" s")
         self.window.setToolTip("how many seconds the chart shows")
         self.window.valueChanged.connect(self.set_window_s)
+        self.log_box = QCheckBox("log")
+        self.log_box.setToolTip("a logarithmic lag axis: runs of a few ms stay visible next to a run of"
+                                " seconds (L; on in presenter mode)")
+        self.log_box.toggled.connect(self.set_log_scale)
 
         head = QHBoxLayout()
         head.setContentsMargins(8, 4, 8, 0)
@@ -115,6 +138,8 @@ class HeartbeatChart(QWidget):
             lab.setProperty("muted", True)
             ctl.addWidget(lab)
             ctl.addWidget(box)
+        ctl.addSpacing(10)
+        ctl.addWidget(self.log_box)
         head.addWidget(self._controls)
         self._head = head
         self._head2 = QHBoxLayout()
@@ -142,7 +167,7 @@ class HeartbeatChart(QWidget):
         self._vb_size = (vb.width(), vb.height())
         # the reference lines are made by _apply_colors (called by apply_fonts)
         self.plot.setXRange(-self._window_s, 0, padding=0)
-        self.plot.setYRange(0, self._top, padding=0)
+        self.plot.setYRange(self._scale.bottom, self._top, padding=0)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -183,17 +208,45 @@ class HeartbeatChart(QWidget):
     def window_s(self) -> float:
         return self._window_s
 
+    @property
+    def log_scale(self) -> bool:
+        """Is the lag axis logarithmic?"""
+        return self._scale.log
+
+    def set_log_scale(self, on: bool) -> None:
+        """A logarithmic (``True``) or linear lag axis; the picture is redrawn at once."""
+        on = bool(on)
+        if on == self._scale.log:
+            return
+        self._scale = YScale(log=on)
+        self.log_box.blockSignals(True)
+        self.log_box.setChecked(on)
+        self.log_box.blockSignals(False)
+        self.trace.set_base(self._scale.bottom)
+        self._set_top(self._top_ms)
+        self._apply_colors()               # reference lines and run shading, in the new scale
+        self._drawn = None                 # the curve is drawn again in the new scale
+        self.redraw()
+        self.log_scale_changed.emit(on)
+
+    def _set_top(self, top_ms: float) -> None:
+        """The y axis from the scale's bottom to ``top_ms``, its ticks and the grid."""
+        self._top_ms = top_ms
+        self._top = self._scale.to_view(top_ms)
+        self.plot.setYRange(self._scale.bottom, self._top, padding=0)
+        self.plot.getPlotItem().getAxis("left").setTicks(
+            None if (ticks := self._scale.ticks(top_ms)) is None else [ticks, []])
+        self._update_grid()
+
     def _update_grid(self) -> None:
-        """Grid segments: a vertical line per second (every 2 s past 20 s), ~5 horizontal ones."""
-        w, top = self._window_s, self._top
+        """Grid segments: a vertical line per second (every 2 s past 20 s), horizontal ones
+        where the scale puts them (~5 evenly spaced, or 1-2-5 per decade)."""
+        w, top, bottom = self._window_s, self._top, self._scale.bottom
         step_x = 1 if w <= 20 else 2
         xs = np.arange(-int(w), 1, step_x, dtype=np.float64)
-        raw = top / 5.0
-        mag = 10 ** np.floor(np.log10(raw))
-        step_y = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
-        ys = np.arange(step_y, top, step_y, dtype=np.float64)
+        ys = self._scale.to_view(np.asarray(self._scale.lines(self._top_ms), dtype=np.float64))
         x = np.concatenate([np.repeat(xs, 2), np.tile([-w, 0.0], ys.size)])
-        y = np.concatenate([np.tile([0.0, top], xs.size), np.repeat(ys, 2)])
+        y = np.concatenate([np.tile([bottom, top], xs.size), np.repeat(ys, 2)])
         self._grid.setData(x, y)
 
     def set_window_s(self, seconds: float) -> None:
@@ -257,11 +310,11 @@ class HeartbeatChart(QWidget):
         self._ref_lines = []
         for y, text, color_name, where, anchor in REF_LINES:
             color = getattr(theme, color_name)
-            line = hline(y, cosmetic_pen(color, Qt.PenStyle.DashLine))
+            line = hline(self._scale.to_view(y), cosmetic_pen(color, Qt.PenStyle.DashLine))
             line.setZValue(5)
             label = Label(text, color, fill=self._label_fill(200), anchor=anchor)
             label.setFont(self._axis_font)
-            label.setPos(0.0, y)
+            label.setPos(0.0, self._scale.to_view(y))
             label.setZValue(6)
             self.plot.addItem(line, ignoreBounds=True)
             self.plot.addItem(label, ignoreBounds=True)
@@ -288,13 +341,11 @@ class HeartbeatChart(QWidget):
             self._drawn = key
             x, y = columns.window(now - w, now)
             x -= now
-            self.trace.set_data(x, y)
             peak = float(y.max()) if y.size else 0.0
+            self.trace.set_data(x, self._scale.to_view(y))
             want = nice_top(peak)
-            if want > self._top or want <= SHRINK_BELOW * self._top:
-                self._top = want
-                self.plot.setYRange(0, want, padding=0)
-                self._update_grid()
+            if want > self._top_ms or want <= SHRINK_BELOW * self._top_ms:
+                self._set_top(want)
         self._draw_runs(now)
 
         if self._frame % STATS_EVERY == 0:
@@ -381,10 +432,11 @@ class HeartbeatChart(QWidget):
         px = max(1.0, self._vb_size[0])
         per_px = w / px
         # a row is as tall as the tallest label (large type: taller than 15% of the chart)
-        px_y = self._top / max(1.0, self._vb_size[1])
+        span = self._top - self._scale.bottom
+        px_y = span / max(1.0, self._vb_size[1])
         tallest = max((label.size()[1] for _, label in placed), default=0.0)
-        row_h = max(0.15 * self._top, (tallest + 2) * px_y)
-        rows = max(1, min(LABEL_ROWS, int(0.75 * self._top / row_h)))
+        row_h = max(0.15 * span, (tallest + 2) * px_y)
+        rows = max(1, min(LABEL_ROWS, int(0.75 * span / row_h)))
         rows_right = [-1e9] * rows
         for x0, label in sorted(placed, key=lambda p: p[0]):
             width = label.size()[0] * per_px
@@ -392,15 +444,15 @@ class HeartbeatChart(QWidget):
             for row in range(rows):
                 if rows_right[row] <= x:
                     rows_right[row] = x + width
-                    label.setPos(x, self._top * 0.99 - row_h * row)
+                    label.setPos(x, self._top - 0.01 * span - row_h * row)
                     label.setVisible(True)
                     break
             else:
                 label.setVisible(False)
 
     def _set_region(self, region: QGraphicsRectItem, x0: float, x1: float) -> None:
-        top = self._top
-        rect = QRectF(x0, -top, x1 - x0, 3 * top)
+        span = self._top - self._scale.bottom
+        rect = QRectF(x0, self._scale.bottom - span, x1 - x0, 3 * span)
         if rect != region.rect():
             region.setRect(rect)
 
