@@ -76,3 +76,18 @@ def test_presenter_mode_keeps_the_size_column(qtbot):
     rc, hidden, errors = run_window(scenario)
     assert rc == 0 and errors == []
     assert hidden == {False: (False, False), True: (False, False)}
+
+
+def test_the_presenter_toggle_is_an_own_stall_on_the_chart(qtbot):
+    async def scenario(win):
+        await wait_until(lambda: win.heartbeat.count > 5, 10)
+        win.talk.set_presenter(True)
+        t0 = win.heartbeat.recent(30)[0]
+        await wait_until(lambda: win.heartbeat.count > t0.size + 3, 10)
+        t, _lag = win.heartbeat.recent(30)
+        return win.chart.own_spans(t), float(t[-1])
+
+    rc, (spans, last), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    mine = [s for s in spans if s[0] == "presenter mode"]
+    assert len(mine) == 1 and mine[0][1] < mine[0][2] <= last   # ended at a tick that came

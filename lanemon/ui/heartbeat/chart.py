@@ -15,12 +15,23 @@ width 1, no antialiasing.
 whole run of seconds, the runs of a few ms still have a readable height (the
 "log" box in the header; ``log_scale_changed`` says when it changes). The true
 maximum stays in the header and in each run's label.
+
+The window's own stalls (``with chart.own_stall("presenter mode"): ...``, and
+the controller's "window start-up" phase) are shaded and labelled like the
+machine's self-measurements, and their ticks are left out of the header's
+p50 / p99 / max (the header then says "own stalls left out"): the figures
+describe the runs and the loop, not the monitor restyling itself. A span runs
+from the ``with`` until the first tick after it (the tick that carries the
+stall). Run records keep their own figures (``RunController``), untouched.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
@@ -57,6 +68,18 @@ STATS_EVERY = 8            # frames between text updates (~4 per second)
 # only when a step at most half as high would do (few axis / grid re-renders)
 TOP_STEPS = (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)
 SHRINK_BELOW = 0.5
+OWN_PHASES = frozenset({"window start-up"})   # controller phases that are the window's own stalls
+MAX_OWN_STALLS = 64                            # own stalls remembered (older ones have scrolled away)
+OWN_LEFT_OUT = "  · own stalls left out"
+
+
+@dataclass
+class OwnStall:
+    """A stretch of loop time the window took for itself (``HeartbeatChart.own_stall``)."""
+
+    label: str
+    t_start: float
+    t_done: float | None = None   # when the work ended (None: still going)
 
 pg.setConfigOptions(antialias=False, foreground=theme.FG, background=theme.BG)
 
@@ -95,6 +118,7 @@ class HeartbeatChart(QWidget):
         self._columns_key = None           # (window, columns) they were made for
         self._seen = 0                     # heartbeat ticks folded into them
         self._vb_size = (0.0, 0.0)         # the plot area in pixels (kept on resize)
+        self._own: list[OwnStall] = []     # the window's own stalls, oldest first
 
         # header: title, live figures, floor, controls
         self.title = QLabel("Heartbeat lag")
@@ -203,6 +227,50 @@ class HeartbeatChart(QWidget):
     def toggle_paused(self) -> bool:
         self.set_paused(not self.paused)
         return self.paused
+
+    @contextmanager
+    def own_stall(self, label: str) -> Iterator[OwnStall]:
+        """Mark the work inside the ``with`` as the window's own stall called ``label``:
+        shaded and labelled on the chart, its ticks (up to the first tick after it) left out
+        of the header's figures. Nothing else changes; exceptions pass through."""
+        stall = OwnStall(str(label), time.perf_counter())
+        self._own.append(stall)
+        del self._own[:-MAX_OWN_STALLS]
+        try:
+            yield stall
+        finally:
+            stall.t_done = time.perf_counter()
+
+    def own_spans(self, t: np.ndarray) -> list[tuple[str, float, float]]:
+        """(label, start, end) of the window's own stalls, given the ticks' times ``t``
+        (sorted): each ends at the first tick after its work ended (``inf`` while none came
+        yet; where that tick is not among ``t``, when the work ended); the controller's
+        ``OWN_PHASES`` included."""
+        spans = []
+        marks = [(s.label, s.t_start, s.t_done) for s in self._own]
+        marks += [(ph.label, ph.t_start, ph.t_end) for ph in self.controller.phases if ph.label in OWN_PHASES]
+        for label, t0, done in marks:
+            if done is None:
+                spans.append((label, t0, math.inf))
+                continue
+            i = int(np.searchsorted(t, done, side="left"))
+            if i >= t.size:
+                end = math.inf                     # its tick has not come yet
+            elif i > 0 or t[0] - done <= MAX_PERIOD_MS / 1000.0:
+                end = float(t[i])
+            else:
+                end = done                         # ended before these ticks: none of them is its
+            spans.append((label, t0, end))
+        return spans
+
+    def _without_own(self, t: np.ndarray, lag: np.ndarray) -> tuple[np.ndarray, bool]:
+        """``lag`` without the ticks of the window's own stalls; whether any was left out."""
+        keep = np.ones(t.size, dtype=bool)
+        for _label, t0, t1 in self.own_spans(t):
+            keep &= ~((t > t0) & (t <= t1))
+        if keep.all():
+            return lag, False
+        return lag[keep], True
 
     @property
     def window_s(self) -> float:
@@ -349,7 +417,8 @@ class HeartbeatChart(QWidget):
         self._draw_runs(now)
 
         if self._frame % STATS_EVERY == 0:
-            self._update_text(self._shown_ticks(w, now)[1])
+            t, lag, _later = self._shown_ticks(w, now)
+            self._update_text(*self._without_own(t, lag))
         self._frame += 1
 
     def _shown_ticks(self, seconds: float, now: float) -> tuple[np.ndarray, np.ndarray, int]:
@@ -420,6 +489,19 @@ class HeartbeatChart(QWidget):
             region, label = self._regions[key]
             self._set_region(region, ph.t_start - now, end - now)
             placed.append((ph.t_start - now, label))
+        if self._own:
+            t, _lag = self.heartbeat.recent(w, now)
+            for i, (label, t0, t1) in enumerate(self.own_spans(t)[:len(self._own)]):
+                end = min(t1, now)
+                if end < now - w:
+                    continue
+                key = ("own", id(self._own[i]))
+                seen.add(key)
+                if key not in self._regions:
+                    self._new_phase_region(key, label)
+                region, text = self._regions[key]
+                self._set_region(region, t0 - now, max(end - now, t0 - now + w / 400))
+                placed.append((t0 - now, text))
         for rid in [r for r in self._regions if r not in seen]:
             region, label = self._regions.pop(rid)
             self.plot.removeItem(region)
@@ -462,7 +544,7 @@ class HeartbeatChart(QWidget):
         region.setPen(pen)
         return region
 
-    def _new_phase_region(self, key: int, text: str) -> None:
+    def _new_phase_region(self, key, text: str) -> None:
         region = self._make_region(pg.mkBrush(*theme.PHASE_FILL), pg.mkPen(*theme.PHASE_EDGE, width=1))
         region.setZValue(-11)
         label = Label(text.replace(" worker", "\nworker"), theme.MUTED, fill=self._label_fill(190))
@@ -490,13 +572,15 @@ class HeartbeatChart(QWidget):
         self._regions[rec.id] = (region, label)
         return region, label
 
-    def _update_text(self, lag: np.ndarray) -> None:
+    def _update_text(self, lag: np.ndarray, left_out: bool = False) -> None:
         s = lag_stats(lag)
         muted = theme.MUTED
         worst = theme.REF_LONG if s.max >= 50 else (theme.REF_FRAME if s.max >= 1000 / 60 else None)
         parts = figure_parts((("p50", f"{s.p50:,.1f}", None), ("p99", f"{s.p99:,.1f}", None),
                               ("max", f"{s.max:,.1f}", worst)), muted, "  ")
         parts.append((f"  ms · last {self._window_s:.0f} s", muted, False))
+        if left_out:
+            parts.append((OWN_LEFT_OUT, muted, False))
         self.live.set_parts(parts)
         floor = self.controller.machine.floor
         if floor is not None:

@@ -300,7 +300,8 @@ class TalkMode(QObject):
             chart.set_log_scale(self._log_outside)
             self._log_outside = None
         self.presenter = on
-        self._apply_look()
+        with chart.own_stall("presenter mode"):     # shaded, labelled, left out of the header's max
+            self._apply_look()
         self._say("Presenter mode on (F5 leaves it)" if on else "Presenter mode off")
 
     def toggle_presenter(self) -> None:
@@ -313,7 +314,8 @@ class TalkMode(QObject):
         self.theme = name
         self.actions["dark"].setChecked(name == "dark")
         if not self.presenter:
-            self._apply_look()
+            with self.window.chart.own_stall("theme change"):
+                self._apply_look()
 
     def set_full_screen(self, on: bool) -> None:
         w = self.window
