@@ -68,6 +68,7 @@ STATS_EVERY = 8            # frames between text updates (~4 per second)
 # only when a step at most half as high would do (few axis / grid re-renders)
 TOP_STEPS = (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)
 SHRINK_BELOW = 0.5
+REF_MS = 0                  # QGraphicsItem.data key: a reference line's height in ms
 OWN_PHASES = frozenset({"window start-up"})   # controller phases that are the window's own stalls
 MAX_OWN_STALLS = 64                            # own stalls remembered (older ones have scrolled away)
 OWN_LEFT_OUT = "  · own stalls left out"
@@ -292,8 +293,11 @@ class HeartbeatChart(QWidget):
         self.log_box.blockSignals(False)
         self.trace.set_base(self._scale.bottom)
         self._set_top(self._top_ms)
-        self._apply_colors()               # reference lines and run shading, in the new scale
-        self._drawn = None                 # the curve is drawn again in the new scale
+        for line, label, _where in self._ref_lines:   # the reference lines, moved in place
+            y = self._scale.to_view(line.data(REF_MS))
+            line.setLine(line.line().x1(), y, line.line().x2(), y)
+            label.setPos(label.pos().x(), y)
+        self._drawn = None                 # the curve is drawn again in the new scale (and the runs)
         self.redraw()
         self.log_scale_changed.emit(on)
 
@@ -379,6 +383,7 @@ class HeartbeatChart(QWidget):
         for y, text, color_name, where, anchor in REF_LINES:
             color = getattr(theme, color_name)
             line = hline(self._scale.to_view(y), cosmetic_pen(color, Qt.PenStyle.DashLine))
+            line.setData(REF_MS, y)
             line.setZValue(5)
             label = Label(text, color, fill=self._label_fill(200), anchor=anchor)
             label.setFont(self._axis_font)
