@@ -131,3 +131,10 @@ def test_y_scale_maps_and_ticks():
     assert np.allclose(log.to_view(np.array([0.01, 1.0, 1000.0])), [-1.0, 0.0, 3.0])
     assert [v for v in log.lines(60.0)] == pytest.approx([0.2, 0.5, 1, 2, 5, 10, 20, 50])
     assert lin.lines(60.0) == pytest.approx([20, 40])          # as the linear grid always was
+
+
+def test_log_ticks_thin_out_on_a_short_plot():
+    log = YScale(True)
+    assert [v for v in log.lines(4000.0, px_per_decade=30)] == pytest.approx([1, 10, 100, 1000])
+    labels = [text for _v, text in log.ticks(4000.0, px_per_decade=30)]
+    assert labels == ["0.1", "1", "10", "100", "1,000"]

@@ -19,7 +19,8 @@ maximum stays in the header and in each run's label.
 The window's own stalls (``with chart.own_stall("presenter mode"): ...``, and
 the controller's "window start-up" phase) are shaded and labelled like the
 machine's self-measurements, and their ticks are left out of the header's
-p50 / p99 / max (the header then says "own stalls left out"): the figures
+p50 / p99 / max (then ``own_note``, a note in the chart's lower left corner, says
+so): the figures
 describe the runs and the loop, not the monitor restyling itself. A span runs
 from the ``with`` until the first tick after it (the tick that carries the
 stall). Run records keep their own figures (``RunController``), untouched.
@@ -70,8 +71,8 @@ TOP_STEPS = (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)
 SHRINK_BELOW = 0.5
 REF_MS = 0                  # QGraphicsItem.data key: a reference line's height in ms
 OWN_PHASES = frozenset({"window start-up"})   # controller phases that are the window's own stalls
+OWN_NOTE = "own stalls (grey, labelled) left out of p50 · p99 · max"
 MAX_OWN_STALLS = 64                            # own stalls remembered (older ones have scrolled away)
-OWN_LEFT_OUT = "  · own stalls left out"
 
 
 @dataclass
@@ -188,9 +189,10 @@ class HeartbeatChart(QWidget):
         self.trace.setZValue(10)
         item.addItem(self.trace, ignoreBounds=True)
         vb = item.getViewBox()
-        vb.sigResized.connect(lambda box: setattr(self, "_vb_size", (box.width(), box.height())))
+        vb.sigResized.connect(self._plot_resized)
         self._vb_size = (vb.width(), vb.height())
-        # the reference lines are made by _apply_colors (called by apply_fonts)
+        # the reference lines and the own-stalls note are made by _apply_colors (called by apply_fonts)
+        self.own_note: Label | None = None
         self.plot.setXRange(-self._window_s, 0, padding=0)
         self.plot.setYRange(self._scale.bottom, self._top, padding=0)
 
@@ -301,13 +303,22 @@ class HeartbeatChart(QWidget):
         self.redraw()
         self.log_scale_changed.emit(on)
 
+    def _plot_resized(self, box) -> None:
+        height = self._vb_size[1]
+        self._vb_size = (box.width(), box.height())
+        if self._scale.log and box.height() != height:
+            self._set_top(self._top_ms)    # as many log ticks as the height has room for
+
+    def _px_per_decade(self) -> float:
+        return self._vb_size[1] / max(1e-9, self._top - self._scale.bottom)
+
     def _set_top(self, top_ms: float) -> None:
         """The y axis from the scale's bottom to ``top_ms``, its ticks and the grid."""
         self._top_ms = top_ms
         self._top = self._scale.to_view(top_ms)
         self.plot.setYRange(self._scale.bottom, self._top, padding=0)
-        self.plot.getPlotItem().getAxis("left").setTicks(
-            None if (ticks := self._scale.ticks(top_ms)) is None else [ticks, []])
+        ticks = self._scale.ticks(top_ms, self._px_per_decade())
+        self.plot.getPlotItem().getAxis("left").setTicks(None if ticks is None else [ticks, []])
         self._update_grid()
 
     def _update_grid(self) -> None:
@@ -316,7 +327,8 @@ class HeartbeatChart(QWidget):
         w, top, bottom = self._window_s, self._top, self._scale.bottom
         step_x = 1 if w <= 20 else 2
         xs = np.arange(-int(w), 1, step_x, dtype=np.float64)
-        ys = self._scale.to_view(np.asarray(self._scale.lines(self._top_ms), dtype=np.float64))
+        ys = self._scale.to_view(np.asarray(self._scale.lines(self._top_ms, self._px_per_decade()),
+                                            dtype=np.float64))
         x = np.concatenate([np.repeat(xs, 2), np.tile([-w, 0.0], ys.size)])
         y = np.concatenate([np.tile([bottom, top], xs.size), np.repeat(ys, 2)])
         self._grid.setData(x, y)
@@ -393,6 +405,14 @@ class HeartbeatChart(QWidget):
             self.plot.addItem(label, ignoreBounds=True)
             self._ref_lines.append((line, label, where))
         self._place_ref_labels()
+        shown = self.own_note is not None and self.own_note.isVisible()
+        if self.own_note is not None:
+            self.plot.removeItem(self.own_note)
+        self.own_note = Label(OWN_NOTE, theme.MUTED, fill=self._label_fill(210), anchor=(0, 1))
+        self.own_note.setFont(self._axis_font)
+        self.own_note.setZValue(21)
+        self.own_note.setVisible(shown)
+        self.plot.addItem(self.own_note, ignoreBounds=True)
         self.paused_label.setStyleSheet(f"color: {theme.REF_FRAME if dark else theme.WARN};")
         for region, label in self._regions.values():   # made again, in the new colours, on the next frame
             self.plot.removeItem(region)
@@ -585,7 +605,9 @@ class HeartbeatChart(QWidget):
                               ("max", f"{s.max:,.1f}", worst)), muted, "  ")
         parts.append((f"  ms · last {self._window_s:.0f} s", muted, False))
         if left_out:
-            parts.append((OWN_LEFT_OUT, muted, False))
+            self.own_note.setPos(-self._window_s, self._scale.bottom)
+        if left_out != self.own_note.isVisible():
+            self.own_note.setVisible(left_out)
         self.live.set_parts(parts)
         floor = self.controller.machine.floor
         if floor is not None:

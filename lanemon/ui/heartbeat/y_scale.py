@@ -16,7 +16,9 @@ import math
 import numpy as np
 
 LOG_FLOOR_MS = 0.1
-_LOG_STEPS = (1.0, 2.0, 5.0)     # per decade: a grid line and a tick label at each
+# per decade, a grid line and a tick label at each of these, by the pixels a decade has:
+# 1-2-5 when there is room for three labels, else the decades only
+_LOG_STEPS = ((60.0, (1.0, 2.0, 5.0)), (0.0, (1.0,)))
 
 
 def _ms_text(ms: float) -> str:
@@ -42,27 +44,29 @@ class YScale:
         """The axis's lower end in view coordinates (0 ms, or ``LOG_FLOOR_MS``)."""
         return math.log10(LOG_FLOOR_MS) if self.log else 0.0
 
-    def lines(self, top_ms: float) -> list[float]:
+    def lines(self, top_ms: float, px_per_decade: float = 100.0) -> list[float]:
         """The grid's horizontal lines below ``top_ms``, in ms: about five evenly spaced ones
-        (linear), or 1-2-5 of each decade above the floor (logarithmic)."""
+        (linear), or 1-2-5 of each decade above the floor (logarithmic; the decades only when
+        a decade is less than 60 pixels tall, so that labels do not overlap)."""
         if not self.log:
             raw = top_ms / 5.0
             mag = 10 ** math.floor(math.log10(raw))
             step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
             return [float(v) for v in np.arange(step, top_ms, step)]
+        steps = next(st for room, st in _LOG_STEPS if px_per_decade >= room)
         out = []
         decade = LOG_FLOOR_MS
         while decade < top_ms:
-            out.extend(m * decade for m in _LOG_STEPS if LOG_FLOOR_MS < m * decade < top_ms * (1 - 1e-9))
+            out.extend(m * decade for m in steps if LOG_FLOOR_MS < m * decade < top_ms * (1 - 1e-9))
             decade *= 10
         return out
 
-    def ticks(self, top_ms: float) -> list[tuple[float, str]] | None:
-        """The axis ticks (view coordinate, label in ms) below ``top_ms``; ``None`` when
-        the axis may choose its own (linear)."""
+    def ticks(self, top_ms: float, px_per_decade: float = 100.0) -> list[tuple[float, str]] | None:
+        """The axis ticks (view coordinate, label in ms) below ``top_ms``, where ``lines`` puts
+        the grid; ``None`` when the axis may choose its own (linear)."""
         if not self.log:
             return None
-        values = [LOG_FLOOR_MS, *self.lines(top_ms)]
+        values = [LOG_FLOOR_MS, *self.lines(top_ms, px_per_decade)]
         return [(math.log10(v), _ms_text(v)) for v in values]
 
 
