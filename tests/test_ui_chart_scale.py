@@ -100,6 +100,7 @@ def test_the_log_scale_keeps_a_sliced_run_visible_next_to_a_whole_run(chart, qtb
     seen = []
     c.log_scale_changed.connect(seen.append)
     c.log_box.setChecked(True)                           # the header's control
+    c.redraw()                                           # the next frame
     assert c.log_scale and seen == [True]
     sliced, whole = _height(c, -9.0, -6.0), _height(c, -15.5, -14.5)
     assert sliced > 0.3                                  # 5 ms: a third of the way up, or more
@@ -112,6 +113,7 @@ def test_the_log_scale_keeps_a_sliced_run_visible_next_to_a_whole_run(chart, qtb
     # the axis reads in ms: 1, 10, 100, 1,000 among the ticks
     assert {"1", "10", "100", "1,000"} <= _axis_labels(c)
     c.set_log_scale(False)                               # and back
+    c.redraw()
     assert not c.log_scale and not c.log_box.isChecked() and seen == [True, False]
     assert _height(c, -9.0, -6.0) < 0.01
 

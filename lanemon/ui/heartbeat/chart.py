@@ -285,7 +285,8 @@ class HeartbeatChart(QWidget):
         return self._scale.log
 
     def set_log_scale(self, on: bool) -> None:
-        """A logarithmic (``True``) or linear lag axis; the picture is redrawn at once."""
+        """A logarithmic (``True``) or linear lag axis: the axis, grid and reference lines at
+        once, the curve and the runs on the next frame (``redraw``), as any frame does."""
         on = bool(on)
         if on == self._scale.log:
             return
@@ -299,8 +300,7 @@ class HeartbeatChart(QWidget):
             y = self._scale.to_view(line.data(REF_MS))
             line.setLine(line.line().x1(), y, line.line().x2(), y)
             label.setPos(label.pos().x(), y)
-        self._drawn = None                 # the curve is drawn again in the new scale (and the runs)
-        self.redraw()
+        self._drawn = None                 # the next frame draws the curve (and the runs) in the new scale
         self.log_scale_changed.emit(on)
 
     def _plot_resized(self, box) -> None:
