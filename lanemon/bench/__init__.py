@@ -33,6 +33,7 @@ BENCHES: dict[str, str] = {
     "sched": "lanemon.bench.sched",
     "counters": "lanemon.bench.counters",
     "ui": "lanemon.bench.ui",
+    "stalls": "lanemon.bench.stalls",
     "history": "lanemon.bench.history",
     "soak": "lanemon.bench.soak",
 }

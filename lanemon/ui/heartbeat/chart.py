@@ -10,22 +10,49 @@ width 1, no antialiasing.
 
 ``set_paused(True)`` freezes the picture (the heartbeat keeps recording);
 ``apply_fonts()`` also re-applies the theme's colours (light or dark palette).
+
+``set_log_scale(True)`` draws lag on a logarithmic axis (``y_scale``): after a
+whole run of seconds, the runs of a few ms still have a readable height (the
+"log" box in the header; ``log_scale_changed`` says when it changes). The true
+maximum stays in the header and in each run's label.
+
+The window's own stalls (``with chart.own_stall("presenter mode"): ...``, and
+the controller's "window start-up" phase) are shaded and labelled like the
+machine's self-measurements, and their ticks are left out of the header's
+p50 / p99 / max (then ``own_note``, a note in the chart's lower left corner, says
+so): the figures
+describe the runs and the loop, not the monitor restyling itself. A span runs
+from the ``with`` until the first tick after it (the tick that carries the
+stall). Run records keep their own figures (``RunController``), untouched.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QObject, QRectF, QSize, Qt, QTimer
+from PySide6.QtCore import QEvent, QObject, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter
-from PySide6.QtWidgets import QGraphicsLineItem, QGraphicsRectItem, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QGraphicsLineItem,
+    QGraphicsRectItem,
+    QHBoxLayout,
+    QLabel,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
 
 from lanemon.ui.heartbeat.column_max import ColumnMax
 from lanemon.ui.heartbeat.lag_trace import LagTrace
 from lanemon.ui.heartbeat.timer import MAX_PERIOD_MS, MIN_PERIOD_MS, Heartbeat, lag_stats
+from lanemon.ui.heartbeat.y_scale import YScale
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.chart_items import Curve, Label, cosmetic_pen, hline, live_plot
 from lanemon.ui.kit.live_label import LiveLabel, figure_parts
@@ -42,6 +69,19 @@ STATS_EVERY = 8            # frames between text updates (~4 per second)
 # only when a step at most half as high would do (few axis / grid re-renders)
 TOP_STEPS = (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)
 SHRINK_BELOW = 0.5
+REF_MS = 0                  # QGraphicsItem.data key: a reference line's height in ms
+OWN_PHASES = frozenset({"window start-up"})   # controller phases that are the window's own stalls
+OWN_NOTE = "own stalls (grey, labelled) left out of p50 · p99 · max"
+MAX_OWN_STALLS = 64                            # own stalls remembered (older ones have scrolled away)
+
+
+@dataclass
+class OwnStall:
+    """A stretch of loop time the window took for itself (``HeartbeatChart.own_stall``)."""
+
+    label: str
+    t_start: float
+    t_done: float | None = None   # when the work ended (None: still going)
 
 pg.setConfigOptions(antialias=False, foreground=theme.FG, background=theme.BG)
 
@@ -127,6 +167,8 @@ class PausedBadge(QWidget):
 
 
 class HeartbeatChart(QWidget):
+    log_scale_changed = Signal(bool)
+
     def __init__(self, heartbeat: Heartbeat, controller: RunController, window_s: int = 20,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -134,7 +176,9 @@ class HeartbeatChart(QWidget):
         self.controller = controller
         self._window_s = float(window_s)
         self._frame = 0
-        self._top = nice_top(0.0)
+        self._scale = YScale(log=False)
+        self._top_ms = nice_top(0.0)       # the y axis top in ms ...
+        self._top = self._top_ms           # ... and in view coordinates (``_scale``)
         # run shading: a plain rect item each (painted in C++; a LinearRegionItem is two
         # InfiniteLines and a rect, ~1 ms of Python per frame to move); its left and right
         # edges are the run's start and end, its top and bottom lie outside the view
@@ -146,6 +190,7 @@ class HeartbeatChart(QWidget):
         self._columns_key = None           # (window, columns) they were made for
         self._seen = 0                     # heartbeat ticks folded into them
         self._vb_size = (0.0, 0.0)         # the plot area in pixels (kept on resize)
+        self._own: list[OwnStall] = []     # the window's own stalls, oldest first
 
         # header: title, live figures, floor, controls
         self.title = QLabel("Heartbeat lag")
@@ -164,6 +209,10 @@ class HeartbeatChart(QWidget):
         self.window.setSuffix(" s")
         self.window.setToolTip("how many seconds the chart shows")
         self.window.valueChanged.connect(self.set_window_s)
+        self.log_box = QCheckBox("log")
+        self.log_box.setToolTip("a logarithmic lag axis: runs of a few ms stay visible next to a run of"
+                                " seconds (L; on in presenter mode)")
+        self.log_box.toggled.connect(self.set_log_scale)
 
         head = QHBoxLayout()
         head.setContentsMargins(8, 4, 8, 0)
@@ -181,6 +230,8 @@ class HeartbeatChart(QWidget):
             lab.setProperty("muted", True)
             ctl.addWidget(lab)
             ctl.addWidget(box)
+        ctl.addSpacing(10)
+        ctl.addWidget(self.log_box)
         head.addWidget(self._controls)
         self._head = head
         self._head2 = QHBoxLayout()
@@ -207,11 +258,12 @@ class HeartbeatChart(QWidget):
         self.trace.setZValue(10)
         item.addItem(self.trace, ignoreBounds=True)
         vb = item.getViewBox()
-        vb.sigResized.connect(lambda box: setattr(self, "_vb_size", (box.width(), box.height())))
+        vb.sigResized.connect(self._plot_resized)
         self._vb_size = (vb.width(), vb.height())
-        # the reference lines are made by _apply_colors (called by apply_fonts)
+        # the reference lines and the own-stalls note are made by _apply_colors (called by apply_fonts)
+        self.own_note: Label | None = None
         self.plot.setXRange(-self._window_s, 0, padding=0)
-        self.plot.setYRange(0, self._top, padding=0)
+        self.plot.setYRange(self._scale.bottom, self._top, padding=0)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -248,21 +300,106 @@ class HeartbeatChart(QWidget):
         self.set_paused(not self.paused)
         return self.paused
 
+    @contextmanager
+    def own_stall(self, label: str) -> Iterator[OwnStall]:
+        """Mark the work inside the ``with`` as the window's own stall called ``label``:
+        shaded and labelled on the chart, its ticks (up to the first tick after it) left out
+        of the header's figures. Nothing else changes; exceptions pass through."""
+        stall = OwnStall(str(label), time.perf_counter())
+        self._own.append(stall)
+        del self._own[:-MAX_OWN_STALLS]
+        try:
+            yield stall
+        finally:
+            stall.t_done = time.perf_counter()
+
+    def own_spans(self, t: np.ndarray) -> list[tuple[str, float, float]]:
+        """(label, start, end) of the window's own stalls, given the ticks' times ``t``
+        (sorted): each ends at the first tick after its work ended (``inf`` while none came
+        yet; where that tick is not among ``t``, when the work ended); the controller's
+        ``OWN_PHASES`` included."""
+        spans = []
+        marks = [(s.label, s.t_start, s.t_done) for s in self._own]
+        marks += [(ph.label, ph.t_start, ph.t_end) for ph in self.controller.phases if ph.label in OWN_PHASES]
+        for label, t0, done in marks:
+            if done is None:
+                spans.append((label, t0, math.inf))
+                continue
+            i = int(np.searchsorted(t, done, side="left"))
+            if i >= t.size:
+                end = math.inf                     # its tick has not come yet
+            elif i > 0 or t[0] - done <= MAX_PERIOD_MS / 1000.0:
+                end = float(t[i])
+            else:
+                end = done                         # ended before these ticks: none of them is its
+            spans.append((label, t0, end))
+        return spans
+
+    def _without_own(self, t: np.ndarray, lag: np.ndarray) -> tuple[np.ndarray, bool]:
+        """``lag`` without the ticks of the window's own stalls; whether any was left out."""
+        keep = np.ones(t.size, dtype=bool)
+        for _label, t0, t1 in self.own_spans(t):
+            keep &= ~((t > t0) & (t <= t1))
+        if keep.all():
+            return lag, False
+        return lag[keep], True
+
     @property
     def window_s(self) -> float:
         return self._window_s
 
+    @property
+    def log_scale(self) -> bool:
+        """Is the lag axis logarithmic?"""
+        return self._scale.log
+
+    def set_log_scale(self, on: bool) -> None:
+        """A logarithmic (``True``) or linear lag axis: the axis, grid and reference lines at
+        once, the curve and the runs on the next frame (``redraw``), as any frame does."""
+        on = bool(on)
+        if on == self._scale.log:
+            return
+        self._scale = YScale(log=on)
+        self.log_box.blockSignals(True)
+        self.log_box.setChecked(on)
+        self.log_box.blockSignals(False)
+        self.trace.set_base(self._scale.bottom)
+        self._set_top(self._top_ms)
+        for line, label, _where in self._ref_lines:   # the reference lines, moved in place
+            y = self._scale.to_view(line.data(REF_MS))
+            line.setLine(line.line().x1(), y, line.line().x2(), y)
+            label.setPos(label.pos().x(), y)
+        self._drawn = None                 # the next frame draws the curve (and the runs) in the new scale
+        self.log_scale_changed.emit(on)
+
+    def _plot_resized(self, box) -> None:
+        height = self._vb_size[1]
+        self._vb_size = (box.width(), box.height())
+        if self._scale.log and box.height() != height:
+            self._set_top(self._top_ms)    # as many log ticks as the height has room for
+
+    def _px_per_decade(self) -> float:
+        return self._vb_size[1] / max(1e-9, self._top - self._scale.bottom)
+
+    def _set_top(self, top_ms: float) -> None:
+        """The y axis from the scale's bottom to ``top_ms``, its ticks and the grid."""
+        self._top_ms = top_ms
+        self._top = self._scale.to_view(top_ms)
+        self.plot.setYRange(self._scale.bottom, self._top, padding=0)
+        ticks = self._scale.ticks(top_ms, self._px_per_decade())
+        self.plot.getPlotItem().getAxis("left").setTicks(None if ticks is None else [ticks, []])
+        self._update_grid()
+
     def _update_grid(self) -> None:
-        """Grid segments: a vertical line per second (every 2 s past 20 s), ~5 horizontal ones."""
-        w, top = self._window_s, self._top
+        """Grid segments: a vertical line per second (every 2 s past 20 s), horizontal ones
+        where the scale puts them (~5 evenly spaced, or 1-2-5 per decade)."""
+        w, top, bottom = self._window_s, self._top, self._scale.bottom
         step_x = 1 if w <= 20 else 2
         xs = np.arange(-int(w), 1, step_x, dtype=np.float64)
-        raw = top / 5.0
-        mag = 10 ** np.floor(np.log10(raw))
-        step_y = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
-        ys = np.arange(step_y, top, step_y, dtype=np.float64)
+        ys = self._scale.to_view(np.asarray(self._scale.lines(self._top_ms, self._px_per_decade()),
+                                            dtype=np.float64))
         x = np.concatenate([np.repeat(xs, 2), np.tile([-w, 0.0], ys.size)])
-        y = np.concatenate([np.tile([0.0, top], xs.size), np.repeat(ys, 2)])
+        y = np.concatenate([np.tile([bottom, top], xs.size), np.repeat(ys, 2)])
         self._grid.setData(x, y)
 
     def set_window_s(self, seconds: float) -> None:
@@ -327,16 +464,25 @@ class HeartbeatChart(QWidget):
         self._ref_lines = []
         for y, text, color_name, where, anchor in REF_LINES:
             color = getattr(theme, color_name)
-            line = hline(y, cosmetic_pen(color, Qt.PenStyle.DashLine))
+            line = hline(self._scale.to_view(y), cosmetic_pen(color, Qt.PenStyle.DashLine))
+            line.setData(REF_MS, y)
             line.setZValue(5)
             label = Label(text, color, fill=self._label_fill(200), anchor=anchor)
             label.setFont(self._axis_font)
-            label.setPos(0.0, y)
+            label.setPos(0.0, self._scale.to_view(y))
             label.setZValue(6)
             self.plot.addItem(line, ignoreBounds=True)
             self.plot.addItem(label, ignoreBounds=True)
             self._ref_lines.append((line, label, where))
         self._place_ref_labels()
+        shown = self.own_note is not None and self.own_note.isVisible()
+        if self.own_note is not None:
+            self.plot.removeItem(self.own_note)
+        self.own_note = Label(OWN_NOTE, theme.MUTED, fill=self._label_fill(210), anchor=(0, 1))
+        self.own_note.setFont(self._axis_font)
+        self.own_note.setZValue(21)
+        self.own_note.setVisible(shown)
+        self.plot.addItem(self.own_note, ignoreBounds=True)
         self.paused_label.update()   # its colours are read at paint time
         for region, label in self._regions.values():   # made again, in the new colours, on the next frame
             self.plot.removeItem(region)
@@ -358,17 +504,16 @@ class HeartbeatChart(QWidget):
             self._drawn = key
             x, y = columns.window(now - w, now)
             x -= now
-            self.trace.set_data(x, y)
             peak = float(y.max()) if y.size else 0.0
+            self.trace.set_data(x, self._scale.to_view(y))
             want = nice_top(peak)
-            if want > self._top or want <= SHRINK_BELOW * self._top:
-                self._top = want
-                self.plot.setYRange(0, want, padding=0)
-                self._update_grid()
+            if want > self._top_ms or want <= SHRINK_BELOW * self._top_ms:
+                self._set_top(want)
         self._draw_runs(now)
 
         if self._frame % STATS_EVERY == 0:
-            self._update_text(self._shown_ticks(w, now)[1])
+            t, lag, _later = self._shown_ticks(w, now)
+            self._update_text(*self._without_own(t, lag))
         self._frame += 1
 
     def _shown_ticks(self, seconds: float, now: float) -> tuple[np.ndarray, np.ndarray, int]:
@@ -439,6 +584,19 @@ class HeartbeatChart(QWidget):
             region, label = self._regions[key]
             self._set_region(region, ph.t_start - now, end - now)
             placed.append((ph.t_start - now, label))
+        if self._own:
+            t, _lag = self.heartbeat.recent(w, now)
+            for i, (label, t0, t1) in enumerate(self.own_spans(t)[:len(self._own)]):
+                end = min(t1, now)
+                if end < now - w:
+                    continue
+                key = ("own", id(self._own[i]))
+                seen.add(key)
+                if key not in self._regions:
+                    self._new_phase_region(key, label)
+                region, text = self._regions[key]
+                self._set_region(region, t0 - now, max(end - now, t0 - now + w / 400))
+                placed.append((t0 - now, text))
         for rid in [r for r in self._regions if r not in seen]:
             region, label = self._regions.pop(rid)
             self.plot.removeItem(region)
@@ -451,10 +609,11 @@ class HeartbeatChart(QWidget):
         px = max(1.0, self._vb_size[0])
         per_px = w / px
         # a row is as tall as the tallest label (large type: taller than 15% of the chart)
-        px_y = self._top / max(1.0, self._vb_size[1])
+        span = self._top - self._scale.bottom
+        px_y = span / max(1.0, self._vb_size[1])
         tallest = max((label.size()[1] for _, label in placed), default=0.0)
-        row_h = max(0.15 * self._top, (tallest + 2) * px_y)
-        rows = max(1, min(LABEL_ROWS, int(0.75 * self._top / row_h)))
+        row_h = max(0.15 * span, (tallest + 2) * px_y)
+        rows = max(1, min(LABEL_ROWS, int(0.75 * span / row_h)))
         rows_right = [-1e9] * rows
         for x0, label in sorted(placed, key=lambda p: p[0]):
             width = label.size()[0] * per_px
@@ -462,15 +621,15 @@ class HeartbeatChart(QWidget):
             for row in range(rows):
                 if rows_right[row] <= x:
                     rows_right[row] = x + width
-                    label.setPos(x, self._top * 0.99 - row_h * row)
+                    label.setPos(x, self._top - 0.01 * span - row_h * row)
                     label.setVisible(True)
                     break
             else:
                 label.setVisible(False)
 
     def _set_region(self, region: QGraphicsRectItem, x0: float, x1: float) -> None:
-        top = self._top
-        rect = QRectF(x0, -top, x1 - x0, 3 * top)
+        span = self._top - self._scale.bottom
+        rect = QRectF(x0, self._scale.bottom - span, x1 - x0, 3 * span)
         if rect != region.rect():
             region.setRect(rect)
 
@@ -480,7 +639,7 @@ class HeartbeatChart(QWidget):
         region.setPen(pen)
         return region
 
-    def _new_phase_region(self, key: int, text: str) -> None:
+    def _new_phase_region(self, key, text: str) -> None:
         region = self._make_region(pg.mkBrush(*theme.PHASE_FILL), pg.mkPen(*theme.PHASE_EDGE, width=1))
         region.setZValue(-11)
         label = Label(text.replace(" worker", "\nworker"), theme.MUTED, fill=self._label_fill(190))
@@ -508,13 +667,17 @@ class HeartbeatChart(QWidget):
         self._regions[rec.id] = (region, label)
         return region, label
 
-    def _update_text(self, lag: np.ndarray) -> None:
+    def _update_text(self, lag: np.ndarray, left_out: bool = False) -> None:
         s = lag_stats(lag)
         muted = theme.MUTED
         worst = theme.REF_LONG if s.max >= 50 else (theme.REF_FRAME if s.max >= 1000 / 60 else None)
         parts = figure_parts((("p50", f"{s.p50:,.1f}", None), ("p99", f"{s.p99:,.1f}", None),
                               ("max", f"{s.max:,.1f}", worst)), muted, "  ")
         parts.append((f"  ms · last {self._window_s:.0f} s", muted, False))
+        if left_out:
+            self.own_note.setPos(-self._window_s, self._scale.bottom)
+        if left_out != self.own_note.isVisible():
+            self.own_note.setVisible(left_out)
         self.live.set_parts(parts)
         floor = self.controller.machine.floor
         if floor is not None:

@@ -8,7 +8,8 @@ paints with a handful of Qt calls:
 
 - **the curve**: one ``drawPolyline`` of a polygon kept between frames and
   written in place through a numpy view (no QPainterPath is built); 1-pixel pen.
-- **the fill**, down to 0, as a row of small polygons of ``CHUNK`` points.
+- **the fill**, down to the base (0 unless ``set_base`` moved it: a log
+  scale's floor), as a row of small polygons of ``CHUNK`` points.
   Why not one polygon: Qt's raster engine fills a polygon scanline by
   scanline, keeping every edge that crosses the line in a sorted list. Under
   a flat lag curve nearly all ~1,200 edges cross each of the few scanlines
@@ -57,6 +58,7 @@ class LagTrace(BoundedItem):
         self._index = chunk_index(0)
         self._pool: list = []      # (QPolygonF of CHUNK + 3 points, its points as a numpy view)
         self._polys = 0            # how many of the pool this frame fills
+        self._base = 0.0           # the fill goes down to this y
         self.xData: np.ndarray | None = None   # what it was last given (pyqtgraph's names)
         self.yData: np.ndarray | None = None
 
@@ -67,6 +69,11 @@ class LagTrace(BoundedItem):
     def setPen(self, pen: QPen) -> None:
         self._pen = QPen(pen)
         self.update()
+
+    def set_base(self, y: float) -> None:
+        """Where the fill ends below the curve (data coordinates); takes effect on the next
+        ``set_data``."""
+        self._base = float(y)
 
     def polygons(self) -> list:
         """The fill's polygons of this frame (copies)."""
@@ -88,7 +95,7 @@ class LagTrace(BoundedItem):
             self._line_xy = pg.functions.ndarray_from_qpolygonf(self._line)
         self._line_xy[:, 0] = x
         self._line_xy[:, 1] = y
-        # the fill: every chunk's points, then down to 0 at its last x and back at its first
+        # the fill: every chunk's points, then down to the base at its last x and back at its first
         if n != self._index_n:
             self._index_n, self._index = n, chunk_index(n)
         idx = self._index
@@ -101,11 +108,12 @@ class LagTrace(BoundedItem):
         block[:, :CHUNK + 1, 1] = y[idx]
         block[:, CHUNK + 1, 0] = x[idx[:, -1]]
         block[:, CHUNK + 2, 0] = x[idx[:, 0]]
-        block[:, CHUNK + 1:, 1] = 0.0
+        block[:, CHUNK + 1:, 1] = self._base
         for i in range(m):
             self._pool[i][1][:] = block[i]
         self._polys = m
-        lo, hi = min(0.0, float(y.min())), max(0.0, float(y.max()))
+        base = self._base
+        lo, hi = min(base, float(y.min())), max(base, float(y.max()))
         self.set_bounds(QRectF(float(x[0]), lo, float(x[-1] - x[0]), hi - lo))
 
     def paint(self, painter: QPainter, _option, _widget=None) -> None:

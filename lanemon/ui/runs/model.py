@@ -178,6 +178,7 @@ class RunsTableModel(QAbstractTableModel):
                            | Qt.AlignmentFlag.AlignVCenter)
             if role == Qt.ItemDataRole.ToolTipRole:
                 return {
+                    "total": "the job's size: iterations of hash_range",
                     "workMs": "wall time of the run, ms",
                     "samples": "heartbeat ticks during the run (plus the first tick after it)",
                     "p50": "median tick lag during the run, ms",

@@ -242,8 +242,9 @@ class RunsPanel(LiveView):
         """Follow ``theme.font_scale`` (``LiveView.apply_fonts``, called by ``MainWindow.set_font_scale``)."""
         s = theme.font_scale()
         self._job_box.setFixedWidth(int(380 + 260 * (s - 1)))
-        # large type (presenter mode): the lag columns matter; the rest is in the report and figures
-        for name in ("total", "slices", "result"):
+        # large type (presenter mode): the size and lag columns matter (a 5 ms and a 2 s run of
+        # different sizes must not look alike); the rest is in the report and figures
+        for name in ("slices", "result"):
             self.table.setColumnHidden(COLUMNS.index(name), s > 1.25)
         fit_columns(self.table, stretch_last=False)
         # colours too (the palette may have changed): run buttons, the results' rows, then the

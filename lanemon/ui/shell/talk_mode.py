@@ -12,7 +12,10 @@ check the focus once more):
 
     1 / 2 / 3        start a whole / sliced / worker run (the runs panel's job)
     Space            pause / resume the chart (the heartbeat keeps recording)
-    F5               presenter mode: 1.5x type, high-contrast dark theme
+    F5               presenter mode: 1.5x type, high-contrast dark theme, the
+                     log lag axis (leaving it brings back the axis chosen
+                     outside presenter mode)
+    L                the lag axis: logarithmic / linear (the chart's "log" box)
     F11              full screen
     Ctrl+E           export the report (or say what it still needs)
     Ctrl+Shift+S     save a screenshot of the window (PNG, no dialog: to
@@ -178,6 +181,7 @@ class TalkMode(QObject):
         self._was_maximized = False
         self._about = None
         self._split_sizes: list[int] | None = None
+        self._log_outside: bool | None = None   # the chart's axis outside presenter mode, while in it
         self._traced: set[int] = set()
         self._shown = False
         self._blocking: str | None = None    # the "blocking the loop" notice the status bar was given
@@ -216,13 +220,15 @@ class TalkMode(QObject):
             "dark": action("Dark theme", [], lambda on: self.set_theme("dark" if on else "light"),
                            checkable=True),
             "fullscreen": action("Full screen", ["F11"], self.toggle_full_screen, checkable=True),
+            "log": action("Log lag axis", ["L"], window.chart.set_log_scale, checkable=True,
+                          tip="a logarithmic lag axis: runs of a few ms stay visible next to a run of seconds"),
             "shortcuts": action("Shortcuts", ["F1", "?"], self.toggle_overlay),
             "about": action("About lanemon", [], self.show_about),
         }
         a = self.actions
         for title, names in (("&File", ["export", "screenshot", None, "quit"]),
                              ("R&un", ["whole", "sliced", "worker"]),
-                             ("&View", ["presenter", "dark", "fullscreen", None, "pause"]),
+                             ("&View", ["presenter", "dark", "fullscreen", None, "pause", "log"]),
                              ("&Help", ["shortcuts", "about"])):
             menu = _menu(window, title)
             for name in names:
@@ -239,6 +245,7 @@ class TalkMode(QObject):
         window.controller.changed.connect(self._trace_runs)
         window.controller.notice.connect(self._note_blocking)
         window.controller.changed.connect(self._clear_stale_banner)
+        window.chart.log_scale_changed.connect(a["log"].setChecked)
 
     # --- state --------------------------------------------------------------------------
     def shortcut_rows(self) -> list[tuple[str, str]]:
@@ -246,7 +253,8 @@ class TalkMode(QObject):
         a = self.actions
         what = [("whole", "whole run: blocks the loop"), ("sliced", "sliced run"),
                 ("worker", "worker run"), ("pause", "pause / resume the chart"),
-                ("presenter", "presenter mode"), ("fullscreen", "full screen"),
+                ("presenter", "presenter mode"), ("log", "log / linear lag axis"),
+                ("fullscreen", "full screen"),
                 ("export", "export the report"), ("screenshot", "save a screenshot"),
                 ("shortcuts", "this list"), ("quit", "quit")]
         rows = []
@@ -276,14 +284,24 @@ class TalkMode(QObject):
                 self._split_sizes = None
 
     def set_presenter(self, on: bool) -> None:
-        """Presenter mode: 1.5x type, larger chart text, the high-contrast dark palette."""
+        """Presenter mode: 1.5x type, larger chart text, the high-contrast dark palette and
+        the log lag axis (L still switches it); leaving it brings back the axis the chart
+        had before."""
         on = bool(on)
         self.actions["presenter"].setChecked(on)
         self.actions["dark"].setEnabled(not on)
         if on == self.presenter and theme.font_scale() == (PRESENTER_SCALE if on else 1.0):
             return
+        chart = self.window.chart
+        if on and self._log_outside is None:
+            self._log_outside = chart.log_scale
+            chart.set_log_scale(True)
+        elif not on and self._log_outside is not None:
+            chart.set_log_scale(self._log_outside)
+            self._log_outside = None
         self.presenter = on
-        self._apply_look()
+        with chart.own_stall("presenter mode"):     # shaded, labelled, left out of the header's max
+            self._apply_look()
         self._say("Presenter mode on (F5 leaves it)" if on else "Presenter mode off")
 
     def toggle_presenter(self) -> None:
@@ -296,7 +314,8 @@ class TalkMode(QObject):
         self.theme = name
         self.actions["dark"].setChecked(name == "dark")
         if not self.presenter:
-            self._apply_look()
+            with self.window.chart.own_stall("theme change"):
+                self._apply_look()
 
     def set_full_screen(self, on: bool) -> None:
         w = self.window

@@ -1,0 +1,86 @@
+"""``lanemon bench stalls``: the loop time the window takes from itself.
+
+The full window runs offscreen on qasync (1280×800), its start-up measurements
+done. Two figures, each with the goal beside it and measured in this run:
+
+1. a tab's first show: ``show_view(key)`` for each tab not yet shown
+   (Placement, Lanes & queues, Counters), timed from the call until the paint
+   it caused is done (``ui._paint_pending``: posted scene updates, layout, the
+   window's paint), wall clock: the time the loop could not run a tick;
+2. the presenter toggle (F5): ``TOGGLES`` toggles, on and off alternately,
+   each timed the same way, ``GAP_S`` apart.
+
+Beside each: the heartbeat's longest lag in the ``WATCH_S`` after the call
+(what the chart shows for it). Goal: each under ``GOAL_MS`` of loop time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+
+from lanemon.bench._common import goal
+from lanemon.bench._window import run_window, settled
+from lanemon.bench.ui import _paint_pending
+
+GOAL_MS = 50.0
+TOGGLES = 8
+GAP_S = 0.4
+WATCH_S = 0.3
+TABS = ("placement", "lanes", "counters")
+
+
+async def _timed(window, act) -> tuple[float, float]:
+    """(ms from ``act()`` until its paint is done, the heartbeat's longest lag in ``WATCH_S``)."""
+    t0 = time.perf_counter()
+    act()
+    _paint_pending()
+    took = (time.perf_counter() - t0) * 1000.0
+    await asyncio.sleep(WATCH_S)
+    lags = window.heartbeat.in_range(t0, time.perf_counter(), one_after=False)
+    return took, float(lags.max()) if lags.size else 0.0
+
+
+def run(out) -> dict:
+    async def scenario(window):
+        await settled(window)
+        window.show_view("runs")
+        await asyncio.sleep(0.5)
+        first = {}
+        for key in TABS:
+            first[key] = await _timed(window, lambda key=key: window.show_view(key))
+            await asyncio.sleep(GAP_S)
+        window.show_view("runs")
+        await asyncio.sleep(GAP_S)
+        toggles = []
+        for _ in range(TOGGLES):
+            toggles.append(await _timed(window, window.talk.toggle_presenter))
+            await asyncio.sleep(GAP_S)
+        return first, toggles
+
+    first, toggles = run_window(scenario)
+    out(f"full window offscreen, 1280x800, qasync; each figure: the call until its paint is done "
+        f"(wall clock), and the heartbeat's longest lag in the {WATCH_S:g} s after it")
+    ok = True
+    figures = {"goalMs": GOAL_MS, "firstShowMs": {}, "presenterToggleMs": {}}
+    for key, (took, lag) in first.items():
+        out(f"first show of the {key + ' tab:':<16} {took:7.1f} ms   (heartbeat max lag {lag:7.1f} ms)"
+            f"   goal < {GOAL_MS:g} ms -> {goal(took < GOAL_MS)}")
+        figures["firstShowMs"][key] = {"loopMs": round(took, 1), "heartbeatMaxMs": round(lag, 1)}
+        ok &= took < GOAL_MS
+    costs = sorted(t for t, _ in toggles)
+    lags = sorted(lag for _, lag in toggles)
+    on = [t for i, (t, _) in enumerate(toggles) if i % 2 == 0]
+    off = [t for i, (t, _) in enumerate(toggles) if i % 2 == 1]
+    out(f"presenter toggle (F5), {TOGGLES} toggles: median {statistics.median(costs):6.1f} ms, "
+        f"max {costs[-1]:6.1f} ms (on: median {statistics.median(on):.1f}, off: median "
+        f"{statistics.median(off):.1f} ms; heartbeat max lag median {statistics.median(lags):.1f} ms)"
+        f"   goal < {GOAL_MS:g} ms -> {goal(costs[-1] < GOAL_MS)}")
+    figures["presenterToggleMs"] = {"median": round(statistics.median(costs), 1), "max": round(costs[-1], 1),
+                                    "onMedian": round(statistics.median(on), 1),
+                                    "offMedian": round(statistics.median(off), 1),
+                                    "heartbeatMaxMedian": round(statistics.median(lags), 1)}
+    ok &= costs[-1] < GOAL_MS
+    figures["goalMet"] = ok
+    return figures

@@ -1,0 +1,113 @@
+"""The window's own stalls on the chart: a presenter toggle's stall is shaded and labelled,
+and left out of the header's p99 / max (which say so); a run's stall is not."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from lanemon.ui.heartbeat import chart as heartbeat_chart
+from lanemon.ui.heartbeat.chart import HeartbeatChart
+from lanemon.ui.kit.chart_items import Label
+
+
+class _Clock:
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def perf_counter(self) -> float:
+        return self.t
+
+
+class _Heartbeat:
+    period_ms = 10
+
+    def __init__(self) -> None:
+        self.t = np.empty(0)
+        self.lag = np.empty(0)
+
+    @property
+    def count(self) -> int:
+        return self.t.size
+
+    def set_period_ms(self, _ms) -> None:
+        pass
+
+    def add(self, t, lag) -> None:
+        self.t = np.r_[self.t, t]
+        self.lag = np.r_[self.lag, lag]
+
+    def between(self, first: int, stop: int):
+        return self.t[first:stop].copy(), self.lag[first:stop].copy()
+
+    def recent(self, seconds: float, now: float):
+        keep = self.t >= now - seconds
+        return self.t[keep], self.lag[keep]
+
+
+@pytest.fixture
+def chart(qtbot, monkeypatch):
+    clock = _Clock(1000.0)
+    monkeypatch.setattr(heartbeat_chart, "time", clock)
+    hb = _Heartbeat()
+    t = 990.0 + np.arange(1000) * 0.01          # 10 s of idle ticks up to t = 1000
+    lag = np.full(t.size, 0.5)
+    lag[np.searchsorted(t, 995.0)] = 30.0       # a run's stall: stays in the figures
+    hb.add(t, lag)
+    phases = []
+    controller = SimpleNamespace(records=[], phases=phases, machine=SimpleNamespace(floor=None))
+    c = HeartbeatChart(hb, controller, window_s=20)
+    c.resize(900, 320)
+    c.show()
+    qtbot.waitExposed(c)
+    return c, hb, clock, phases
+
+
+def _labels(c) -> list[Label]:
+    return [i for i in c.plot.scene().items() if isinstance(i, Label) and i.isVisible()]
+
+
+def _header(c) -> str:
+    for _ in range(heartbeat_chart.STATS_EVERY):   # the header is rewritten at least once
+        c.redraw()
+    return c.live.text()
+
+
+def test_an_own_stall_is_labelled_and_left_out_of_the_max(chart):
+    c, hb, clock, _phases = chart
+    assert "max 30.0" in _header(c) and not c.own_note.isVisible()
+    with c.own_stall("presenter mode"):          # the toggle holds the loop 400 ms
+        clock.t = 1000.4
+    later = 1000.41 + np.arange(100) * 0.01
+    lag = np.full(later.size, 0.5)
+    lag[0] = 400.0                               # the tick that carries it
+    hb.add(later, lag)
+    clock.t = 1001.5
+    text = _header(c)
+    assert "max 30.0" in text and c.own_note.isVisible()
+    assert "400" not in text
+    assert c.trace.yData.max() == 400.0          # the curve still shows it, as it was
+    assert "presenter mode" in [label.text() for label in _labels(c)]
+
+
+def test_the_window_start_up_phase_is_an_own_stall_and_other_phases_are_not(chart):
+    c, hb, clock, phases = chart
+    phases.append(SimpleNamespace(label="measuring worker start-up", t_start=999.0, t_end=999.5))
+    hb.add(np.array([1000.01]), np.array([200.0]))
+    clock.t = 1000.5
+    assert "max 200.0" in _header(c) and not c.own_note.isVisible()   # a self-measurement's stall counts
+    phases.append(SimpleNamespace(label="window start-up", t_start=1000.6, t_end=1000.8))
+    hb.add(np.array([1000.81, 1000.82]), np.array([250.0, 0.5]))
+    clock.t = 1001.0
+    text = _header(c)
+    assert "max 200.0" in text and c.own_note.isVisible()
+
+
+def test_a_pending_own_stall_leaves_out_what_came_since_it_began(chart):
+    c, hb, clock, _phases = chart
+    with c.own_stall("theme change") as stall:
+        hb.add(np.array([1000.05]), np.array([90.0]))   # no tick can come in a real stall; here:
+        clock.t = 1000.1
+        spans = c.own_spans(hb.t)
+        assert spans[0][0] == "theme change" and spans[0][2] == float("inf")
+    assert stall.t_done == 1000.1

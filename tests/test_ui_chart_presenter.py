@@ -1,0 +1,93 @@
+"""Presenter mode and the chart's y scale on the real window (offscreen, qasync): F5 turns
+the log lag axis on, L switches it, leaving presenter mode brings back the axis chosen
+outside it; the results table keeps its size column in presenter mode."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
+
+from lanemon.ui.kit import theme
+from lanemon.ui.runs.model import COLUMNS
+from lanemon.ui.shell.main_window import MainWindow
+from lanemon.ui.tools.testing import run_window, wait_until
+
+
+@pytest.fixture(autouse=True)
+def _app(qapp):
+    from lanemon.ui.shell.app import application
+
+    app = application()
+    yield app
+    for w in app.topLevelWidgets():
+        if isinstance(w, MainWindow) and not w.isVisible():
+            w.deleteLater()
+    app.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    theme.set_palette("light")
+    theme.apply_font_and_palette(app, 1.0)
+
+
+def _key(win, k):
+    QTest.keyClick(QApplication.focusWidget() or win, k)
+
+
+def _state(win):
+    return (win.talk.presenter, win.chart.log_scale, win.chart.log_box.isChecked(),
+            win.talk.actions["log"].isChecked())
+
+
+def test_f5_turns_the_log_axis_on_l_switches_it_and_leaving_restores_the_choice(qtbot):
+    async def scenario(win):
+        win.activateWindow()
+        await wait_until(lambda: win.isVisible() and QApplication.activeWindow() is win, 10)
+        win.chart.setFocus()
+        await wait_until(lambda: QApplication.focusWidget() is win.chart, 10)
+        seen = [_state(win)]
+        for k in (Qt.Key.Key_F5, Qt.Key.Key_F5, Qt.Key.Key_L, Qt.Key.Key_F5, Qt.Key.Key_L, Qt.Key.Key_F5):
+            _key(win, k)
+            seen.append(_state(win))
+        return seen
+
+    rc, seen, errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert seen == [
+        (False, False, False, False),   # linear outside presenter mode by default
+        (True, True, True, True),       # F5: presenter mode, log axis
+        (False, False, False, False),   # F5: back, linear again
+        (False, True, True, True),      # L outside presenter mode: log, kept as the choice
+        (True, True, True, True),       # F5: log (already)
+        (True, False, False, False),    # L in presenter mode: linear there
+        (False, True, True, True),      # F5: out, the choice made outside comes back
+    ]
+
+
+def test_presenter_mode_keeps_the_size_column(qtbot):
+    async def scenario(win):
+        table = win.runs_panel.table
+        total = COLUMNS.index("total")
+        hidden = {}
+        for on in (False, True, False):
+            win.talk.set_presenter(on)
+            hidden[on] = (table.isColumnHidden(total), table.isColumnHidden(COLUMNS.index("p99")))
+        return hidden
+
+    rc, hidden, errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert hidden == {False: (False, False), True: (False, False)}
+
+
+def test_the_presenter_toggle_is_an_own_stall_on_the_chart(qtbot):
+    async def scenario(win):
+        await wait_until(lambda: win.heartbeat.count > 5, 10)
+        win.talk.set_presenter(True)
+        t0 = win.heartbeat.recent(30)[0]
+        await wait_until(lambda: win.heartbeat.count > t0.size + 3, 10)
+        t, _lag = win.heartbeat.recent(30)
+        return win.chart.own_spans(t), float(t[-1])
+
+    rc, (spans, last), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    mine = [s for s in spans if s[0] == "presenter mode"]
+    assert len(mine) == 1 and mine[0][1] < mine[0][2] <= last   # ended at a tick that came
