@@ -43,7 +43,8 @@ from PySide6.QtWidgets import (
 from lanemon.files import cannot_write
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.live_view import LiveView
-from lanemon.ui.kit.tables import NEW_ROWS, fit_columns
+from lanemon.ui.kit.reflow import Reflow
+from lanemon.ui.kit.tables import NEW_ROWS, fit_columns, keep_within_width
 from lanemon.ui.runs.controller import RunController
 from lanemon.ui.runs.model import COLUMNS, RunsTableModel
 from lanemon.ui.shell import exports
@@ -63,6 +64,9 @@ def _restyle(widget, sheet: str) -> None:
     if widget.styleSheet() != sheet:
         widget.setStyleSheet(sheet)
 
+
+# the results' columns that give way first when the table is narrow (least needed first)
+RESULT_DROP_ORDER = ("result", "slices", "samples", "total", "p50")
 
 class RunsPanel(LiveView):
     """Job size, Whole / Sliced / Worker, the results table and exports."""
@@ -182,6 +186,8 @@ class RunsPanel(LiveView):
         self.table.verticalHeader().setVisible(False)
         self.table.setShowGrid(False)
         self.table.setWordWrap(False)
+        # never sideways: the least needed columns go first, then the widest texts elide
+        keep_within_width(self.table, drop=tuple(COLUMNS.index(n) for n in RESULT_DROP_ORDER))
         # widths from the newest rows (fit_columns, on each refresh and font change):
         # ResizeToContents re-measured every row on each change, a cost that grew with the history
 
@@ -212,6 +218,9 @@ class RunsPanel(LiveView):
         layout.addWidget(job, 0)
         layout.addWidget(results, 1)
         self._job_box = job
+        self._results_box = results
+        # the job form beside the results when both fit, above them when not
+        self.reflow = Reflow(self, layout, self._wide_at)
         self.apply_fonts()
 
         # --- wiring: inputs and controller events -> coalesced repaint -------------------
@@ -228,6 +237,12 @@ class RunsPanel(LiveView):
         self._slicing_changed()
         self.refresh()
 
+    def _wide_at(self) -> int:
+        """The least width at which the job form and the results fit side by side."""
+        m = self.layout().contentsMargins()
+        return (self._job_box.width() + self._results_box.minimumSizeHint().width()
+                + self.layout().spacing() + m.left() + m.right())
+
     def fonts_changed(self) -> None:
         """Follow ``theme.font_scale`` (``LiveView.apply_fonts``, called by ``MainWindow.set_font_scale``)."""
         s = theme.font_scale()
@@ -236,6 +251,7 @@ class RunsPanel(LiveView):
         for name in ("total", "slices", "result"):
             self.table.setColumnHidden(COLUMNS.index(name), s > 1.25)
         fit_columns(self.table, stretch_last=False)
+        self.reflow.apply()
         # colours too (the palette may have changed): run buttons, the results' rows, then the
         # texts on the next refresh
         for family, kind in (("whole", "whole"), ("sliced", "sliced"), ("worker", self.worker_kind.currentText())):
