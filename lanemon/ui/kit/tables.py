@@ -70,8 +70,8 @@ class ColumnFit(QObject):
     """Keeps a table's columns within its viewport's width: it never scrolls sideways.
 
     Installed by :func:`keep_within_width`. The columns' natural widths (what
-    ``fit_columns`` measured, or what the view asked for with :func:`set_widths`)
-    are kept here; on every resize of the viewport (and after each fit) the
+    ``fit_columns`` measured, or what the view asked for with :func:`set_widths`;
+    else its header's width) are kept here; on every resize of the viewport (and after each fit) the
     columns are laid out again:
 
     1. columns in ``drop`` order (low priority first) are hidden while the
@@ -122,7 +122,9 @@ class ColumnFit(QObject):
         if avail <= 0:
             return
         columns = [c for c in range(model.columnCount()) if c in self._dropped or not view.isColumnHidden(c)]
-        width = {c: self._natural.get(c) or header.sectionSize(c) or header.defaultSectionSize() for c in columns}
+        # a column nobody sized wants its header's width (not its section's: the last one may be
+        # stretched to fill the view, which would never fit)
+        width = {c: self._natural.get(c) or header.sectionSizeHint(c) for c in columns}
         kept = list(columns)
         dropped: set[int] = set()
         for c in self._drop:

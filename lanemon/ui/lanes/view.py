@@ -216,9 +216,9 @@ class LanesView(LiveView):
         body = QSplitter(Qt.Orientation.Horizontal)
         body.addWidget(middle)
         body.addWidget(right)
-        body.setStretchFactor(0, 5)
-        body.setStretchFactor(1, 5)
-        body.setSizes([470, 510])
+        body.setStretchFactor(0, 13)    # the workspaces table has the most columns
+        body.setStretchFactor(1, 7)
+        body.setSizes([640, 345])
         body.setChildrenCollapsible(False)
         main = QSplitter(Qt.Orientation.Horizontal)
         main.addWidget(self.controls)

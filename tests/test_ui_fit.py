@@ -1,0 +1,212 @@
+"""The window fits every screen from 1024x768 up, in normal and presenter mode.
+
+Offscreen there is one fake screen whatever its size, so each screen is
+simulated: the window takes the geometry it would open with on a screen whose
+available area is that size (``opening_geometry``), then the whole area (as a
+maximised window), and every visible control
+must then lie within that area, or be reachable by scrolling its tab page
+vertically (never sideways). No main table and no tab page shows a horizontal
+scroll bar. Device pixel ratio 2 runs the same check in a child process
+(``QT_SCALE_FACTOR`` is read once, when the application starts).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from PySide6.QtCore import QPoint, QRect
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QAbstractItemView,
+    QAbstractScrollArea,
+    QAbstractSpinBox,
+    QApplication,
+    QComboBox,
+    QLabel,
+    QLineEdit,
+    QScrollArea,
+    QWidget,
+)
+
+from lanemon.ui.shell.main_window import DEFAULT_SIZE, MainWindow, opening_geometry
+
+SCREENS = ((1024, 768), (1280, 720), (1366, 768), (1920, 1080))
+CONTROLS = (QAbstractButton, QAbstractSpinBox, QComboBox, QLineEdit, QLabel, QAbstractItemView)
+
+
+def _settle() -> None:
+    app = QApplication.instance()
+    for _ in range(3):               # layouts that reflow post their second pass
+        app.processEvents()
+
+
+def _tab_page(win: MainWindow, w: QWidget) -> QScrollArea | None:
+    """The tab page (a scroll area) ``w`` sits in, if any."""
+    pages = {win.tabs.widget(i) for i in range(win.tabs.count())}
+    p = w.parentWidget()
+    while p is not None and p not in pages:
+        p = p.parentWidget()
+    return p
+
+
+def _on_screen(w: QWidget, screen: QRect, win: MainWindow) -> QRect:
+    return QRect(w.mapTo(win, QPoint(0, 0)) + win.geometry().topLeft(), w.size())
+
+
+def misfits(win: MainWindow, screen: QRect) -> list[str]:
+    """What a user on ``screen`` could not reach or read whole (empty: everything fits)."""
+    out = []
+    if not screen.contains(win.geometry()):
+        out.append(f"window {win.geometry().getRect()} outside the screen {screen.getRect()}")
+    for w in win.findChildren(QAbstractScrollArea):
+        if w.isVisibleTo(win) and w.horizontalScrollBar().isVisible():
+            out.append(f"horizontal scroll bar on {type(w).__name__} in {type(w.parentWidget()).__name__}")
+    for w in win.findChildren(QWidget):
+        if not isinstance(w, CONTROLS) or not w.isVisibleTo(win) or w.width() <= 0:
+            continue
+        r = _on_screen(w, screen, win)
+        page = _tab_page(win, w)
+        if page is not None:
+            view = _on_screen(page.viewport(), screen, win)
+            if not screen.contains(view) and f"tab page {view.getRect()} outside the screen" not in out:
+                out.append(f"tab page {view.getRect()} outside the screen")
+            across = view.left() <= r.left() and r.right() <= view.right()
+            if across and (view.contains(r) or page.verticalScrollBar().isVisible()):
+                continue     # in view, or reachable by scrolling the page down
+        if not screen.contains(r):
+            text = w.text() if isinstance(w, (QAbstractButton, QLabel)) else ""
+            out.append(f"{type(w).__name__} {text[:30]!r} at {r.getRect()} outside {screen.getRect()}")
+    live = win.chart.live
+    if not (live.isVisibleTo(win) and screen.contains(_on_screen(live, screen, win))
+            and live.width() >= live.fontMetrics().horizontalAdvance("p50 0.0   p99 0.0   max 0.0")):
+        out.append("the chart's p50 / p99 / max line is not shown whole")
+    if not screen.contains(_on_screen(win.statusBar(), screen, win)):
+        out.append("the status bar (messages) is off the screen")
+    return out
+
+
+def maximise(win: MainWindow, screen: QRect) -> None:
+    """The window with its frame (offscreen: a 2 px one) fills ``screen``."""
+    f, g = win.frameGeometry(), win.geometry()
+    win.setGeometry(screen.adjusted(g.left() - f.left(), g.top() - f.top(),
+                                    g.right() - f.right(), g.bottom() - f.bottom()))
+
+
+def check_all(win: MainWindow, screens=SCREENS) -> dict[str, list[str]]:
+    """Every screen, both modes, every tab: {where: misfits} for the places that do not fit."""
+    found = {}
+    for presenter in (False, True):
+        win.talk.set_presenter(presenter)
+        for w, h in screens:
+            screen = QRect(0, 0, w, h)
+            for how in ("opened", "maximised"):
+                if how == "opened":
+                    win.fit_to_screen(screen)
+                else:
+                    maximise(win, screen)
+                for i in range(win.tabs.count()):
+                    win.tabs.setCurrentIndex(i)
+                    _settle()
+                    bad = misfits(win, screen)
+                    if bad:
+                        found[f"{w}x{h} {how} presenter={presenter} tab={win.tabs.tabText(i)}"] = bad
+    win.talk.set_presenter(False)
+    return found
+
+
+@pytest.fixture
+def window(qapp):
+    from lanemon.ui.shell.app import application
+
+    application()
+    win = MainWindow()
+    win.show()
+    yield win
+    win.hide()
+    win.deleteLater()
+
+
+@pytest.mark.parametrize(("w", "h"), [*SCREENS, (800, 600), (2560, 1440)])
+def test_opening_geometry_lies_within_the_available_area(w, h):
+    for origin in (QPoint(0, 0), QPoint(64, 27)):       # a panel on the left / at the top
+        available = QRect(origin, QPoint(origin.x() + w - 1, origin.y() + h - 1))
+        g = opening_geometry(available)
+        assert available.contains(g), (available.getRect(), g.getRect())
+        assert g.width() <= DEFAULT_SIZE[0] and g.height() <= DEFAULT_SIZE[1]
+        if w >= DEFAULT_SIZE[0] + 16 and h >= DEFAULT_SIZE[1] + 40:
+            assert g.size().toTuple() == DEFAULT_SIZE
+        else:              # room for a title bar on a small screen: the status bar stays on it
+            assert g.height() <= h - 40
+
+
+def test_the_window_opens_within_its_screen(window):
+    assert window.screen().availableGeometry().contains(window.geometry())
+
+
+def test_every_control_fits_every_screen_in_both_modes(window):
+    assert check_all(window) == {}
+
+
+def test_tables_drop_low_priority_columns_then_elide_instead_of_scrolling(window):
+    from lanemon.ui.kit.tables import column_fit
+
+    table = window.views["lanes"].lanes_table
+    fit = column_fit(table)
+    assert fit is not None
+    busy = table.model().COLUMNS.index("busy outside")
+    maximise(window, QRect(0, 0, 1920, 1080))      # maximised on a large screen
+    window.show_view("lanes")
+    _settle()
+    assert fit.dropped == frozenset() and not table.isColumnHidden(busy)
+    window.talk.set_presenter(True)
+    window.fit_to_screen(QRect(0, 0, 1024, 768))
+    _settle()
+    shown = [c for c in range(table.model().columnCount()) if not table.isColumnHidden(c)]
+    assert fit.dropped, "a narrow table keeps every column"
+    assert busy in shown                       # what a user toggles is never dropped
+    assert sum(table.columnWidth(c) for c in shown) <= table.viewport().width()
+    assert not table.horizontalScrollBar().isVisible()
+    window.talk.set_presenter(False)
+    maximise(window, QRect(0, 0, 1920, 1080))
+    _settle()
+    assert fit.dropped == frozenset()          # room again: the columns come back
+
+
+def test_chart_message_goes_where_the_user_looks(window, tmp_path):
+    window.show_view("lanes")                  # not the Runs tab, where the banner is
+    path = str(tmp_path / "chart.png")
+    assert window.export_chart_to(path)
+    assert window.statusBar().currentMessage() == f"Chart written to {path}"
+    bad = str(tmp_path / "missing" / "chart.png")
+    assert not window.export_chart_to(bad)
+    assert window.statusBar().currentMessage().startswith("Chart not written")
+
+
+_CHILD = """
+import json, sys
+from PySide6.QtWidgets import QApplication
+sys.path.insert(0, {tests!r})
+from lanemon.ui.shell.app import application
+from lanemon.ui.shell.main_window import MainWindow
+from test_ui_fit import check_all
+app = application()
+win = MainWindow()
+win.show()
+found = check_all(win, ((1024, 768), (1280, 720)))
+print(json.dumps({{"dpr": app.primaryScreen().devicePixelRatio(), "found": found}}))
+win.hide()
+"""
+
+
+def test_every_control_fits_at_device_pixel_ratio_2(tmp_path):
+    env = dict(os.environ, QT_SCALE_FACTOR="2", QT_QPA_PLATFORM="offscreen", LANEMON_NO_SETTINGS="1")
+    out = subprocess.run([sys.executable, "-c", _CHILD.format(tests=os.path.dirname(__file__))],
+                         env=env, capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+    assert out.returncode == 0, out.stderr[-2000:]
+    answer = json.loads(out.stdout.strip().splitlines()[-1])
+    assert answer["dpr"] == 2
+    assert answer["found"] == {}
