@@ -42,6 +42,7 @@ import time
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QApplication,
+    QBoxLayout,
     QGroupBox,
     QHBoxLayout,
     QPushButton,
@@ -161,13 +162,17 @@ class CountersView(LiveView):
         self._right.setLayout(right)
         right.setContentsMargins(0, 0, 0, 0)
 
-        layout = QHBoxLayout(self)
+        top = QHBoxLayout()
+        top.setSpacing(8)
+        top.addWidget(controls, 0)
+        top.addLayout(board, 1)
+        layout = QBoxLayout(QBoxLayout.Direction.LeftToRight, self)
         layout.setContentsMargins(8, 8, 8, 8)
         layout.setSpacing(8)
-        layout.addWidget(controls, 0)
-        layout.addLayout(board, 1)
+        layout.addLayout(top, 1)
         layout.addWidget(self._right, 0)
-        # simulation | board | numbers side by side when the board keeps BOARD_AT px, else stacked
+        # simulation | board | numbers side by side when the board keeps BOARD_AT px, else the
+        # numbers go below the simulation and its board (which stay side by side)
         self.reflow = Reflow(self, layout, self._wide_at)
 
         # --- wiring ------------------------------------------------------------------

@@ -6,7 +6,9 @@ least width, so not the owner's own width): at or above
 ``wide_at()`` pixels (a callable, so it can follow the font scale) ``target``
 (a ``QBoxLayout`` or a ``QSplitter``) lays its parts out left to right, below
 it top to bottom; the tab page around the view then scrolls vertically, never
-sideways. ``on_change(wide)`` (optional) is called after each switch, for what
+sideways. A resize, or a part whose least size changed (a longer text), decides on
+the loop's next turn (never inside the resize or the layout pass).
+``on_change(wide)`` (optional) is called after each switch, for what
 a view changes with the direction (e.g. a table's least height). ``apply()``
 re-decides now (call it after a font change).
 """
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtWidgets import QBoxLayout, QSplitter, QWidget
 
 
@@ -29,6 +31,12 @@ class Reflow(QObject):
         self._on_change = on_change
         self.wide: bool | None = None
         self._watched: QWidget | None = None
+        # a switch never happens inside a resize (a layout being laid out, a style being applied):
+        # it waits for the loop's next turn
+        self._later = QTimer(self)
+        self._later.setSingleShot(True)
+        self._later.setInterval(0)
+        self._later.timeout.connect(self.apply)
         owner.installEventFilter(self)
         self._watch_parent()
 
@@ -51,9 +59,9 @@ class Reflow(QObject):
         kind = event.type()
         if kind == QEvent.Type.ParentChange and watched is self._owner:
             self._watch_parent()
-            self.apply()
-        elif kind == QEvent.Type.Resize:
-            self.apply()
+            self._later.start()
+        elif kind == QEvent.Type.Resize or (kind == QEvent.Type.LayoutRequest and watched is self._owner):
+            self._later.start()      # resized, or a part's least size changed (a longer text)
         return False
 
     def apply(self) -> None:

@@ -64,6 +64,7 @@ MIN_JOB_ROWS = 12      # jobs per list (running / waiting / recent) read per fra
 # columns that give way first when a table is narrow (least needed first): never "busy outside"
 WS_DROP_ORDER = ("last run", "stop", "epoch", "held")
 QUEUE_DROP_ORDER = ("detail", "work", "time")
+STACKED_BODY_AT = 300   # px at font scale 1: the timeline and queues' least height when stacked
 COLUMN_AT = 560   # px at font scale 1: the least width of the timeline and queues beside each other
 
 class _Observer:
@@ -220,6 +221,7 @@ class LanesView(LiveView):
         body.setStretchFactor(1, 7)
         body.setSizes([640, 345])
         body.setChildrenCollapsible(False)
+        self._body = body
         main = QSplitter(Qt.Orientation.Horizontal)
         main.addWidget(self.controls)
         main.addWidget(body)
@@ -229,7 +231,7 @@ class LanesView(LiveView):
         main.setChildrenCollapsible(False)
         self.splitter = main
         # the controls beside timeline, workspaces | queues when all fit side by side, above when not
-        self.reflow = Reflow(self, main, self._wide_at)
+        self.reflow = Reflow(self, main, self._wide_at, self._order)
         keep_within_width(self.lanes_table, drop=tuple(WorkspacesModel.COLUMNS.index(n) for n in WS_DROP_ORDER))
         for t in self.queue_tables.values():
             keep_within_width(t, drop=tuple(JobsModel.COLUMNS.index(n) for n in QUEUE_DROP_ORDER))
@@ -269,6 +271,17 @@ class LanesView(LiveView):
         self._size_columns()
         self.timeline.apply_fonts()
         self.reflow.apply()
+        if self.reflow.wide is not None:
+            self._order(self.reflow.wide)
+
+    def _order(self, wide: bool) -> None:
+        """Side by side: the controls on the left. Stacked: the timeline and the queues
+        first (what a talk shows), the controls below them."""
+        first = self.controls if wide else self._body
+        if self.splitter.indexOf(first) != 0:
+            self.splitter.insertWidget(0, first)
+        # stacked, the timeline and the queues keep a readable height (the tab page scrolls)
+        self._body.setMinimumHeight(0 if wide else int(STACKED_BODY_AT * theme.font_scale()))
 
     def _wide_at(self) -> int:
         """The least width at which the three columns fit side by side."""

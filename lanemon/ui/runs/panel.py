@@ -21,7 +21,7 @@ with a message.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -66,7 +66,8 @@ def _restyle(widget, sheet: str) -> None:
 
 
 # the results' columns that give way first when the table is narrow (least needed first)
-RESULT_DROP_ORDER = ("result", "slices", "samples", "total", "p50")
+RESULT_DROP_ORDER = ("result", "slices", "samples", "p50", "total")
+RESULTS_AT = 300   # px at font scale 1: the results' least width beside the job form
 
 class RunsPanel(LiveView):
     """Job size, Whole / Sliced / Worker, the results table and exports."""
@@ -207,11 +208,10 @@ class RunsPanel(LiveView):
         rl = QVBoxLayout(results)
         rl.addWidget(self.table, 1)
         rl.addWidget(self.figures)
-        bottom = QHBoxLayout()
-        bottom.addStretch(1)
-        for b in (self.export_report_btn, self.export_csv_btn, self.export_png_btn):
-            bottom.addWidget(b)
-        rl.addLayout(bottom)
+        self._exports = QGridLayout()           # one row when it fits, else two (_place_exports)
+        self._exports.setColumnStretch(0, 1)
+        self._exports_in_one_row: bool | None = None
+        rl.addLayout(self._exports)
 
         layout = QHBoxLayout(self)
         layout.setContentsMargins(8, 8, 8, 8)
@@ -219,8 +219,10 @@ class RunsPanel(LiveView):
         layout.addWidget(results, 1)
         self._job_box = job
         self._results_box = results
+        self._place_exports(True)
         # the job form beside the results when both fit, above them when not
-        self.reflow = Reflow(self, layout, self._wide_at)
+        self.reflow = Reflow(self, layout, self._wide_at, lambda _wide: self._fit_exports())
+        results.installEventFilter(self)
         self.apply_fonts()
 
         # --- wiring: inputs and controller events -> coalesced repaint -------------------
@@ -237,11 +239,53 @@ class RunsPanel(LiveView):
         self._slicing_changed()
         self.refresh()
 
+    def _export_buttons(self) -> tuple[QPushButton, ...]:
+        return (self.export_report_btn, self.export_csv_btn, self.export_png_btn)
+
+    def _exports_width(self, one_row: bool) -> int:
+        """The width the export buttons take in one row, or in two (two, then one under)."""
+        w = [b.sizeHint().width() for b in self._export_buttons()]
+        gap = self._exports.horizontalSpacing()
+        return sum(w) + 2 * gap if one_row else max(w[0] + w[1] + gap, w[2])
+
+    def _place_exports(self, one_row: bool) -> None:
+        if one_row == self._exports_in_one_row:
+            return
+        self._exports_in_one_row = one_row
+        report, csv, png = self._export_buttons()
+        for b in (report, csv, png):
+            self._exports.removeWidget(b)
+        self._exports.addWidget(report, 0, 1)
+        self._exports.addWidget(csv, 0, 2)
+        if one_row:
+            self._exports.addWidget(png, 0, 3)
+        else:
+            self._exports.addWidget(png, 1, 2)
+
+    def _fit_exports(self) -> None:
+        """One row of export buttons if the room the results are given (from the width the
+        panel is given, not the results' own: that follows the buttons) holds it."""
+        m, rm = self.layout().contentsMargins(), self._results_box.layout().contentsMargins()
+        room = self.reflow.room() - m.left() - m.right() - rm.left() - rm.right()
+        if self.reflow.wide:
+            room -= self._job_box.width() + self.layout().spacing()
+        self._place_exports(room >= self._exports_width(True))
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self._results_box and event.type() == QEvent.Type.Resize:
+            self._fit_exports()
+        return super().eventFilter(watched, event)
+
     def _wide_at(self) -> int:
-        """The least width at which the job form and the results fit side by side."""
+        """The least width at which the job form and the results fit side by side (the
+        export buttons in two rows if need be)."""
         m = self.layout().contentsMargins()
-        return (self._job_box.width() + self._results_box.minimumSizeHint().width()
-                + self.layout().spacing() + m.left() + m.right())
+        rm = self._results_box.layout().contentsMargins()
+        least = max(int(RESULTS_AT * theme.font_scale()), self._exports_width(False),
+                    self.figures.minimumSizeHint().width(), self.table.minimumSizeHint().width(),
+                    self._results_box.fontMetrics().horizontalAdvance(self._results_box.title()) + 40)
+        results = least + rm.left() + rm.right()
+        return self._job_box.width() + results + self.layout().spacing() + m.left() + m.right()
 
     def fonts_changed(self) -> None:
         """Follow ``theme.font_scale`` (``LiveView.apply_fonts``, called by ``MainWindow.set_font_scale``)."""
