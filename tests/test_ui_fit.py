@@ -227,3 +227,56 @@ def test_every_control_fits_at_device_pixel_ratio_2(tmp_path):
     answer = json.loads(out.stdout.strip().splitlines()[-1])
     assert answer["dpr"] == 2
     assert answer["found"] == {}
+
+
+def test_busy_outside_button_says_on_and_off(qapp):
+    from lanemon.ui.tools.testing import run_window, wait_until
+
+    async def scenario(win):
+        view = win.views["lanes"]
+        c = view.controls
+        win.show_view("lanes")
+        c.set_workspace("ws-04")
+        texts = [c.busy_button.text()]
+        c.busy_button.click()
+        await wait_until(lambda: view.scheduler.occupancy.is_busy("ws-04"), 10)
+        texts.append(c.busy_button.text())
+        c.busy_button.click()
+        await wait_until(lambda: not view.scheduler.occupancy.is_busy("ws-04"), 10)
+        texts.append(c.busy_button.text())
+        return texts
+
+    rc, texts, errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert [t.replace("&", "").endswith(": on") for t in texts] == [False, True, False]
+    assert [t.replace("&", "").endswith(": off") for t in texts] == [True, False, True]
+
+
+def test_a_narrow_table_elides_its_cells_and_keeps_its_headers_whole(qapp):
+    from PySide6.QtGui import QStandardItem, QStandardItemModel
+    from PySide6.QtWidgets import QTableView
+
+    from lanemon.ui.kit.tables import fit_columns, keep_within_width
+
+    model = QStandardItemModel(2, 3)
+    model.setHorizontalHeaderLabels(["run", "place() · cold threshold", "ms"])
+    for row in range(2):
+        model.setItem(row, 0, QStandardItem("#3 worker · warm, a long name " * 3))
+        model.setItem(row, 1, QStandardItem("worker"))
+        model.setItem(row, 2, QStandardItem("1.0"))
+    view = QTableView()
+    view.setModel(model)
+    fit = keep_within_width(view)
+    header = view.horizontalHeader()
+    wide_head = header.sectionSizeHint(1)
+    view.resize(int(wide_head * 1.6), 200)       # too narrow for the cells, room for the headers
+    view.show()
+    _settle()
+    fit_columns(view)
+    _settle()
+    widths = [view.columnWidth(c) for c in range(3)]
+    assert sum(widths) <= view.viewport().width()
+    assert not view.horizontalScrollBar().isVisible()
+    assert widths[1] >= wide_head and widths[2] >= header.sectionSizeHint(2)   # headers whole
+    assert widths[0] < fit.natural(0)                                          # the long cells elide
+    view.hide()

@@ -78,7 +78,8 @@ class ColumnFit(QObject):
        natural widths of the shown ones exceed the viewport (never the last one
        shown); a column dropped here comes back as soon as it fits again;
     2. if they still do not fit, the widest columns are narrowed to a common cap
-       (not below the header's minimum section size) and their texts elide.
+       and their cells' texts elide, each column kept as wide as its header's text
+       (while the headers fit; else down to the minimum section size).
 
     Columns hidden by anyone else are left alone. The horizontal scroll bar is
     switched off for good.
@@ -135,9 +136,12 @@ class ColumnFit(QObject):
                 dropped.add(c)
         size = {c: width[c] for c in kept}
         if sum(size.values()) > avail and kept:
-            cap = _cap(sorted(size.values()), avail)
-            least = header.minimumSectionSize()
-            size = {c: max(least, min(w, cap)) for c, w in size.items()}
+            # the cells elide, the headers stay whole (a style sheet's header clips, it does not
+            # elide) while they fit; else every column is narrowed alike
+            heads = {c: min(width[c], header.sectionSizeHint(c)) for c in kept}
+            if sum(heads.values()) > avail:
+                heads = dict.fromkeys(kept, header.minimumSectionSize())
+            size = _capped(size, heads, avail)
         for c in dropped - self._dropped:
             view.setColumnHidden(c, True)
         for c in self._dropped - dropped:
@@ -148,15 +152,20 @@ class ColumnFit(QObject):
                 header.resizeSection(c, w)
 
 
-def _cap(widths: list[int], avail: int) -> int:
-    """The largest cap with ``sum(min(w, cap)) <= avail`` (``widths`` ascending)."""
-    remaining = avail
-    for i, w in enumerate(widths):
-        share = remaining // (len(widths) - i)
-        if w > share:
-            return share
-        remaining -= w
-    return widths[-1] if widths else avail
+def _capped(width: dict[int, int], floor: dict[int, int], avail: int) -> dict[int, int]:
+    """Each width cut to a common cap, never below its floor: the largest cap with
+    ``sum(max(floor, min(width, cap))) <= avail`` (the floors if even they do not fit)."""
+    def total(cap: int) -> int:
+        return sum(max(floor[c], min(w, cap)) for c, w in width.items())
+
+    lo, hi = 0, max(width.values())
+    while lo < hi:                      # the largest cap that fits
+        mid = (lo + hi + 1) // 2
+        if total(mid) <= avail:
+            lo = mid
+        else:
+            hi = mid - 1
+    return {c: max(floor[c], min(w, lo)) for c, w in width.items()}
 
 
 FIT_NAME = "lanemon-column-fit"

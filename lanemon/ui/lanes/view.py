@@ -53,7 +53,7 @@ from lanemon.ui.kit.live_label import LiveLabel, figure_parts
 from lanemon.ui.kit.live_view import LiveView
 from lanemon.ui.kit.reflow import Reflow
 from lanemon.ui.kit.tables import keep_within_width, set_widths
-from lanemon.ui.lanes.controls import LanesControls
+from lanemon.ui.lanes.controls import LanesControls, busy_text
 from lanemon.ui.lanes.model import QUEUE_LABELS, JobsModel, LaneRow, WorkspacesModel, job_row
 from lanemon.ui.lanes.timeline import LanesTimeline
 
@@ -495,6 +495,8 @@ class LanesView(LiveView):
         busy = bool(ws) and self.scheduler.occupancy.is_busy(ws)
         if b.isChecked() != busy:
             b.setChecked(busy)
+        if b.text() != busy_text(busy):
+            b.setText(busy_text(busy))
 
     # --- controls -> domain calls -----------------------------------------------------------------
     def _say(self, text: str, error: bool = False) -> None:
