@@ -193,7 +193,7 @@ def test_tables_drop_low_priority_columns_then_elide_instead_of_scrolling(window
     assert fit.dropped == frozenset()          # room again: the columns come back
 
 
-def test_chart_message_goes_where_the_user_looks(window, tmp_path):
+def test_runs_messages_also_go_to_the_status_bar(window, tmp_path):
     window.show_view("lanes")                  # not the Runs tab, where the banner is
     path = str(tmp_path / "chart.png")
     assert window.export_chart_to(path)
@@ -201,6 +201,14 @@ def test_chart_message_goes_where_the_user_looks(window, tmp_path):
     bad = str(tmp_path / "missing" / "chart.png")
     assert not window.export_chart_to(bad)
     assert window.statusBar().currentMessage().startswith("Chart not written")
+    csv = str(tmp_path / "beat.csv")
+    assert window.runs_panel.export_csv_to(csv)
+    assert window.statusBar().currentMessage().endswith(f"heartbeat ticks written to {csv}")
+    before = window.statusBar().currentMessage()
+    assert not window.runs_panel.export_report_to(str(tmp_path / "report.json"))   # no runs yet
+    assert window.statusBar().currentMessage() not in ("", before)
+    assert not window.runs_panel.export_report_to(str(tmp_path / "missing" / "report.json"), {"a": 1})
+    assert window.statusBar().currentMessage().startswith("Report not written")
 
 
 _CHILD = """

@@ -76,6 +76,7 @@ class RunsPanel(LiveView):
     REFRESH_HIDDEN = True   # its buttons, Esc and tables follow the runs from any tab
 
     export_chart_requested = Signal()   # the window owns the chart; it saves the PNG
+    noticed = Signal(str)               # each ``show_notice`` text: the window's status bar repeats it
 
     def __init__(self, controller: RunController, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -469,8 +470,10 @@ class RunsPanel(LiveView):
     # --- drawing --------------------------------------------------------------------------
     def show_notice(self, text: str, error: bool | None = None) -> None:
         """Add ``text`` to the banner (an error unless ``error`` is False) until a run starts or
-        ends (or newer messages push it out)."""
+        ends (or newer messages push it out); ``noticed`` carries it where the user looks
+        whatever the tab shows or the page is scrolled to (the window's status bar)."""
         self._add_message(text, True if error is None else bool(error), outcome=False)
+        self.noticed.emit(text)
 
     def _show_outcome(self, text: str, error: bool) -> None:
         self._add_message(text, error, outcome=True)

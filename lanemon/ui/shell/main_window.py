@@ -87,6 +87,9 @@ class MainWindow(QMainWindow):
 
         self.runs_panel = RunsPanel(self.controller)
         self.runs_panel.export_chart_requested.connect(self._export_chart)
+        # the Runs tab's messages (exports written or not, refused runs) also go to the status
+        # bar, which is inside the screen whatever the tab shows or where its page is scrolled
+        self.runs_panel.noticed.connect(lambda text: self.statusBar().showMessage(text, 15000))
         self.placement_panel = PlacementPanel(self.controller)
         self.add_view("runs", "Runs", self.runs_panel)
         self.add_view("placement", "Placement", self.placement_panel)
@@ -221,12 +224,9 @@ class MainWindow(QMainWindow):
         try:
             self.export_chart_png(path)
         except OSError as exc:
-            text = f"Chart not written: {cannot_write(path, exc)}"
-            self.runs_panel.show_notice(text, error=True)
-            self.statusBar().showMessage(text, 15000)   # where the user looks, whichever tab shows
+            self.runs_panel.show_notice(f"Chart not written: {cannot_write(path, exc)}", error=True)
             return False
         self.runs_panel.show_notice(f"Chart written to {path}", error=False)
-        self.statusBar().showMessage(f"Chart written to {path}", 15000)
         return True
 
     def _export_chart(self) -> None:
