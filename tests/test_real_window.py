@@ -56,12 +56,15 @@ def _lanemon() -> str:
 
 
 @pytest.fixture
-def display(tmp_path):
-    """A fresh Xvfb (1280x800x24, no TCP); its display name, e.g. ":3"."""
+def display(tmp_path, request):
+    """A fresh Xvfb (1280x800x24 unless the test asks for another size with
+    ``@pytest.mark.parametrize("display", ["1024x768"], indirect=True)``; no TCP);
+    its display name, e.g. ":3"."""
+    size = getattr(request, "param", "1280x800")
     xvfb = _tool("Xvfb")
     _tool("xdotool")
     read_fd, write_fd = os.pipe()
-    proc = subprocess.Popen([xvfb, "-displayfd", str(write_fd), "-screen", "0", "1280x800x24",
+    proc = subprocess.Popen([xvfb, "-displayfd", str(write_fd), "-screen", "0", f"{size}x24",
                              "-nolisten", "tcp", "-noreset"],
                             pass_fds=(write_fd,), stdout=subprocess.DEVNULL,
                             stderr=open(tmp_path / "xvfb.log", "wb"), start_new_session=True)
@@ -149,5 +152,60 @@ def test_the_lanemon_command_in_a_real_x_window(display, tmp_path):
     assert (home / ".config" / "lanemon" / "lanemon.conf").exists()   # settings saved, in the temp home
 
     # nothing it started outlives it (multiprocessing's helpers leave when their parent has gone)
+    left = wait_until_none_left(MARKER, marker, 20)
+    assert left == [], f"processes left behind: {left}\nstdout: {stdout}"
+
+
+@pytest.mark.parametrize("display", ["1024x768"], indirect=True)
+def test_the_window_opens_within_a_1024x768_screen(display, tmp_path):
+    """On a 1024x768 X screen the window opens inside it (it was 1280x800 whatever the
+    screen), in presenter mode too: the screenshot of the whole window fits the screen."""
+    xdotool = _tool("xdotool")
+    lanemon = _lanemon()
+    marker = uuid.uuid4().hex
+    home, shots, runtime = tmp_path / "home", tmp_path / "shots", tmp_path / "runtime"
+    for d in (home, shots, runtime):
+        d.mkdir()
+    runtime.chmod(0o700)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("LANEMON_NO_SETTINGS", "QT_QPA_PLATFORM", "WAYLAND_DISPLAY")}
+    env.update({
+        "DISPLAY": display, "QT_QPA_PLATFORM": "xcb",
+        "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_RUNTIME_DIR": str(runtime),
+        "LANEMON_TRACE": "1", "LANEMON_SCREENSHOT_DIR": str(shots), MARKER: marker,
+    })
+    x_env = {**os.environ, "DISPLAY": display}
+
+    def xdo(*args, timeout_s=30):
+        done = subprocess.run([xdotool, *args], env=x_env, capture_output=True, text=True, timeout=timeout_s)
+        assert done.returncode == 0, f"xdotool {' '.join(args)}: {done.stderr}"
+        return done.stdout
+
+    proc = subprocess.Popen([lanemon], env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    out, err = Lines(proc.stdout), Lines(proc.stderr)
+    geometry = ""
+    try:
+        window = xdo("search", "--sync", "--onlyvisible", "--name", "^lanemon — ").split()[0]
+        out.wait_for(r"^lanemon: shown$", 30)
+        geometry = xdo("getwindowgeometry", "--shell", window)
+        xdo("windowfocus", "--sync", window)
+        xdo("key", "--clearmodifiers", "F5")                     # presenter mode
+        xdo("key", "--clearmodifiers", "ctrl+shift+s")           # a screenshot of the window
+        path = out.wait_for(r"^lanemon: screenshot (.+\.png)$", 30).group(1)
+        xdo("key", "--clearmodifiers", "ctrl+q")
+        rc = proc.wait(60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    stdout, stderr = out.rest(), err.rest()
+
+    assert rc == 0, f"exit status {rc}; stderr:\n" + "\n".join(stderr)
+    place = dict(line.split("=", 1) for line in geometry.split())
+    x, y, w, h = (int(place[k]) for k in ("X", "Y", "WIDTH", "HEIGHT"))
+    assert 0 <= x and 0 <= y and x + w <= 1024 and y + h <= 768, geometry
+    width, height = _png_size(path)
+    assert width <= 1024 and height <= 768, (width, height)
     left = wait_until_none_left(MARKER, marker, 20)
     assert left == [], f"processes left behind: {left}\nstdout: {stdout}"

@@ -42,6 +42,7 @@ import time
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QApplication,
+    QBoxLayout,
     QGroupBox,
     QHBoxLayout,
     QPushButton,
@@ -62,6 +63,7 @@ from lanemon.ui.counters.grid import CountersGrid, StaffStrip, cells_from, chips
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.live_label import LiveLabel
 from lanemon.ui.kit.live_view import LiveView
+from lanemon.ui.kit.reflow import Reflow
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +71,8 @@ TEXT_FPS = 5   # the staff strip, the tallies and the headline: at most this oft
                # once after a control was used (figures that change 30 times a second cannot
                # be read; each of these costs ~0.2-0.6 ms to repaint)
 
+
+BOARD_AT = 220   # px at font scale 1: the board's least width beside the two fixed columns
 
 class CountersView(LiveView):
     """The Counters tab (see the module docstring). ``grid_frames`` counts the grid's
@@ -134,6 +138,7 @@ class CountersView(LiveView):
         board.addWidget(self.headline)
         board.addWidget(self.staff)
         board.addWidget(self.grid, 1)
+        self._board = board
 
         # --- numbers ---------------------------------------------------------------
         self.tallies = TalliesPanel()
@@ -157,12 +162,18 @@ class CountersView(LiveView):
         self._right.setLayout(right)
         right.setContentsMargins(0, 0, 0, 0)
 
-        layout = QHBoxLayout(self)
+        top = QHBoxLayout()
+        top.setSpacing(8)
+        top.addWidget(controls, 0)
+        top.addLayout(board, 1)
+        layout = QBoxLayout(QBoxLayout.Direction.LeftToRight, self)
         layout.setContentsMargins(8, 8, 8, 8)
         layout.setSpacing(8)
-        layout.addWidget(controls, 0)
-        layout.addLayout(board, 1)
+        layout.addLayout(top, 1)
         layout.addWidget(self._right, 0)
+        # simulation | board | numbers side by side when the board keeps BOARD_AT px, else the
+        # numbers go below the simulation and its board (which stay side by side)
+        self.reflow = Reflow(self, layout, self._wide_at)
 
         # --- wiring ------------------------------------------------------------------
         self.start_btn.clicked.connect(self.start)
@@ -178,12 +189,21 @@ class CountersView(LiveView):
         self.reset()
 
     # --- presenter mode --------------------------------------------------------------------
+    def _wide_at(self) -> int:
+        """The least width at which the three columns fit side by side."""
+        layout = self.layout()
+        m = layout.contentsMargins()
+        board = max(int(BOARD_AT * theme.font_scale()), self._board.minimumSize().width())
+        return (self._controls.width() + self._right.width() + board
+                + 2 * layout.spacing() + m.left() + m.right())
+
     def fonts_changed(self) -> None:
         s = theme.font_scale()
         self.start_btn.setStyleSheet(theme.run_button_style("sliced"))   # this theme's colours
         self.stop_btn.setStyleSheet(theme.run_button_style("whole"))
         self._controls.setFixedWidth(int(335 * s))
         self._right.setFixedWidth(int(405 * s))
+        self.reflow.apply()
         self.grid.apply_fonts()
         self.staff.apply_fonts()
         self.tallies.apply_fonts()

@@ -408,6 +408,26 @@ class HeartbeatChart(QWidget):
         self._update_grid()
         self._place_ref_labels()
 
+    def _controls_need_own_row(self) -> bool:
+        """Presenter type, or a header too narrow for the title, the whole figures line and
+        the controls on one row (a 1024-px screen): the controls go to a second row."""
+        if theme.font_scale() > 1.25:
+            return True
+        figures = self.live.fontMetrics().horizontalAdvance("p50 0000.0   p99 0000.0   max 00000.0   ms · last 20 s")
+        one_row = self.title.sizeHint().width() + figures + self._controls.sizeHint().width() + 40
+        return self.width() < one_row
+
+    def _place_controls(self) -> None:
+        two_rows = self._controls_need_own_row()
+        if two_rows != (self._head2.indexOf(self._controls) >= 0):
+            (self._head if two_rows else self._head2).removeWidget(self._controls)
+            (self._head2 if two_rows else self._head).addWidget(self._controls)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        # moving a widget between layouts inside a resize is not safe in Qt: next loop turn
+        QTimer.singleShot(0, self, self._place_controls)   # not after the chart is gone
+
     def _place_ref_labels(self) -> None:
         w = self._window_s
         for _line, label, where in self._ref_lines:
@@ -417,10 +437,7 @@ class HeartbeatChart(QWidget):
         """Re-apply fonts and colours after ``theme.apply`` changed the font scale or palette."""
         axis_font = self._axis_font = theme.style_axes(self.plot, self.font())
         self._apply_colors()
-        two_rows = theme.font_scale() > 1.25
-        if two_rows != (self._head2.indexOf(self._controls) >= 0):
-            (self._head if two_rows else self._head2).removeWidget(self._controls)
-            (self._head2 if two_rows else self._head).addWidget(self._controls)
+        self._place_controls()
         big = QFont(self.font())
         big.setPointSizeF(theme.pt(14))
         big.setBold(True)

@@ -41,6 +41,11 @@ def ws_name(i: int) -> str:
     return f"ws-{i:02d}"
 
 
+
+def busy_text(on: bool) -> str:
+    """The busy-outside button's text: it says its state, whatever the theme draws for "checked"."""
+    return "Busy &outside: on" if on else "Busy &outside: off"
+
 class LanesControls(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -96,7 +101,7 @@ class LanesControls(QWidget):
         self.fail_button.setToolTip("the next save of this job raises: it ends failed, lanes released")
         self.stop_button = QPushButton("Request &stop")
         self.stop_button.setToolTip("ask whatever runs in the workspace to stop at its next checkpoint")
-        self.busy_button = QPushButton("Busy &outside")
+        self.busy_button = QPushButton(busy_text(False))
         self.busy_button.setCheckable(True)
         self.busy_button.setToolTip("mark the workspace busy outside the scheduler (a program, a "
                                     "notebook, an unconfirmed result): nothing starts in it")

@@ -51,13 +51,21 @@ from lanemon.ui.kit import theme
 from lanemon.ui.kit.fast_delegate import FastDelegate
 from lanemon.ui.kit.live_label import LiveLabel, figure_parts
 from lanemon.ui.kit.live_view import LiveView
-from lanemon.ui.lanes.controls import LanesControls
+from lanemon.ui.kit.reflow import Reflow
+from lanemon.ui.kit.tables import keep_within_width, set_widths
+from lanemon.ui.lanes.controls import LanesControls, busy_text
 from lanemon.ui.lanes.model import QUEUE_LABELS, JobsModel, LaneRow, WorkspacesModel, job_row
 from lanemon.ui.lanes.timeline import LanesTimeline
 
 TEXT_FPS = 4           # tables, titles and counters (at once after a control was used)
 MIN_JOB_ROWS = 12      # jobs per list (running / waiting / recent) read per frame, at least
 
+
+# columns that give way first when a table is narrow (least needed first): never "busy outside"
+WS_DROP_ORDER = ("last run", "stop", "epoch", "held")
+QUEUE_DROP_ORDER = ("detail", "work", "time")
+STACKED_BODY_AT = 300   # px at font scale 1: the timeline and queues' least height when stacked
+COLUMN_AT = 560   # px at font scale 1: the least width of the timeline and queues beside each other
 
 class _Observer:
     """The event callback: marks the view dirty, remembers when a save started being held."""
@@ -206,16 +214,27 @@ class LanesView(LiveView):
         for q in scheduler.queues:
             right.addWidget(titled(self.queue_titles[q], self.queue_tables[q]))
         right.setChildrenCollapsible(False)
+        body = QSplitter(Qt.Orientation.Horizontal)
+        body.addWidget(middle)
+        body.addWidget(right)
+        body.setStretchFactor(0, 13)    # the workspaces table has the most columns
+        body.setStretchFactor(1, 7)
+        body.setSizes([640, 345])
+        body.setChildrenCollapsible(False)
+        self._body = body
         main = QSplitter(Qt.Orientation.Horizontal)
         main.addWidget(self.controls)
-        main.addWidget(middle)
-        main.addWidget(right)
+        main.addWidget(body)
         main.setStretchFactor(0, 0)
-        main.setStretchFactor(1, 5)
-        main.setStretchFactor(2, 5)
-        main.setSizes([300, 470, 510])
+        main.setStretchFactor(1, 10)
+        main.setSizes([300, 980])
         main.setChildrenCollapsible(False)
         self.splitter = main
+        # the controls beside timeline, workspaces | queues when all fit side by side, above when not
+        self.reflow = Reflow(self, main, self._wide_at, self._order)
+        keep_within_width(self.lanes_table, drop=tuple(WorkspacesModel.COLUMNS.index(n) for n in WS_DROP_ORDER))
+        for t in self.queue_tables.values():
+            keep_within_width(t, drop=tuple(JobsModel.COLUMNS.index(n) for n in QUEUE_DROP_ORDER))
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 4, 6, 4)
@@ -251,6 +270,22 @@ class LanesView(LiveView):
             t.verticalHeader().setMinimumSectionSize(row)
         self._size_columns()
         self.timeline.apply_fonts()
+        self.reflow.apply()
+        if self.reflow.wide is not None:
+            self._order(self.reflow.wide)
+
+    def _order(self, wide: bool) -> None:
+        """Side by side: the controls on the left. Stacked: the timeline and the queues
+        first (what a talk shows), the controls below them."""
+        first = self.controls if wide else self._body
+        if self.splitter.indexOf(first) != 0:
+            self.splitter.insertWidget(0, first)
+        # stacked, the timeline and the queues keep a readable height (the tab page scrolls)
+        self._body.setMinimumHeight(0 if wide else int(STACKED_BODY_AT * theme.font_scale()))
+
+    def _wide_at(self) -> int:
+        """The least width at which the three columns fit side by side."""
+        return self.controls.minimumSizeHint().width() + int(COLUMN_AT * theme.font_scale())
 
     def _size_columns(self) -> None:
         fm = QFontMetrics(self.font())
@@ -261,12 +296,10 @@ class LanesView(LiveView):
         pad = int(24 * theme.font_scale())
         lanes = (wid("ws-000"), bwid("reservations #0000"), wid("epoch"), wid("held 00"),
                  wid("stop from the window"), wid("#0000 succeeded"))
-        for i, w in enumerate(lanes):
-            self.lanes_table.setColumnWidth(i, w + pad)
+        set_widths(self.lanes_table, {i: w + pad for i, w in enumerate(lanes)})
         jobs = (wid("0000"), wid("ws-000"), bwid("succeeded"), wid("00.0 s"), wid("sim 2000 ms"))
         for t in self.queue_tables.values():
-            for i, w in enumerate(jobs):
-                t.setColumnWidth(i, w + pad)
+            set_widths(t, {i: w + pad for i, w in enumerate(jobs)})
 
     # --- refresh -----------------------------------------------------------------------------
     def request_refresh(self) -> None:
@@ -462,6 +495,8 @@ class LanesView(LiveView):
         busy = bool(ws) and self.scheduler.occupancy.is_busy(ws)
         if b.isChecked() != busy:
             b.setChecked(busy)
+        if b.text() != busy_text(busy):
+            b.setText(busy_text(busy))
 
     # --- controls -> domain calls -----------------------------------------------------------------
     def _say(self, text: str, error: bool = False) -> None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -51,7 +51,8 @@ from PySide6.QtWidgets import (
 from lanemon.files import cannot_write
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.live_view import LiveView
-from lanemon.ui.kit.tables import NEW_ROWS, fit_columns
+from lanemon.ui.kit.reflow import Reflow
+from lanemon.ui.kit.tables import NEW_ROWS, fit_columns, keep_within_width
 from lanemon.ui.runs.controller import RunController
 from lanemon.ui.runs.model import COLUMNS, RunsTableModel
 from lanemon.ui.shell import exports
@@ -72,6 +73,10 @@ def _restyle(widget, sheet: str) -> None:
         widget.setStyleSheet(sheet)
 
 
+# the results' columns that give way first when the table is narrow (least needed first)
+RESULT_DROP_ORDER = ("result", "slices", "samples", "p50", "total")
+RESULTS_AT = 300   # px at font scale 1: the results' least width beside the job form
+
 class RunsPanel(LiveView):
     """Job size, Whole / Sliced / Worker, the results table and exports."""
 
@@ -79,6 +84,7 @@ class RunsPanel(LiveView):
     REFRESH_HIDDEN = True   # its buttons, Esc and tables follow the runs from any tab
 
     export_chart_requested = Signal()   # the window owns the chart; it saves the PNG
+    noticed = Signal(str)               # each ``show_notice`` text: the window's status bar repeats it
 
     def __init__(self, controller: RunController, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -192,6 +198,8 @@ class RunsPanel(LiveView):
         self.table.verticalHeader().setVisible(False)
         self.table.setShowGrid(False)
         self.table.setWordWrap(False)
+        # never sideways: the least needed columns go first, then the widest texts elide
+        keep_within_width(self.table, drop=tuple(COLUMNS.index(n) for n in RESULT_DROP_ORDER))
         # widths from the newest rows (fit_columns, on each refresh and font change):
         # ResizeToContents re-measured every row on each change, a cost that grew with the history
 
@@ -211,17 +219,21 @@ class RunsPanel(LiveView):
         rl = QVBoxLayout(results)
         rl.addWidget(self.table, 1)
         rl.addWidget(self.figures)
-        bottom = QHBoxLayout()
-        bottom.addStretch(1)
-        for b in (self.export_report_btn, self.export_csv_btn, self.export_png_btn):
-            bottom.addWidget(b)
-        rl.addLayout(bottom)
+        self._exports = QGridLayout()           # one row when it fits, else two (_place_exports)
+        self._exports.setColumnStretch(0, 1)
+        self._exports_in_one_row: bool | None = None
+        rl.addLayout(self._exports)
 
         layout = QHBoxLayout(self)
         layout.setContentsMargins(8, 8, 8, 8)
         layout.addWidget(job, 0)
         layout.addWidget(results, 1)
         self._job_box = job
+        self._results_box = results
+        self._place_exports(True)
+        # the job form beside the results when both fit, above them when not
+        self.reflow = Reflow(self, layout, self._wide_at, lambda _wide: self._fit_exports())
+        results.installEventFilter(self)
         self.apply_fonts()
 
         # --- wiring: inputs and controller events -> coalesced repaint -------------------
@@ -238,6 +250,54 @@ class RunsPanel(LiveView):
         self._slicing_changed()
         self.refresh()
 
+    def _export_buttons(self) -> tuple[QPushButton, ...]:
+        return (self.export_report_btn, self.export_csv_btn, self.export_png_btn)
+
+    def _exports_width(self, one_row: bool) -> int:
+        """The width the export buttons take in one row, or in two (two, then one under)."""
+        w = [b.sizeHint().width() for b in self._export_buttons()]
+        gap = self._exports.horizontalSpacing()
+        return sum(w) + 2 * gap if one_row else max(w[0] + w[1] + gap, w[2])
+
+    def _place_exports(self, one_row: bool) -> None:
+        if one_row == self._exports_in_one_row:
+            return
+        self._exports_in_one_row = one_row
+        report, csv, png = self._export_buttons()
+        for b in (report, csv, png):
+            self._exports.removeWidget(b)
+        self._exports.addWidget(report, 0, 1)
+        self._exports.addWidget(csv, 0, 2)
+        if one_row:
+            self._exports.addWidget(png, 0, 3)
+        else:
+            self._exports.addWidget(png, 1, 2)
+
+    def _fit_exports(self) -> None:
+        """One row of export buttons if the room the results are given (from the width the
+        panel is given, not the results' own: that follows the buttons) holds it."""
+        m, rm = self.layout().contentsMargins(), self._results_box.layout().contentsMargins()
+        room = self.reflow.room() - m.left() - m.right() - rm.left() - rm.right()
+        if self.reflow.wide:
+            room -= self._job_box.width() + self.layout().spacing()
+        self._place_exports(room >= self._exports_width(True))
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self._results_box and event.type() == QEvent.Type.Resize:
+            self._fit_exports()
+        return super().eventFilter(watched, event)
+
+    def _wide_at(self) -> int:
+        """The least width at which the job form and the results fit side by side (the
+        export buttons in two rows if need be)."""
+        m = self.layout().contentsMargins()
+        rm = self._results_box.layout().contentsMargins()
+        least = max(int(RESULTS_AT * theme.font_scale()), self._exports_width(False),
+                    self.figures.minimumSizeHint().width(), self.table.minimumSizeHint().width(),
+                    self._results_box.fontMetrics().horizontalAdvance(self._results_box.title()) + 40)
+        results = least + rm.left() + rm.right()
+        return self._job_box.width() + results + self.layout().spacing() + m.left() + m.right()
+
     def fonts_changed(self) -> None:
         """Follow ``theme.font_scale`` (``LiveView.apply_fonts``, called by ``MainWindow.set_font_scale``)."""
         s = theme.font_scale()
@@ -247,6 +307,7 @@ class RunsPanel(LiveView):
         for name in ("slices", "result"):
             self.table.setColumnHidden(COLUMNS.index(name), s > 1.25)
         fit_columns(self.table, stretch_last=False)
+        self.reflow.apply()
         # colours too (the palette may have changed): run buttons, the results' rows, then the
         # texts on the next refresh
         for family, kind in (("whole", "whole"), ("sliced", "sliced"), ("worker", self.worker_kind.currentText())):
@@ -445,8 +506,10 @@ class RunsPanel(LiveView):
     # --- drawing --------------------------------------------------------------------------
     def show_notice(self, text: str, error: bool | None = None) -> None:
         """Add ``text`` to the banner (an error unless ``error`` is False) until a run starts or
-        ends (or newer messages push it out)."""
+        ends (or newer messages push it out); ``noticed`` carries it where the user looks
+        whatever the tab shows or the page is scrolled to (the window's status bar)."""
         self._add_message(text, True if error is None else bool(error), outcome=False)
+        self.noticed.emit(text)
 
     def _show_outcome(self, text: str, error: bool) -> None:
         self._add_message(text, error, outcome=True)

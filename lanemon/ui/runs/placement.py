@@ -25,7 +25,6 @@ from PySide6.QtWidgets import (
     QGridLayout,
     QGroupBox,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QTableView,
     QTableWidget,
@@ -36,7 +35,8 @@ from PySide6.QtWidgets import (
 
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.live_view import LiveView
-from lanemon.ui.kit.tables import NEW_ROWS, fit_columns
+from lanemon.ui.kit.reflow import Reflow
+from lanemon.ui.kit.tables import NEW_ROWS, fit_columns, keep_within_width
 from lanemon.ui.runs.controller import MAX_RECORDS, RunController
 from lanemon.ui.runs.model import RunRecord
 from lanemon.work import DEFAULT_THRESHOLD_MS, decide
@@ -54,6 +54,8 @@ def _item(text: str, color: str | None = None, bold: bool = False, right: bool =
         it.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
     return it
 
+
+WIDE_AT = 1100   # px at font scale 1: below it the job form goes above the runs (both tables whole)
 
 PLACED_COLUMNS = ("run", "workMs", "place() · cold threshold", "warm threshold")
 PLACED_LIMIT = MAX_RECORDS   # rows kept (newest first), as many as the runs history; older ones leave
@@ -183,6 +185,7 @@ class PlacementPanel(LiveView):
         self.thresholds = QTableWidget(3, 4)
         self.thresholds.setHorizontalHeaderLabels(["threshold from", "measured", "threshold", "place()"])
         self._table_style(self.thresholds)
+        keep_within_width(self.thresholds)
 
         job = QGroupBox("Describe a job")
         g = QGridLayout(job)
@@ -200,6 +203,7 @@ class PlacementPanel(LiveView):
         self.after = QTableView()
         self.after.setModel(self.placed)
         self._table_style(self.after)
+        keep_within_width(self.after)
         runs = QGroupBox("After each run: place() for its measured time")
         rl = QVBoxLayout(runs)
         rl.addWidget(self.after)
@@ -208,6 +212,8 @@ class PlacementPanel(LiveView):
         layout.setContentsMargins(8, 8, 8, 8)
         layout.addWidget(job, 1)
         layout.addWidget(runs, 1)
+        # the job beside the runs when both tables show their columns whole, above them when not
+        self.reflow = Reflow(self, layout, lambda: int(WIDE_AT * theme.font_scale()))
 
         controller.changed.connect(self.schedule_refresh)
         self.cpu_ms.valueChanged.connect(self.schedule_refresh)
@@ -224,8 +230,7 @@ class PlacementPanel(LiveView):
         t.setAlternatingRowColors(True)
         t.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         h = t.horizontalHeader()
-        h.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        h.setStretchLastSection(True)
+        h.setStretchLastSection(True)       # widths: fit_columns (within the width: keep_within_width)
 
     def fonts_changed(self) -> None:
         f = QFont(self.font())
@@ -233,6 +238,8 @@ class PlacementPanel(LiveView):
         f.setBold(True)
         self.word.setFont(f)
         fit_columns(self.after, bold_cells=True)
+        fit_columns(self.thresholds, bold_cells=True)
+        self.reflow.apply()
         self.placed.colours_changed()
 
     def schedule_refresh(self, *_args) -> None:
@@ -273,5 +280,6 @@ class PlacementPanel(LiveView):
                 self.thresholds.setItem(r, 2, _item(f"{threshold:g} ms", right=True))
                 self.thresholds.setItem(r, 3, _item(where, theme.PLACE_COLORS[where], bold=True))
 
+        fit_columns(self.thresholds, bold_cells=True)
         if self.placed.refresh():            # new rows (on top, mostly): the columns may widen
             fit_columns(self.after, NEW_ROWS, bold_cells=True, grow_only=True)

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QRect, Qt, QTimer, Signal
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication, QFrame, QLabel, QMainWindow, QScrollArea, QSplitter, QTabWidget, QWidget
 
 from lanemon.files import cannot_write
@@ -47,6 +48,18 @@ from lanemon.ui.runs.placement import PlacementPanel
 from lanemon.ui.shell import exports
 
 DEFAULT_SIZE = (1280, 800)
+FRAME_ALLOWANCE = (16, 40)   # px a window manager's frame and title bar may add around the window
+
+
+def opening_geometry(available: QRect) -> QRect:
+    """The window's first geometry on a screen whose available area is ``available``:
+    ``DEFAULT_SIZE`` where it fits, else as large as fits with room left for a frame and a
+    title bar; centred in the available area. Guaranteed inside ``available``."""
+    w = max(1, min(DEFAULT_SIZE[0], available.width() - FRAME_ALLOWANCE[0]))
+    h = max(1, min(DEFAULT_SIZE[1], available.height() - FRAME_ALLOWANCE[1]))
+    x = available.x() + (available.width() - w) // 2
+    y = available.y() + (available.height() - h) // 2
+    return QRect(x, y, w, h)
 
 
 class MainWindow(QMainWindow):
@@ -56,7 +69,11 @@ class MainWindow(QMainWindow):
         super().__init__(parent)
         self.setStyleSheet(theme.stylesheet())   # before the children exist: nothing to restyle yet
         self.setWindowTitle("lanemon — event-loop lag")
-        self.resize(*DEFAULT_SIZE)
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        if screen is not None:
+            self.fit_to_screen(screen.availableGeometry())
+        else:
+            self.resize(*DEFAULT_SIZE)
         self.heartbeat = Heartbeat(period_ms, parent=self)
         self.controller = RunController(self.heartbeat, self)
         self.chart = HeartbeatChart(self.heartbeat, self.controller)
@@ -70,6 +87,9 @@ class MainWindow(QMainWindow):
 
         self.runs_panel = RunsPanel(self.controller)
         self.runs_panel.export_chart_requested.connect(self._export_chart)
+        # the Runs tab's messages (exports written or not, refused runs) also go to the status
+        # bar, which is inside the screen whatever the tab shows or where its page is scrolled
+        self.runs_panel.noticed.connect(lambda text: self.statusBar().showMessage(text, 15000))
         self.placement_panel = PlacementPanel(self.controller)
         self.add_view("runs", "Runs", self.runs_panel)
         self.add_view("placement", "Placement", self.placement_panel)
@@ -101,6 +121,11 @@ class MainWindow(QMainWindow):
         # talk mode: menus, shortcuts, presenter mode, full screen, the shortcut overlay, About
         from lanemon.ui.shell.talk_mode import install as install_talk_mode
         self.talk = install_talk_mode(self)
+
+    def fit_to_screen(self, available: QRect) -> None:
+        """Place the window (not full screen or maximised) within ``available`` (a screen's
+        ``availableGeometry``): see ``opening_geometry``."""
+        self.setGeometry(opening_geometry(available))
 
     # --- hooks -----------------------------------------------------------------------------
     def add_view(self, key: str, title: str, widget: LiveView) -> int:
