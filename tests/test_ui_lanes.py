@@ -429,3 +429,39 @@ def test_the_view_keeps_only_a_window_of_finished_jobs(qtbot):
     for q, m in view.queue_models.items():
         assert 0 < m.rowCount() <= 30
         assert m.job_id(0) == s.snapshot().queues[q].recent[-1].id   # the last one finished
+
+
+def test_act_on_keeps_the_users_pick_while_a_burst_moves_the_rows(qtbot):
+    """Finding 2 (issue 19): click finished job #2, Burst, wait: the job field still says
+    #2 and the workspace field did not change by itself (no change at all was announced);
+    Cancel then acts on #2. Regression: rows removed under the current row moved it."""
+    async def scenario(win):
+        win.show_view("lanes")
+        view = win.views["lanes"]
+        c = view.controls
+        s = view.scheduler
+        for _ in range(3):
+            jid = await _add(view, "ws-01", "reservations", 0.0)
+        await wait_until(lambda: _label(view, "reservations", jid) == "succeeded", 10)
+        _choose(view, "reservations", 2)
+        picked = (c.job_box.value(), c.workspace_box.currentText())
+        changes = []
+        c.job_box.valueChanged.connect(lambda v: changes.append(("job", v)))
+        c.workspace_box.currentTextChanged.connect(lambda t: changes.append(("ws", t)))
+        c.length.setValue(0.3)
+        c.burst_jobs.setValue(24)
+        c.burst_ws.setValue(6)
+        c.burst_button.click()
+        await wait_until(lambda: s.jobs_finished == 27, 30)
+        last = s.snapshot().queues["reservations"].recent[-1].id
+        await wait_until(lambda: _label(view, "reservations", last) == "succeeded", 10)
+        after = (c.job_box.value(), c.workspace_box.currentText())
+        c.cancel_button.click()
+        await wait_until(lambda: c.notice.text().startswith("Job #"), 10)
+        return picked, changes, after, c.notice.text()
+
+    rc, (picked, changes, after, said), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert picked == (2, "ws-01")
+    assert changes == [] and after == picked
+    assert said.startswith("Job #2:") and "already finished" in said

@@ -357,7 +357,11 @@ class LanesView(LiveView):
                                     f"#{last.job_id} {last.state}" if last else "",
                                     last.state if last else None, busy))
             cache[ws] = (lane, busy, spans, rows[-1])
-        self.lanes_model.set_rows(rows, list(snap.workspaces), now)
+        self._syncing = True     # rows moving under the current row are not a user's pick
+        try:
+            self.lanes_model.set_rows(rows, list(snap.workspaces), now)
+        finally:
+            self._syncing = False
         self._sync_busy_button()
 
     def _show_titles(self, _now: float) -> None:
@@ -384,7 +388,11 @@ class LanesView(LiveView):
             fresh[j.id] = c
             jrows.append(c[1])
         self._job_rows[q] = fresh
-        self.queue_models[q].set_rows(jrows, [j.id for j in jobs], now)
+        self._syncing = True     # rows moving under the current row are not a user's pick
+        try:
+            self.queue_models[q].set_rows(jrows, [j.id for j in jobs], now)
+        finally:
+            self._syncing = False
         n = qv.counts
         more = ""
         if n["waiting"] > len(qv.waiting) or n["running"] > len(qv.running):
@@ -449,6 +457,8 @@ class LanesView(LiveView):
             self.controls.set_workspace(self.queue_models[queue].row_data(row).workspace)
 
     def _lane_row_chosen(self, cur, _prev) -> None:
+        if self._syncing:
+            return
         ws = self.lanes_model.workspace(cur.row())
         if ws is not None:
             self.controls.set_workspace(ws)
