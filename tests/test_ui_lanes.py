@@ -465,3 +465,40 @@ def test_act_on_keeps_the_users_pick_while_a_burst_moves_the_rows(qtbot):
     assert picked == (2, "ws-01")
     assert changes == [] and after == picked
     assert said.startswith("Job #2:") and "already finished" in said
+
+
+def test_a_long_workspace_name_is_refused_and_never_takes_over_the_timeline(qtbot):
+    """Finding 10 (issue 19): a 200-character name typed in the form is refused with a
+    reason (nothing submitted); a long name that reaches the scheduler another way is
+    elided on the timeline's axis and shown whole in the table's tooltip."""
+    from lanemon.ui.lanes.controls import MAX_WS_NAME
+    from lanemon.ui.lanes.timeline import ROW_LABEL_CHARS
+
+    async def scenario(win):
+        win.show_view("lanes")
+        view = win.views["lanes"]
+        c = view.controls
+        c.set_workspace("w" * 200)
+        c.add_button.click()
+        refused = (c.notice.text(), view.scheduler.jobs_submitted)
+        c.set_workspace("w" * MAX_WS_NAME)
+        c.length.setValue(60.0)
+        c.add_button.click()
+        await wait_until(lambda: view.scheduler.jobs_submitted == 1, 10)
+        long_name = "p" * 100 + "-end"
+        await view.scheduler.submit("cafe", long_name, 60.0)
+        await wait_until(lambda: long_name in view.timeline.rows
+                         and "w" * MAX_WS_NAME in view.timeline.rows, 10)
+        m = view.lanes_model
+        tip = m.data(m.index(m.row_of(long_name), 0), Qt.ItemDataRole.ToolTipRole)
+        axis = view.timeline.plot.getPlotItem().getAxis("left")
+        return refused, view.timeline.row_labels, tip, axis.width(), view.timeline.plot.width()
+
+    rc, (refused, labels, tip, axis_w, plot_w), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    said, submitted = refused
+    assert submitted == 0 and f"at most {MAX_WS_NAME} characters" in said and "200" in said
+    assert len(labels) == 2 and all(len(t) <= ROW_LABEL_CHARS for t in labels)
+    assert any(t.endswith("-end") and "…" in t for t in labels)
+    assert tip == "p" * 100 + "-end"
+    assert axis_w < plot_w / 3      # before: the 104-character label pushed the bars off

@@ -12,7 +12,8 @@ bounds computed once per rebuild (not in Python on every repaint); 1-pixel
 pen, no antialiasing; the axes are painted from cached pixmaps. Only the last ``window_s`` seconds are shown,
 and at most ``MAX_ROWS`` rows (fewer when the plot is short): the workspaces
 with the most recent activity, sorted by name. The title says how many of
-all workspaces are shown.
+all workspaces are shown. A row's label is its workspace name elided to
+``ROW_LABEL_CHARS`` characters (``row_label``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,18 @@ MIN_ROW_PX = 15          # a row is at least this tall (scaled by the font scale
 BAR = 0.72               # bar height, in rows
 WAIT = 0.16              # waiting line height, in rows
 
+ROW_LABEL_CHARS = 12     # a row's label: longer workspace names are elided to this many characters
+
 pg.setConfigOptions(antialias=False)
+
+
+def row_label(ws: str) -> str:
+    """A row's label: the workspace name, elided in the middle beyond ``ROW_LABEL_CHARS``
+    characters, so that a long name never takes over the timeline (the tables show it whole)."""
+    if len(ws) <= ROW_LABEL_CHARS:
+        return ws
+    head = (ROW_LABEL_CHARS - 1) // 2 + (ROW_LABEL_CHARS - 1) % 2
+    return f"{ws[:head]}…{ws[len(ws) - (ROW_LABEL_CHARS - 1 - head):]}"
 
 
 def _bar_style(color: str, pattern=None) -> tuple[QBrush, QPen]:
@@ -75,6 +87,7 @@ class LanesTimeline(QWidget):
         super().__init__(parent)
         self.window_s = float(window_s)
         self.rows: tuple[str, ...] = ()
+        self.row_labels: tuple[str, ...] = ()   # the rows' labels on the left axis
         self._origin = 0.0
         self._shift_px = 0       # whole pixels the bars were moved left since ``draw``
         self.total_workspaces = 0
@@ -176,7 +189,8 @@ class LanesTimeline(QWidget):
         if rows != self.rows:
             self.rows = rows
             ax = self.plot.getPlotItem().getAxis("left")
-            ax.setTicks([[(i, ws) for i, ws in enumerate(rows)], []])
+            self.row_labels = tuple(row_label(ws) for ws in rows)
+            ax.setTicks([list(enumerate(self.row_labels)), []])
             self.plot.setYRange(-0.5, max(0.5, len(rows) - 0.5), padding=0)
         self._set_title_if_changed()
         self.empty.setVisible(not rows)
