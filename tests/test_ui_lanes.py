@@ -502,3 +502,45 @@ def test_a_long_workspace_name_is_refused_and_never_takes_over_the_timeline(qtbo
     assert any(t.endswith("-end") and "…" in t for t in labels)
     assert tip == "p" * 100 + "-end"
     assert axis_w < plot_w / 3      # before: the 104-character label pushed the bars off
+
+
+def test_the_timeline_keeps_the_story_and_one_release_lets_one_hold_go(qtbot):
+    """Finding 8 (issue 19): Hold clicked twice sets up one hold (the second click says so);
+    one Release lets it go and the save completes; after release the held part of the bar
+    stays hatched; failed and cancelled runs are marked apart from succeeded ones."""
+    async def scenario(win):
+        win.show_view("lanes")
+        view = win.views["lanes"]
+        c = view.controls
+        s = view.scheduler
+        tl = view.timeline
+        a = await _add(view, "ws-01", "reservations", 0.2)
+        _choose(view, "reservations", a)
+        c.hold_button.click()
+        c.hold_button.click()
+        twice = (c.notice.text(), s.holds_for(a))
+        await wait_until(lambda: _label(view, "reservations", a) == "save held", 10)
+        c.release_button.click()
+        released = c.notice.text()
+        await wait_until(lambda: _label(view, "reservations", a) == "succeeded", 10)
+        await wait_until(lambda: _lane(view, "ws-01").job_id is None, 10)
+        await wait_until(lambda: tl.counts.get("held") == 1 and "ws-01" in tl.rows, 10)
+        held_after = tl.counts["held"]
+        ok = await _add(view, "ws-02", "cafe", 0.0)
+        bad = await _add(view, "ws-03", "cafe", 0.0, fails=True)
+        gone = await _chosen_running(view, "ws-04", "cafe", 60.0)
+        c.cancel_button.click()
+        for jid, word in ((ok, "succeeded"), (bad, "failed"), (gone, "cancelled")):
+            await wait_until(lambda j=jid, w=word: _label(view, "cafe", j) == w, 10)
+        await wait_until(lambda: tl.counts.get("failed") == 1 and tl.counts.get("cancelled") == 1
+                         and {"ws-02", "ws-03", "ws-04"} <= set(tl.rows), 10)
+        return twice, released, held_after, dict(tl.counts), s.snapshot().holds
+
+    rc, (twice, released, held_after, counts, holds), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    said, n_holds = twice
+    assert "already held" in said and n_holds == 1
+    assert released.startswith("Released 1 hold on job #1") and holds == ()
+    assert held_after == 1                   # the released hold's hatching stays
+    assert counts["failed"] == 1 and counts["cancelled"] == 1
+    assert counts["reservations"] + counts["cafe"] == 4   # the marks lie over the runs' bars

@@ -59,14 +59,21 @@ TEXT_FPS = 4           # tables, titles and counters (at once after a control wa
 MIN_JOB_ROWS = 12      # jobs per list (running / waiting / recent) read per frame, at least
 
 
-class _Observer:
-    """The event callback: marks the view dirty, remembers when a save started being held."""
+HELD_KEPT = 500         # held saves remembered after their release (the timeline's hatching)
 
-    __slots__ = ("held_since", "mark")
+
+class _Observer:
+    """The event callback: marks the view dirty, remembers when a save started being held
+    (``held_since``, while it is held) and, for the last ``HELD_KEPT`` released ones, when
+    it was held and let go (``held_spans``: job id -> (start, end)), so that the timeline
+    keeps a held save's hatching after its release."""
+
+    __slots__ = ("held_since", "held_spans", "mark")
 
     def __init__(self, mark) -> None:
         self.mark = mark
         self.held_since: dict[int, float] = {}
+        self.held_spans: dict[int, tuple[float, float]] = {}
 
     def __call__(self, ev) -> None:
         self.mark()
@@ -74,7 +81,12 @@ class _Observer:
         if kind == "save_held":
             self.held_since.setdefault(ev.job_id, ev.at)
         elif kind == "finished" or (kind == "saved" and ev.job_id in self.held_since):
-            self.held_since.pop(ev.job_id, None)
+            t0 = self.held_since.pop(ev.job_id, None)
+            if t0 is not None:
+                spans = self.held_spans
+                spans[ev.job_id] = (t0, ev.at)
+                if len(spans) > HELD_KEPT:
+                    del spans[next(iter(spans))]     # the oldest released hold
 
 
 class _WorkspacesTable(QTableView):
@@ -322,7 +334,8 @@ class LanesView(LiveView):
         return True
 
     def _draw_bars(self, now: float) -> None:
-        self._live = self.timeline.draw(self._snap, now, self._observer.held_since)
+        self._live = self.timeline.draw(self._snap, now, self._observer.held_since,
+                                        self._observer.held_spans)
 
     def _visible_job_rows(self) -> int:
         t = next(iter(self.queue_tables.values()))
@@ -551,22 +564,30 @@ class LanesView(LiveView):
         return job
 
     def hold_save(self) -> None:
+        """Hold the picked job's final save: **one hold per job** from the window; a second
+        click while that hold is active says so and adds none (one Release lets it go)."""
         got = self._checked(self.controls.job_id)
         if got is None or self._live_job(got[0]) is None:
             return
         jid = got[0]
+        if self.scheduler.holds_for(jid):
+            self._say(f"Job #{jid}'s final save is already held (one hold per job): Release "
+                      f"(Alt+E) lets it go.", error=True)
+            return
         self.scheduler.hold_save(id=jid, terminal=True)
         self.request_refresh()
         self._say(f"Holding job #{jid}'s final save: when it ends, its workspace stays claimed "
                   f"until you release it (Alt+E).")
 
     def release_save(self) -> None:
+        """Release every hold on the picked job, holding its save or still armed (none
+        picked: every hold); the count said is the count released."""
         jid = self.controls.job_box.value()
-        n = self.scheduler.release_holds(jid or None)
+        n = self.scheduler.release_holds(jid or None, armed=bool(jid))
         self.request_refresh()
         if n:
             self._say(f"Released {n} hold{'s' * (n != 1)}"
-                      + (f" on job #{jid}." if jid else " (every hold)."))
+                      + (f" on job #{jid}: its final save goes on." if jid else " (every hold)."))
         else:
             self._say(f"No hold on job #{jid}." if jid else "No hold to release.", error=True)
 
