@@ -544,3 +544,43 @@ def test_the_timeline_keeps_the_story_and_one_release_lets_one_hold_go(qtbot):
     assert held_after == 1                   # the released hold's hatching stays
     assert counts["failed"] == 1 and counts["cancelled"] == 1
     assert counts["reservations"] + counts["cafe"] == 4   # the marks lie over the runs' bars
+
+
+def test_a_burst_goes_in_bounded_chunks_with_progress_and_a_second_click_stops_it(qtbot):
+    """Finding 9 (issue 19): a burst submits at most ``BURST_CHUNK`` jobs per loop turn
+    (the frame and heartbeat timers run between chunks); clicking Burst while one is under
+    way stops it and says how many were queued. The structure is checked, not the time."""
+    from lanemon.ui.lanes.view import BURST_CHUNK
+
+    async def scenario(win):
+        win.show_view("lanes")
+        view = win.views["lanes"]
+        c = view.controls
+        s = view.scheduler
+        n = 3 * BURST_CHUNK + 7
+        c.length.setValue(0.0)
+        c.burst_jobs.setValue(n)
+        c.burst_ws.setValue(50)
+        c.burst_button.click()
+        await wait_until(lambda: c.notice.text().startswith(f"Burst: {n:,} jobs"), 60)
+        full = (list(view.burst_chunks), c.notice.text(), s.jobs_submitted)
+        await s.join()
+        # a queued save of ws-03 held open: the second burst waits at its third job
+        hold = s.hold_save(workspace="ws-03", state="queued")
+        c.burst_button.click()
+        await hold.wait_engaged()
+        c.burst_button.click()                    # stop it
+        await wait_until(lambda: c.notice.text().startswith("Burst stopped"), 10)
+        stopped = c.notice.text()
+        s.release_holds()
+        await s.join()
+        return full, stopped, s.jobs_submitted
+
+    rc, (full, stopped, submitted), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    chunks, said, n = full
+    assert sum(chunks) == n == 3 * BURST_CHUNK + 7
+    assert len(chunks) >= 4 and max(chunks) <= BURST_CHUNK
+    assert said.startswith(f"Burst: {n:,} jobs")
+    assert stopped.startswith(f"Burst stopped: 2 of {n:,} jobs queued")
+    assert submitted == n + 2                 # the third one's save was stopped: no job

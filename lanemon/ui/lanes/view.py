@@ -54,8 +54,11 @@ from lanemon.ui.kit.live_view import LiveView
 from lanemon.ui.lanes.controls import LanesControls
 from lanemon.ui.lanes.model import QUEUE_LABELS, JobsModel, LaneRow, WorkspacesModel, job_row
 from lanemon.ui.lanes.timeline import LanesTimeline
+from lanemon.work.slicing import yield_to_timers
 
 TEXT_FPS = 4           # tables, titles and counters (at once after a control was used)
+BURST_CHUNK = 200      # a burst submits at most this many jobs per loop turn ...
+BURST_BUDGET_S = 0.006  # ... and stops a turn's chunk after this long (a frame is 16.7 ms)
 MIN_JOB_ROWS = 12      # jobs per list (running / waiting / recent) read per frame, at least
 
 
@@ -167,6 +170,8 @@ class LanesView(LiveView):
         self._job_rows: dict[str, dict] = {}     # queue -> job id -> (JobView, JobRow)
         self._syncing = False
         self.ticks = 0                       # clock-only refreshes
+        self._burst: asyncio.Task | None = None
+        self.burst_chunks: list[int] = []    # the last burst: jobs submitted per loop turn
 
         # --- parts ---------------------------------------------------------------------------
         # text that changes several times a second: LiveLabels (no window re-layout per change)
@@ -525,6 +530,13 @@ class LanesView(LiveView):
                                                  f"{QUEUE_LABELS.get(q, q)} for {ws}."))
 
     def add_burst(self) -> asyncio.Task | None:
+        """Submit N jobs over ws-01 … ws-M **in chunks**: at most ``BURST_CHUNK`` jobs and
+        about ``BURST_BUDGET_S`` per loop turn, then the loop's due timers (the frame, the
+        heartbeat) run before the next chunk; the notice shows the progress. Clicking
+        Burst while a burst is under way stops it: the jobs queued so far stay."""
+        if self._burst is not None and not self._burst.done():
+            self._burst.cancel()
+            return None
         c = self.controls
         got = self._checked(c.work)
         if got is None:
@@ -532,9 +544,36 @@ class LanesView(LiveView):
         work = got[0]
         wss = c.burst_workspaces()
         q = c.queue()
-        return self._spawn(self.scheduler.burst(q, wss, work),
-                           lambda ids: self._say(f"Burst: {len(ids)} jobs (#{ids[0]}–#{ids[-1]}) over "
-                                                 f"{len(set(wss))} workspaces in {QUEUE_LABELS.get(q, q)}."))
+        self._burst = self._spawn(
+            self._burst_in_chunks(q, wss, work),
+            lambda ids: self._say(f"Burst: {len(ids):,} jobs (#{ids[0]}–#{ids[-1]}) over "
+                                  f"{len(set(wss)):,} workspaces in {QUEUE_LABELS.get(q, q)}."))
+        return self._burst
+
+    async def _burst_in_chunks(self, q: str, wss: list[str], work) -> list[int]:
+        chunks = self.burst_chunks = []
+        ids: list[int] = []
+        n = len(wss)
+        submit = self.scheduler.submit
+        clock = time.perf_counter
+        try:
+            while len(ids) < n:
+                t0 = clock()
+                end = min(n, len(ids) + BURST_CHUNK)
+                done = len(ids)
+                while len(ids) < end:
+                    ids.append(await submit(q, wss[len(ids)], work))
+                    if clock() - t0 > BURST_BUDGET_S:
+                        break
+                chunks.append(len(ids) - done)
+                if len(ids) < n:
+                    self._say(f"Burst: {len(ids):,} of {n:,} jobs queued… (Burst again stops it)")
+                    await yield_to_timers()
+        except asyncio.CancelledError:
+            self._say(f"Burst stopped: {len(ids):,} of {n:,} jobs queued (they stay queued).",
+                      error=True)
+            raise
+        return ids
 
     def cancel_job(self) -> asyncio.Task | None:
         got = self._checked(self.controls.job_id)
