@@ -584,3 +584,30 @@ def test_a_burst_goes_in_bounded_chunks_with_progress_and_a_second_click_stops_i
     assert said.startswith(f"Burst: {n:,} jobs")
     assert stopped.startswith(f"Burst stopped: 2 of {n:,} jobs queued")
     assert submitted == n + 2                 # the third one's save was stopped: no job
+
+
+def test_the_workspaces_table_is_built_over_ticks_when_there_are_thousands(qtbot):
+    """Finding 9 (issue 19): with thousands of workspaces the workspaces table's rows are
+    built ``WS_STEP`` per tick (one refresh step each), and the table then lists them all."""
+    import asyncio
+
+    from lanemon.lanes import Scheduler
+    from lanemon.ui.lanes.view import WS_STEP, LanesView
+
+    view = LanesView(Scheduler())
+    qtbot.addWidget(view)
+    view.resize(1200, 700)
+    s = view.scheduler
+    n = 2 * WS_STEP + 1
+
+    async def push():
+        await s.burst("reservations", [f"w{i:05d}" for i in range(n)], 0.0)
+        await s.join()
+
+    asyncio.run(push())
+    before = len(view.refresh_steps(False))     # no snapshot read yet: one workspaces step
+    view.refresh_now()
+    after = len(view.refresh_steps(False))
+    assert after - before == 2                   # three parts of at most WS_STEP workspaces
+    assert view.lanes_model.rowCount() == n
+    assert view.lanes_model.workspace(n - 1) == f"w{n - 1:05d}"

@@ -57,6 +57,7 @@ from lanemon.ui.lanes.timeline import LanesTimeline
 from lanemon.work.slicing import yield_to_timers
 
 TEXT_FPS = 4           # tables, titles and counters (at once after a control was used)
+WS_STEP = 1500         # workspaces table rows built per tick
 BURST_CHUNK = 200      # a burst submits at most this many jobs per loop turn ...
 BURST_BUDGET_S = 0.006  # ... and stops a turn's chunk after this long (a frame is 16.7 ms)
 MIN_JOB_ROWS = 12      # jobs per list (running / waiting / recent) read per frame, at least
@@ -171,6 +172,8 @@ class LanesView(LiveView):
         self._syncing = False
         self.ticks = 0                       # clock-only refreshes
         self._burst: asyncio.Task | None = None
+        self._owners: dict | None = None     # workspace -> its scheduled lane, while rows are built
+        self._pending_rows: list[LaneRow] = []
         self.burst_chunks: list[int] = []    # the last burst: jobs submitted per loop turn
 
         # --- parts ---------------------------------------------------------------------------
@@ -298,7 +301,8 @@ class LanesView(LiveView):
         paint of what it changed):
 
         1. read the snapshot;
-        2. the workspaces table;
+        2. the workspaces table, ``WS_STEP`` workspaces per tick (its rows are shown
+           at the last of those ticks);
         3. its title and the counters strip;
         4. each queue's table and title, one queue per tick;
         5. the timeline's bars.
@@ -309,7 +313,10 @@ class LanesView(LiveView):
         never starve the last steps), except after a control was used: that starts over
         with a fresh snapshot on the next tick (``LiveView``). Between refreshes only the
         clock moves (``frame_motion``). ``refresh_now()`` does every step at once."""
-        return (self._read, partial(self._step, self._show_workspaces),
+        parts = 1 + len(self._snap.workspaces) // WS_STEP if self._snap is not None else 1
+        return (self._read,
+                *(partial(self._step, partial(self._lane_rows_part, k, k == parts - 1))
+                  for k in range(parts)),
                 partial(self._step, self._show_titles),
                 *(partial(self._step, partial(self._show_queue, q)) for q in self.scheduler.queues),
                 partial(self._step, self._draw_bars))
@@ -347,15 +354,21 @@ class LanesView(LiveView):
         row = max(1, t.verticalHeader().defaultSectionSize())
         return max(t.viewport().height(), 0) // row + 1
 
-    def _show_workspaces(self, now: float) -> None:
-        """Step 2: the workspaces table, from ``_snap``."""
+    def _lane_rows_part(self, k: int, final: bool, now: float) -> None:
+        """Step 2, part ``k``: the rows of workspaces ``k * WS_STEP`` … (the last part: all
+        that remain), from ``_snap``; the last part shows them all in the table."""
         snap = self._snap
-        owners = {lane.workspace: lane for lane in snap.scheduled}
+        if k == 0 or self._owners is None:
+            self._owners = {lane.workspace: lane for lane in snap.scheduled}
+            self._pending_rows = []
+        owners = self._owners
         occupancy = snap.occupancy
         history = snap.history
-        rows = []
+        rows = self._pending_rows
         cache = self._lane_rows
-        for ws in snap.workspaces:
+        wss = snap.workspaces
+        start = len(rows)
+        for ws in wss[start:] if final else wss[start:(k + 1) * WS_STEP]:
             lane = owners.get(ws)
             spans = history.get(ws)
             busy = occupancy.get(ws, ())
@@ -375,6 +388,10 @@ class LanesView(LiveView):
                                     f"#{last.job_id} {last.state}" if last else "",
                                     last.state if last else None, busy))
             cache[ws] = (lane, busy, spans, rows[-1])
+        if not final:
+            return
+        self._owners = None
+        self._pending_rows = []
         self._syncing = True     # rows moving under the current row are not a user's pick
         try:
             self.lanes_model.set_rows(rows, list(snap.workspaces), now)
