@@ -142,21 +142,19 @@ class LanesTimeline(QWidget):
         self.empty.setColor(theme.MUTED)
 
     def _set_title(self) -> None:
-        legend = "&nbsp;&nbsp;".join(
-            f"<span style='color:{c}'>■</span>&nbsp;{q}" for q, c in theme.QUEUE_COLORS.items())
-        legend += (f"&nbsp;&nbsp;<span style='color:{theme.HELD_SAVE}'>▨</span>&nbsp;save held"
+        # the queues' colours are in the queue tables' titles (■ Reservations, ■ Cafe delivery)
+        legend = (f"<span style='color:{theme.HELD_SAVE}'>▨</span>&nbsp;held"
                    f"&nbsp;&nbsp;<span style='color:{theme.JOB_STATE_COLORS['failed'][1]}'>▦</span>"
                    f"&nbsp;failed"
                    f"&nbsp;&nbsp;<span style='color:{theme.JOB_STATE_COLORS['cancelled'][0]}'>▒</span>"
                    f"&nbsp;cancelled"
                    f"&nbsp;&nbsp;<span style='color:{theme.WAITING_JOB}'>▁</span>&nbsp;waiting")
-        self.plot.getPlotItem().getAxis("bottom").setLabel(
-            f"s ago&nbsp;&nbsp;&nbsp;{legend}")
+        self.plot.getPlotItem().getAxis("bottom").setLabel(legend)   # short: the plot is narrow
         shown = (f"{len(self.rows)} of {self.total_workspaces} workspaces (latest activity)"
                  if self.total_workspaces > len(self.rows) else
                  f"{len(self.rows)} workspace{'s' * (len(self.rows) != 1)}")
         self.title.set_parts([("Timeline", None, True),
-                              (f" · last {self.window_s:.0f} s · {shown}", theme.MUTED, False)])
+                              (f" · s ago, last {self.window_s:.0f} s · {shown}", theme.MUTED, False)])
 
     def max_rows(self) -> int:
         h = self.plot.getViewBox().height()
