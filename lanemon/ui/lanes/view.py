@@ -20,6 +20,13 @@ lane owner, epoch, time held, stop request, last run, busy outside); the two
 queue tables (running, waiting in FIFO order, recently finished; at most
 as many of each as fit, the counts are complete).
 
+The user's pick is the user's: the job and workspace fields ("Act on") change
+only when the user picks a row or types; a table update that moves rows under
+the current row never changes them. A burst is submitted in chunks
+(``BURST_CHUNK`` jobs and ``BURST_BUDGET_S`` per loop turn at most) with its
+progress said; a second click on Burst stops it. From the window a job's final
+save has at most one hold; Release lets every hold of the picked job go.
+
 "Max runs at once in one workspace" comes from the domain's
 ``InvariantChecker`` (it follows ``started``/``finished`` events), which also
 reports any broken invariant.
