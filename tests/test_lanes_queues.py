@@ -388,6 +388,31 @@ async def test_ui_controls_hold_a_jobs_final_save_and_release_it_by_id():
     assert state(s, a) is State.SUCCEEDED and s.snapshot().holds == ()
 
 
+async def test_release_holds_armed_lets_a_jobs_every_hold_go_and_holds_for_counts_them():
+    """Two holds set up for one job (Hold clicked twice): ``holds_for`` counts both;
+    ``release_holds(id, armed=True)`` releases both, armed or holding, so the final save
+    goes through and the count said is the count released."""
+    s, chk, _ = make()
+    w = GatedWork()
+    a = await s.submit("reservations", "A", w)
+    wb = GatedWork()
+    b = await s.submit("reservations", "B", wb)
+    first = s.hold_save(id=a, terminal=True)
+    s.hold_save(id=a, terminal=True)
+    other = s.hold_save(id=b, terminal=True)
+    await w.started.wait()
+    assert s.holds_for(a) == 2 and s.holds_for(b) == 1
+    w.open()
+    await first.wait_engaged()
+    assert s.holds_for(a) == 2 and s.job(a).save_held
+    assert s.release_holds(a, armed=True) == 2
+    assert s.holds_for(a) == 0 and s.holds_for(b) == 1 and not other.released
+    assert s.release_holds(b, armed=True) == 1 and other.released
+    wb.open()
+    await finish(s, chk)
+    assert state(s, a) is State.SUCCEEDED and state(s, b) is State.SUCCEEDED
+
+
 async def test_snapshot_reuses_the_views_of_what_did_not_change():
     """Unchanged jobs, lanes, occupancy and history are the same objects in
     successive snapshots; whatever changed gets a new view with the new values."""

@@ -429,3 +429,185 @@ def test_the_view_keeps_only_a_window_of_finished_jobs(qtbot):
     for q, m in view.queue_models.items():
         assert 0 < m.rowCount() <= 30
         assert m.job_id(0) == s.snapshot().queues[q].recent[-1].id   # the last one finished
+
+
+def test_act_on_keeps_the_users_pick_while_a_burst_moves_the_rows(qtbot):
+    """Finding 2 (issue 19): click finished job #2, Burst, wait: the job field still says
+    #2 and the workspace field did not change by itself (no change at all was announced);
+    Cancel then acts on #2. Regression: rows removed under the current row moved it."""
+    async def scenario(win):
+        win.show_view("lanes")
+        view = win.views["lanes"]
+        c = view.controls
+        s = view.scheduler
+        for _ in range(3):
+            jid = await _add(view, "ws-01", "reservations", 0.0)
+        await wait_until(lambda: _label(view, "reservations", jid) == "succeeded", 10)
+        _choose(view, "reservations", 2)
+        picked = (c.job_box.value(), c.workspace_box.currentText())
+        changes = []
+        c.job_box.valueChanged.connect(lambda v: changes.append(("job", v)))
+        c.workspace_box.currentTextChanged.connect(lambda t: changes.append(("ws", t)))
+        c.length.setValue(0.3)
+        c.burst_jobs.setValue(24)
+        c.burst_ws.setValue(6)
+        c.burst_button.click()
+        await wait_until(lambda: s.jobs_finished == 27, 30)
+        last = s.snapshot().queues["reservations"].recent[-1].id
+        await wait_until(lambda: _label(view, "reservations", last) == "succeeded", 10)
+        after = (c.job_box.value(), c.workspace_box.currentText())
+        c.cancel_button.click()
+        await wait_until(lambda: c.notice.text().startswith("Job #"), 10)
+        return picked, changes, after, c.notice.text()
+
+    rc, (picked, changes, after, said), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert picked == (2, "ws-01")
+    assert changes == [] and after == picked
+    assert said.startswith("Job #2:") and "already finished" in said
+
+
+def test_a_long_workspace_name_is_refused_and_never_takes_over_the_timeline(qtbot):
+    """Finding 10 (issue 19): a 200-character name typed in the form is refused with a
+    reason (nothing submitted); a long name that reaches the scheduler another way is
+    elided on the timeline's axis and shown whole in the table's tooltip."""
+    from lanemon.ui.lanes.controls import MAX_WS_NAME
+    from lanemon.ui.lanes.timeline import ROW_LABEL_CHARS
+
+    async def scenario(win):
+        win.show_view("lanes")
+        view = win.views["lanes"]
+        c = view.controls
+        c.set_workspace("w" * 200)
+        c.add_button.click()
+        refused = (c.notice.text(), view.scheduler.jobs_submitted)
+        c.set_workspace("w" * MAX_WS_NAME)
+        c.length.setValue(60.0)
+        c.add_button.click()
+        await wait_until(lambda: view.scheduler.jobs_submitted == 1, 10)
+        long_name = "p" * 100 + "-end"
+        await view.scheduler.submit("cafe", long_name, 60.0)
+        await wait_until(lambda: long_name in view.timeline.rows
+                         and "w" * MAX_WS_NAME in view.timeline.rows, 10)
+        m = view.lanes_model
+        tip = m.data(m.index(m.row_of(long_name), 0), Qt.ItemDataRole.ToolTipRole)
+        axis = view.timeline.plot.getPlotItem().getAxis("left")
+        return refused, view.timeline.row_labels, tip, axis.width(), view.timeline.plot.width()
+
+    rc, (refused, labels, tip, axis_w, plot_w), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    said, submitted = refused
+    assert submitted == 0 and f"at most {MAX_WS_NAME} characters" in said and "200" in said
+    assert len(labels) == 2 and all(len(t) <= ROW_LABEL_CHARS for t in labels)
+    assert any(t.endswith("-end") and "…" in t for t in labels)
+    assert tip == "p" * 100 + "-end"
+    assert axis_w < plot_w / 2      # before: the 104-character label pushed the bars off
+
+
+def test_the_timeline_keeps_the_story_and_one_release_lets_one_hold_go(qtbot):
+    """Finding 8 (issue 19): Hold clicked twice sets up one hold (the second click says so);
+    one Release lets it go and the save completes; after release the held part of the bar
+    stays hatched; failed and cancelled runs are marked apart from succeeded ones."""
+    async def scenario(win):
+        win.show_view("lanes")
+        view = win.views["lanes"]
+        c = view.controls
+        s = view.scheduler
+        tl = view.timeline
+        a = await _add(view, "ws-01", "reservations", 0.2)
+        _choose(view, "reservations", a)
+        c.hold_button.click()
+        c.hold_button.click()
+        twice = (c.notice.text(), s.holds_for(a))
+        await wait_until(lambda: _label(view, "reservations", a) == "save held", 10)
+        c.release_button.click()
+        released = c.notice.text()
+        await wait_until(lambda: _label(view, "reservations", a) == "succeeded", 10)
+        await wait_until(lambda: _lane(view, "ws-01").job_id is None, 10)
+        await wait_until(lambda: tl.counts.get("held") == 1 and "ws-01" in tl.rows, 10)
+        held_after = tl.counts["held"]
+        ok = await _add(view, "ws-02", "cafe", 0.0)
+        bad = await _add(view, "ws-03", "cafe", 0.0, fails=True)
+        gone = await _chosen_running(view, "ws-04", "cafe", 60.0)
+        c.cancel_button.click()
+        for jid, word in ((ok, "succeeded"), (bad, "failed"), (gone, "cancelled")):
+            await wait_until(lambda j=jid, w=word: _label(view, "cafe", j) == w, 10)
+        await wait_until(lambda: tl.counts.get("failed") == 1 and tl.counts.get("cancelled") == 1
+                         and {"ws-02", "ws-03", "ws-04"} <= set(tl.rows), 10)
+        return twice, released, held_after, dict(tl.counts), s.snapshot().holds
+
+    rc, (twice, released, held_after, counts, holds), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    said, n_holds = twice
+    assert "already held" in said and n_holds == 1
+    assert released.startswith("Released 1 hold on job #1") and holds == ()
+    assert held_after == 1                   # the released hold's hatching stays
+    assert counts["failed"] == 1 and counts["cancelled"] == 1
+    assert counts["reservations"] + counts["cafe"] == 4   # the marks lie over the runs' bars
+
+
+def test_a_burst_goes_in_bounded_chunks_with_progress_and_a_second_click_stops_it(qtbot):
+    """Finding 9 (issue 19): a burst submits at most ``BURST_CHUNK`` jobs per loop turn
+    (the frame and heartbeat timers run between chunks); clicking Burst while one is under
+    way stops it and says how many were queued. The structure is checked, not the time."""
+    from lanemon.ui.lanes.view import BURST_CHUNK
+
+    async def scenario(win):
+        win.show_view("lanes")
+        view = win.views["lanes"]
+        c = view.controls
+        s = view.scheduler
+        n = 3 * BURST_CHUNK + 7
+        c.length.setValue(0.0)
+        c.burst_jobs.setValue(n)
+        c.burst_ws.setValue(50)
+        c.burst_button.click()
+        await wait_until(lambda: c.notice.text().startswith(f"Burst: {n:,} jobs"), 60)
+        full = (list(view.burst_chunks), c.notice.text(), s.jobs_submitted)
+        await s.join()
+        # a queued save of ws-03 held open: the second burst waits at its third job
+        hold = s.hold_save(workspace="ws-03", state="queued")
+        c.burst_button.click()
+        await hold.wait_engaged()
+        c.burst_button.click()                    # stop it
+        await wait_until(lambda: c.notice.text().startswith("Burst stopped"), 10)
+        stopped = c.notice.text()
+        s.release_holds()
+        await s.join()
+        return full, stopped, s.jobs_submitted
+
+    rc, (full, stopped, submitted), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    chunks, said, n = full
+    assert sum(chunks) == n == 3 * BURST_CHUNK + 7
+    assert len(chunks) >= 4 and max(chunks) <= BURST_CHUNK
+    assert said.startswith(f"Burst: {n:,} jobs")
+    assert stopped.startswith(f"Burst stopped: 2 of {n:,} jobs queued")
+    assert submitted == n + 2                 # the third one's save was stopped: no job
+
+
+def test_the_workspaces_table_is_built_over_ticks_when_there_are_thousands(qtbot):
+    """Finding 9 (issue 19): with thousands of workspaces the workspaces table's rows are
+    built ``WS_STEP`` per tick (one refresh step each), and the table then lists them all."""
+    import asyncio
+
+    from lanemon.lanes import Scheduler
+    from lanemon.ui.lanes.view import WS_STEP, LanesView
+
+    view = LanesView(Scheduler())
+    qtbot.addWidget(view)
+    view.resize(1200, 700)
+    s = view.scheduler
+    n = 2 * WS_STEP + 1
+
+    async def push():
+        await s.burst("reservations", [f"w{i:05d}" for i in range(n)], 0.0)
+        await s.join()
+
+    asyncio.run(push())
+    before = len(view.refresh_steps(False))     # no snapshot read yet: one workspaces step
+    view.refresh_now()
+    after = len(view.refresh_steps(False))
+    assert after - before == 2                   # three parts of at most WS_STEP workspaces
+    assert view.lanes_model.rowCount() == n
+    assert view.lanes_model.workspace(n - 1) == f"w{n - 1:05d}"

@@ -839,15 +839,24 @@ class Scheduler:
         ``hold_save(id=7, terminal=True)`` holds job 7's final save."""
         return self.store.hold(**criteria)
 
-    def release_holds(self, job_id: int | None = None) -> int:
+    def release_holds(self, job_id: int | None = None, armed: bool = False) -> int:
         """Release the holds currently holding a save of ``job_id`` (or every
-        active hold when ``None``); returns how many were released."""
+        active hold when ``None``); returns how many were released.  With
+        ``armed=True`` also the holds set up for ``job_id`` (``hold_save(id=job_id,
+        ...)``) that hold nothing yet; without it those stay armed."""
         n = 0
         for h in self.store.holds():
-            if job_id is None or any(r.id == job_id for r in h.held):
+            if job_id is None or any(r.id == job_id for r in h.held) or (
+                    armed and h.criteria.get("id") == job_id):
                 h.release()
                 n += 1
         return n
+
+    def holds_for(self, job_id: int) -> int:
+        """How many active holds were set up for ``job_id`` (``hold_save(id=job_id, ...)``)
+        or hold one of its saves now."""
+        return sum(1 for h in self.store.holds()
+                   if h.criteria.get("id") == job_id or any(r.id == job_id for r in h.held))
 
     def fail_next_save(self, **criteria: Any) -> None:
         """Make the next matching save raise (see ``RecordStore.fail_next``)."""

@@ -34,6 +34,7 @@ PLACEMENTS = ("auto", "loop", "slice", "worker")
 DEFAULT_DURATION_S = 2.0
 DEFAULT_CPU_MS = 200.0
 _WS_OK = re.compile(r"^[\w.\-:@/]+$")
+MAX_WS_NAME = 40         # characters: a longer workspace name is refused (see ``workspace``)
 
 
 def ws_name(i: int) -> str:
@@ -54,7 +55,8 @@ class LanesControls(QWidget):
         self.workspace_box.setEditable(True)
         self.workspace_box.addItems([ws_name(i) for i in range(1, 9)])
         self.workspace_box.setCurrentText(ws_name(1))
-        self.workspace_box.setToolTip("any name; a click on a table row fills it in")
+        self.workspace_box.setToolTip(f"any name up to {MAX_WS_NAME} characters; a click on a table row "
+                                      "fills it in")
         self.queue_box = QComboBox()
         self.queue_box.addItems(list(QUEUE_NAMES))   # the scheduler's queues, in its order
         self.kind_box = QComboBox()
@@ -192,9 +194,15 @@ class LanesControls(QWidget):
             self.length.setValue(DEFAULT_DURATION_S)
 
     def workspace(self) -> str:
+        """The workspace typed (stripped). Refused (``ValueError``): empty, longer than
+        ``MAX_WS_NAME`` characters, or with characters other than letters, digits and
+        ``- _ . : @ /``."""
         ws = self.workspace_box.currentText().strip()
         if not ws:
             raise ValueError("Type a workspace name first (e.g. ws-01).")
+        if len(ws) > MAX_WS_NAME:
+            raise ValueError(f"A workspace name has at most {MAX_WS_NAME} characters; this one has "
+                             f"{len(ws)} ({ws[:12]}…). Shorten it.")
         if not _WS_OK.match(ws):
             raise ValueError(f"{ws!r} is not a workspace name: use letters, digits and - _ . : @ /"
                              " without spaces.")

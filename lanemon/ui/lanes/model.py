@@ -327,6 +327,8 @@ class WorkspacesModel(_RowsModel):
             return self._bold
         if role == _ALIGN:
             return _RIGHT if c in (2, 3) else _LEFT
+        if role == _TIP and c == 0:
+            return r.workspace       # a long name is elided in the cell
         if role == _USER:
             return r.workspace
         return None
@@ -421,8 +423,8 @@ class JobsModel(_RowsModel):
             return brush(theme.ERROR_TEXT)
         if role == _ALIGN:
             return _RIGHT if c in (0, 3) else _LEFT
-        if role == _TIP and c in (4, 5):
-            return r.detail if c == 5 else r.work
+        if role == _TIP and c in (1, 4, 5):
+            return r.detail if c == 5 else r.work if c == 4 else r.workspace
         if role == _USER:
             return r.id
         return None

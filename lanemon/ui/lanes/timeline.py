@@ -3,16 +3,18 @@
 Each row is a workspace; each bar is one run (lanes claimed -> released),
 coloured by queue. Because the two queues share one lane per workspace, bars
 in one row never overlap: "never two runs of one workspace at once" is what
-you see. A job whose final save is held shows a hatched red tail; waiting
-jobs show as a thin grey line under their row.
+you see. A job whose final save is held shows a hatched red tail, kept after
+its release; failed runs are crossed, cancelled ones dotted; waiting jobs show
+as a thin grey line under their row.
 
 Cheap by construction: a fixed handful of single-colour ``chart_items.Bars``
-(reservations, cafe, held saves, waiting), each drawn with one ``drawRects``,
+(reservations, cafe, held saves, waiting, failed and cancelled marks), each drawn with one ``drawRects``,
 bounds computed once per rebuild (not in Python on every repaint); 1-pixel
 pen, no antialiasing; the axes are painted from cached pixmaps. Only the last ``window_s`` seconds are shown,
 and at most ``MAX_ROWS`` rows (fewer when the plot is short): the workspaces
 with the most recent activity, sorted by name. The title says how many of
-all workspaces are shown.
+all workspaces are shown. A row's label is its workspace name elided to
+``ROW_LABEL_CHARS`` characters (``row_label``).
 """
 
 from __future__ import annotations
@@ -32,7 +34,18 @@ MIN_ROW_PX = 15          # a row is at least this tall (scaled by the font scale
 BAR = 0.72               # bar height, in rows
 WAIT = 0.16              # waiting line height, in rows
 
+ROW_LABEL_CHARS = 12     # a row's label: longer workspace names are elided to this many characters
+
 pg.setConfigOptions(antialias=False)
+
+
+def row_label(ws: str) -> str:
+    """A row's label: the workspace name, elided in the middle beyond ``ROW_LABEL_CHARS``
+    characters, so that a long name never takes over the timeline (the tables show it whole)."""
+    if len(ws) <= ROW_LABEL_CHARS:
+        return ws
+    head = (ROW_LABEL_CHARS - 1) // 2 + (ROW_LABEL_CHARS - 1) % 2
+    return f"{ws[:head]}…{ws[len(ws) - (ROW_LABEL_CHARS - 1 - head):]}"
 
 
 def _bar_style(color: str, pattern=None) -> tuple[QBrush, QPen]:
@@ -42,9 +55,12 @@ def _bar_style(color: str, pattern=None) -> tuple[QBrush, QPen]:
 
 def _bar_colors() -> dict[str, tuple]:
     """item name -> (colour, brush pattern) in the current palette: the queues, then held
-    saves (hatched), then waiting jobs."""
+    saves (hatched), then waiting jobs, then the marks over failed (crossed, the failed
+    state's colour) and cancelled (dotted, the cancelled state's text colour) runs."""
     return {**{q: (c, None) for q, c in theme.QUEUE_COLORS.items()},
-            "held": (theme.HELD_SAVE, Qt.BrushStyle.BDiagPattern), "waiting": (theme.WAITING_JOB, None)}
+            "held": (theme.HELD_SAVE, Qt.BrushStyle.BDiagPattern), "waiting": (theme.WAITING_JOB, None),
+            "failed": (theme.JOB_STATE_COLORS["failed"][1], Qt.BrushStyle.CrossPattern),
+            "cancelled": (theme.JOB_STATE_COLORS["cancelled"][0], Qt.BrushStyle.Dense5Pattern)}
 
 
 class _Rects:
@@ -75,6 +91,8 @@ class LanesTimeline(QWidget):
         super().__init__(parent)
         self.window_s = float(window_s)
         self.rows: tuple[str, ...] = ()
+        self.row_labels: tuple[str, ...] = ()   # the rows' labels on the left axis
+        self.counts: dict[str, int] = {}         # item name -> rectangles it drew (``draw``)
         self._origin = 0.0
         self._shift_px = 0       # whole pixels the bars were moved left since ``draw``
         self.total_workspaces = 0
@@ -124,17 +142,19 @@ class LanesTimeline(QWidget):
         self.empty.setColor(theme.MUTED)
 
     def _set_title(self) -> None:
-        legend = "&nbsp;&nbsp;".join(
-            f"<span style='color:{c}'>■</span>&nbsp;{q}" for q, c in theme.QUEUE_COLORS.items())
-        legend += (f"&nbsp;&nbsp;<span style='color:{theme.HELD_SAVE}'>▨</span>&nbsp;save held"
+        # the queues' colours are in the queue tables' titles (■ Reservations, ■ Cafe delivery)
+        legend = (f"<span style='color:{theme.HELD_SAVE}'>▨</span>&nbsp;held"
+                   f"&nbsp;&nbsp;<span style='color:{theme.JOB_STATE_COLORS['failed'][1]}'>▦</span>"
+                   f"&nbsp;failed"
+                   f"&nbsp;&nbsp;<span style='color:{theme.JOB_STATE_COLORS['cancelled'][0]}'>▒</span>"
+                   f"&nbsp;cancelled"
                    f"&nbsp;&nbsp;<span style='color:{theme.WAITING_JOB}'>▁</span>&nbsp;waiting")
-        self.plot.getPlotItem().getAxis("bottom").setLabel(
-            f"s ago&nbsp;&nbsp;&nbsp;{legend}")
+        self.plot.getPlotItem().getAxis("bottom").setLabel(legend)   # short: the plot is narrow
         shown = (f"{len(self.rows)} of {self.total_workspaces} workspaces (latest activity)"
                  if self.total_workspaces > len(self.rows) else
                  f"{len(self.rows)} workspace{'s' * (len(self.rows) != 1)}")
         self.title.set_parts([("Timeline", None, True),
-                              (f" · last {self.window_s:.0f} s · {shown}", theme.MUTED, False)])
+                              (f" · s ago, last {self.window_s:.0f} s · {shown}", theme.MUTED, False)])
 
     def max_rows(self) -> int:
         h = self.plot.getViewBox().height()
@@ -143,13 +163,19 @@ class LanesTimeline(QWidget):
         return int(max(3, min(MAX_ROWS, h // (MIN_ROW_PX * theme.font_scale()))))
 
     # --- drawing ---------------------------------------------------------------------------
-    def draw(self, snap, now: float, held_since: dict[int, float]) -> bool:
+    def draw(self, snap, now: float, held_since: dict[int, float],
+             held_spans: dict[int, tuple[float, float]] | None = None) -> bool:
         """Rebuild the bars from ``snap`` (seen at ``now``); True while anything is in view.
 
         Bars are placed relative to ``now`` (the origin); ``scroll(later)``
         then only moves the items left. Running bars, held saves and waiting
-        lines reach far to the right: the view clips them at "now".
+        lines reach far to the right: the view clips them at "now". A finished
+        run keeps its story: the part its final save was held (``held_spans``:
+        job id -> (held from, released at)) stays hatched, and a failed or
+        cancelled run is marked over its queue's colour. ``counts`` says how
+        many rectangles each item drew.
         """
+        held_spans = held_spans or {}
         w = self.window_s
         horizon = now - w
         self._origin = now
@@ -176,7 +202,8 @@ class LanesTimeline(QWidget):
         if rows != self.rows:
             self.rows = rows
             ax = self.plot.getPlotItem().getAxis("left")
-            ax.setTicks([[(i, ws) for i, ws in enumerate(rows)], []])
+            self.row_labels = tuple(row_label(ws) for ws in rows)
+            ax.setTicks([list(enumerate(self.row_labels)), []])
             self.plot.setYRange(-0.5, max(0.5, len(rows) - 0.5), padding=0)
         self._set_title_if_changed()
         self.empty.setVisible(not rows)
@@ -185,6 +212,7 @@ class LanesTimeline(QWidget):
         left = -2.0 * w         # nothing needs to start further left
         far = 100.0 * w         # "still going": clipped at the right edge
         rects = {k: _Rects() for k in self.items}
+        marks = {"failed": rects["failed"], "cancelled": rects["cancelled"]}
         h = BAR / 2
         for ws, i in row_of.items():
             for sp in snap.history.get(ws, ()):
@@ -194,7 +222,15 @@ class LanesTimeline(QWidget):
                 if r is None:
                     continue
                 x0 = max(sp.started_at - now, left)
-                r.add(x0, max(sp.ended_at - now, x0 + minw), i - h, i + h)
+                x1 = max(sp.ended_at - now, x0 + minw)
+                r.add(x0, x1, i - h, i + h)
+                mark = marks.get(sp.state)
+                if mark is not None:
+                    mark.add(x0, x1, i - h, i + h)
+                held = held_spans.get(sp.job_id)
+                if held is not None:
+                    hx0 = max(held[0] - now, left)
+                    rects["held"].add(hx0, max(held[1] - now, hx0 + minw), i - h, i + h)
             lane = running.get(ws)
             if lane is not None:
                 owner = parse_owner(lane.owner)
@@ -213,6 +249,7 @@ class LanesTimeline(QWidget):
         for k, item in self.items.items():
             rects[k].apply(item)
             item.setPos(0.0, 0.0)
+        self.counts = {k: len(r.x0) for k, r in rects.items()}
         return bool(rows)
 
     def scroll(self, now: float) -> bool:

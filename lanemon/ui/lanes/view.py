@@ -20,6 +20,13 @@ lane owner, epoch, time held, stop request, last run, busy outside); the two
 queue tables (running, waiting in FIFO order, recently finished; at most
 as many of each as fit, the counts are complete).
 
+The user's pick is the user's: the job and workspace fields ("Act on") change
+only when the user picks a row or types; a table update that moves rows under
+the current row never changes them. A burst is submitted in chunks
+(``BURST_CHUNK`` jobs and ``BURST_BUDGET_S`` per loop turn at most) with its
+progress said; a second click on Burst stops it. From the window a job's final
+save has at most one hold; Release lets every hold of the picked job go.
+
 "Max runs at once in one workspace" comes from the domain's
 ``InvariantChecker`` (it follows ``started``/``finished`` events), which also
 reports any broken invariant.
@@ -56,8 +63,12 @@ from lanemon.ui.kit.tables import keep_within_width, set_widths
 from lanemon.ui.lanes.controls import LanesControls, busy_text
 from lanemon.ui.lanes.model import QUEUE_LABELS, JobsModel, LaneRow, WorkspacesModel, job_row
 from lanemon.ui.lanes.timeline import LanesTimeline
+from lanemon.work.slicing import yield_to_timers
 
 TEXT_FPS = 4           # tables, titles and counters (at once after a control was used)
+WS_STEP = 1500         # workspaces table rows built per tick
+BURST_CHUNK = 200      # a burst submits at most this many jobs per loop turn ...
+BURST_BUDGET_S = 0.006  # ... and stops a turn's chunk after this long (a frame is 16.7 ms)
 MIN_JOB_ROWS = 12      # jobs per list (running / waiting / recent) read per frame, at least
 
 
@@ -66,15 +77,21 @@ WS_DROP_ORDER = ("last run", "stop", "epoch", "held")
 QUEUE_DROP_ORDER = ("detail", "work", "time")
 STACKED_BODY_AT = 300   # px at font scale 1: the timeline and queues' least height when stacked
 COLUMN_AT = 560   # px at font scale 1: the least width of the timeline and queues beside each other
+HELD_KEPT = 500         # held saves remembered after their release (the timeline's hatching)
+
 
 class _Observer:
-    """The event callback: marks the view dirty, remembers when a save started being held."""
+    """The event callback: marks the view dirty, remembers when a save started being held
+    (``held_since``, while it is held) and, for the last ``HELD_KEPT`` released ones, when
+    it was held and let go (``held_spans``: job id -> (start, end)), so that the timeline
+    keeps a held save's hatching after its release."""
 
-    __slots__ = ("held_since", "mark")
+    __slots__ = ("held_since", "held_spans", "mark")
 
     def __init__(self, mark) -> None:
         self.mark = mark
         self.held_since: dict[int, float] = {}
+        self.held_spans: dict[int, tuple[float, float]] = {}
 
     def __call__(self, ev) -> None:
         self.mark()
@@ -82,7 +99,12 @@ class _Observer:
         if kind == "save_held":
             self.held_since.setdefault(ev.job_id, ev.at)
         elif kind == "finished" or (kind == "saved" and ev.job_id in self.held_since):
-            self.held_since.pop(ev.job_id, None)
+            t0 = self.held_since.pop(ev.job_id, None)
+            if t0 is not None:
+                spans = self.held_spans
+                spans[ev.job_id] = (t0, ev.at)
+                if len(spans) > HELD_KEPT:
+                    del spans[next(iter(spans))]     # the oldest released hold
 
 
 class _WorkspacesTable(QTableView):
@@ -163,6 +185,10 @@ class LanesView(LiveView):
         self._job_rows: dict[str, dict] = {}     # queue -> job id -> (JobView, JobRow)
         self._syncing = False
         self.ticks = 0                       # clock-only refreshes
+        self._burst: asyncio.Task | None = None
+        self._owners: dict | None = None     # workspace -> its scheduled lane, while rows are built
+        self._pending_rows: list[LaneRow] = []
+        self.burst_chunks: list[int] = []    # the last burst: jobs submitted per loop turn
 
         # --- parts ---------------------------------------------------------------------------
         # text that changes several times a second: LiveLabels (no window re-layout per change)
@@ -314,7 +340,8 @@ class LanesView(LiveView):
         paint of what it changed):
 
         1. read the snapshot;
-        2. the workspaces table;
+        2. the workspaces table, ``WS_STEP`` workspaces per tick (its rows are shown
+           at the last of those ticks);
         3. its title and the counters strip;
         4. each queue's table and title, one queue per tick;
         5. the timeline's bars.
@@ -325,7 +352,10 @@ class LanesView(LiveView):
         never starve the last steps), except after a control was used: that starts over
         with a fresh snapshot on the next tick (``LiveView``). Between refreshes only the
         clock moves (``frame_motion``). ``refresh_now()`` does every step at once."""
-        return (self._read, partial(self._step, self._show_workspaces),
+        parts = 1 + len(self._snap.workspaces) // WS_STEP if self._snap is not None else 1
+        return (self._read,
+                *(partial(self._step, partial(self._lane_rows_part, k, k == parts - 1))
+                  for k in range(parts)),
                 partial(self._step, self._show_titles),
                 *(partial(self._step, partial(self._show_queue, q)) for q in self.scheduler.queues),
                 partial(self._step, self._draw_bars))
@@ -355,22 +385,29 @@ class LanesView(LiveView):
         return True
 
     def _draw_bars(self, now: float) -> None:
-        self._live = self.timeline.draw(self._snap, now, self._observer.held_since)
+        self._live = self.timeline.draw(self._snap, now, self._observer.held_since,
+                                        self._observer.held_spans)
 
     def _visible_job_rows(self) -> int:
         t = next(iter(self.queue_tables.values()))
         row = max(1, t.verticalHeader().defaultSectionSize())
         return max(t.viewport().height(), 0) // row + 1
 
-    def _show_workspaces(self, now: float) -> None:
-        """Step 2: the workspaces table, from ``_snap``."""
+    def _lane_rows_part(self, k: int, final: bool, now: float) -> None:
+        """Step 2, part ``k``: the rows of workspaces ``k * WS_STEP`` … (the last part: all
+        that remain), from ``_snap``; the last part shows them all in the table."""
         snap = self._snap
-        owners = {lane.workspace: lane for lane in snap.scheduled}
+        if k == 0 or self._owners is None:
+            self._owners = {lane.workspace: lane for lane in snap.scheduled}
+            self._pending_rows = []
+        owners = self._owners
         occupancy = snap.occupancy
         history = snap.history
-        rows = []
+        rows = self._pending_rows
         cache = self._lane_rows
-        for ws in snap.workspaces:
+        wss = snap.workspaces
+        start = len(rows)
+        for ws in wss[start:] if final else wss[start:(k + 1) * WS_STEP]:
             lane = owners.get(ws)
             spans = history.get(ws)
             busy = occupancy.get(ws, ())
@@ -390,7 +427,15 @@ class LanesView(LiveView):
                                     f"#{last.job_id} {last.state}" if last else "",
                                     last.state if last else None, busy))
             cache[ws] = (lane, busy, spans, rows[-1])
-        self.lanes_model.set_rows(rows, list(snap.workspaces), now)
+        if not final:
+            return
+        self._owners = None
+        self._pending_rows = []
+        self._syncing = True     # rows moving under the current row are not a user's pick
+        try:
+            self.lanes_model.set_rows(rows, list(snap.workspaces), now)
+        finally:
+            self._syncing = False
         self._sync_busy_button()
 
     def _show_titles(self, _now: float) -> None:
@@ -417,7 +462,11 @@ class LanesView(LiveView):
             fresh[j.id] = c
             jrows.append(c[1])
         self._job_rows[q] = fresh
-        self.queue_models[q].set_rows(jrows, [j.id for j in jobs], now)
+        self._syncing = True     # rows moving under the current row are not a user's pick
+        try:
+            self.queue_models[q].set_rows(jrows, [j.id for j in jobs], now)
+        finally:
+            self._syncing = False
         n = qv.counts
         more = ""
         if n["waiting"] > len(qv.waiting) or n["running"] > len(qv.running):
@@ -482,6 +531,8 @@ class LanesView(LiveView):
             self.controls.set_workspace(self.queue_models[queue].row_data(row).workspace)
 
     def _lane_row_chosen(self, cur, _prev) -> None:
+        if self._syncing:
+            return
         ws = self.lanes_model.workspace(cur.row())
         if ws is not None:
             self.controls.set_workspace(ws)
@@ -537,6 +588,13 @@ class LanesView(LiveView):
                                                  f"{QUEUE_LABELS.get(q, q)} for {ws}."))
 
     def add_burst(self) -> asyncio.Task | None:
+        """Submit N jobs over ws-01 … ws-M **in chunks**: at most ``BURST_CHUNK`` jobs and
+        about ``BURST_BUDGET_S`` per loop turn, then the loop's due timers (the frame, the
+        heartbeat) run before the next chunk; the notice shows the progress. Clicking
+        Burst while a burst is under way stops it: the jobs queued so far stay."""
+        if self._burst is not None and not self._burst.done():
+            self._burst.cancel()
+            return None
         c = self.controls
         got = self._checked(c.work)
         if got is None:
@@ -544,9 +602,36 @@ class LanesView(LiveView):
         work = got[0]
         wss = c.burst_workspaces()
         q = c.queue()
-        return self._spawn(self.scheduler.burst(q, wss, work),
-                           lambda ids: self._say(f"Burst: {len(ids)} jobs (#{ids[0]}–#{ids[-1]}) over "
-                                                 f"{len(set(wss))} workspaces in {QUEUE_LABELS.get(q, q)}."))
+        self._burst = self._spawn(
+            self._burst_in_chunks(q, wss, work),
+            lambda ids: self._say(f"Burst: {len(ids):,} jobs (#{ids[0]}–#{ids[-1]}) over "
+                                  f"{len(set(wss)):,} workspaces in {QUEUE_LABELS.get(q, q)}."))
+        return self._burst
+
+    async def _burst_in_chunks(self, q: str, wss: list[str], work) -> list[int]:
+        chunks = self.burst_chunks = []
+        ids: list[int] = []
+        n = len(wss)
+        submit = self.scheduler.submit
+        clock = time.perf_counter
+        try:
+            while len(ids) < n:
+                t0 = clock()
+                end = min(n, len(ids) + BURST_CHUNK)
+                done = len(ids)
+                while len(ids) < end:
+                    ids.append(await submit(q, wss[len(ids)], work))
+                    if clock() - t0 > BURST_BUDGET_S:
+                        break
+                chunks.append(len(ids) - done)
+                if len(ids) < n:
+                    self._say(f"Burst: {len(ids):,} of {n:,} jobs queued… (Burst again stops it)")
+                    await yield_to_timers()
+        except asyncio.CancelledError:
+            self._say(f"Burst stopped: {len(ids):,} of {n:,} jobs queued (they stay queued).",
+                      error=True)
+            raise
+        return ids
 
     def cancel_job(self) -> asyncio.Task | None:
         got = self._checked(self.controls.job_id)
@@ -576,22 +661,30 @@ class LanesView(LiveView):
         return job
 
     def hold_save(self) -> None:
+        """Hold the picked job's final save: **one hold per job** from the window; a second
+        click while that hold is active says so and adds none (one Release lets it go)."""
         got = self._checked(self.controls.job_id)
         if got is None or self._live_job(got[0]) is None:
             return
         jid = got[0]
+        if self.scheduler.holds_for(jid):
+            self._say(f"Job #{jid}'s final save is already held (one hold per job): Release "
+                      f"(Alt+E) lets it go.", error=True)
+            return
         self.scheduler.hold_save(id=jid, terminal=True)
         self.request_refresh()
         self._say(f"Holding job #{jid}'s final save: when it ends, its workspace stays claimed "
                   f"until you release it (Alt+E).")
 
     def release_save(self) -> None:
+        """Release every hold on the picked job, holding its save or still armed (none
+        picked: every hold); the count said is the count released."""
         jid = self.controls.job_box.value()
-        n = self.scheduler.release_holds(jid or None)
+        n = self.scheduler.release_holds(jid or None, armed=bool(jid))
         self.request_refresh()
         if n:
             self._say(f"Released {n} hold{'s' * (n != 1)}"
-                      + (f" on job #{jid}." if jid else " (every hold)."))
+                      + (f" on job #{jid}: its final save goes on." if jid else " (every hold)."))
         else:
             self._say(f"No hold on job #{jid}." if jid else "No hold to release.", error=True)
 
