@@ -190,7 +190,7 @@ class ProjectLanes:
         if type(token) is not LaneToken or token.lanes is not self:
             return False
         current = self._held.get(token.workspace)
-        return current is not None and current.epoch == token.epoch
+        return current is token or (current is not None and current.epoch == token.epoch)
 
     def holder(self, workspace: str) -> LaneToken | None:
         return self._held.get(workspace)
