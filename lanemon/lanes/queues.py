@@ -521,8 +521,9 @@ class Scheduler:
                 if not before_run:
                     now = self.clock()
                     epoch = job.sched_token.epoch
+                    # (id, workspace and queue are the job's own: its record's)
                     running = _reservation(
-                        Reservation, id=rec.id, workspace=rec.workspace, queue=rec.queue, state=_RUNNING,
+                        Reservation, id=jid, workspace=job.workspace, queue=q.name, state=_RUNNING,
                         created_at=rec.created_at, updated_at=now, run_id=f"run-{epoch}",
                         error=rec.error, started_at=now, finished_at=rec.finished_at,
                         attempts=rec.attempts + 1, epoch=epoch)
@@ -620,8 +621,8 @@ class Scheduler:
         """The record ``job`` ends with: its outcome and error, finished now."""
         now = self.clock()
         rec = job.record
-        return _reservation(
-            Reservation, id=rec.id, workspace=rec.workspace, queue=rec.queue, state=job.outcome,
+        return _reservation(  # (id, workspace and queue are the job's own: its record's)
+            Reservation, id=job.id, workspace=job.workspace, queue=job.queue.name, state=job.outcome,
             created_at=rec.created_at, updated_at=now, run_id=rec.run_id, error=job.error,
             started_at=rec.started_at, finished_at=now, attempts=rec.attempts, epoch=rec.epoch)
 
