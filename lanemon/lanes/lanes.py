@@ -169,10 +169,12 @@ class ProjectLanes:
         try:
             if token is None:
                 return False
-            if type(token) is LaneToken and token.lanes is self:
+            if type(token) is LaneToken:
                 ws = token.workspace
                 current = self._held.get(ws)
-                if current is not None and current.epoch == token.epoch:
+                # (the very token this lane handed out, or an equal one of this lane)
+                if current is token or (current is not None and token.lanes is self
+                                        and current.epoch == token.epoch):
                     del self._held[ws]
                     self._drop(ws)
                     return True
@@ -187,10 +189,12 @@ class ProjectLanes:
 
     def is_current(self, token: Any) -> bool:
         """True when ``token`` is the lane's current owner."""
-        if type(token) is not LaneToken or token.lanes is not self:
+        if type(token) is not LaneToken:
             return False
         current = self._held.get(token.workspace)
-        return current is token or (current is not None and current.epoch == token.epoch)
+        # (the very token this lane handed out, or an equal one of this lane)
+        return current is token or (current is not None and token.lanes is self
+                                    and current.epoch == token.epoch)
 
     def holder(self, workspace: str) -> LaneToken | None:
         return self._held.get(workspace)
@@ -235,7 +239,8 @@ class ProjectLanes:
     def stop_requested(self, token: LaneToken) -> bool:
         """Has the owner holding ``token`` been asked to stop (or lost it)?"""
         current = self._held.get(token.workspace)
-        if current is None or current.epoch != token.epoch or token.lanes is not self:
+        if current is not token and (current is None or current.epoch != token.epoch
+                                     or token.lanes is not self):
             return True
         if self._marks:
             return self._stopped(token.workspace)

@@ -521,10 +521,11 @@ class Scheduler:
                 if not before_run:
                     now = self.clock()
                     epoch = job.sched_token.epoch
+                    run_id = f"run-{epoch}"
                     # (id, workspace and queue are the job's own: its record's)
                     running = _reservation(
                         Reservation, id=jid, workspace=job.workspace, queue=q.name, state=_RUNNING,
-                        created_at=rec.created_at, updated_at=now, run_id=f"run-{epoch}",
+                        created_at=rec.created_at, updated_at=now, run_id=run_id,
                         error=rec.error, started_at=now, finished_at=rec.finished_at,
                         attempts=rec.attempts + 1, epoch=epoch)
                     try:
@@ -551,7 +552,7 @@ class Scheduler:
             finally:
                 lock.release(jid)
             # 2. dispatch, outside the record lock
-            ctx = RunContext(jid, job.workspace, q.name, running.run_id, fence, job.note)
+            ctx = RunContext(jid, job.workspace, q.name, run_id, fence, job.note)
             try:
                 job.result = await job.work.run(ctx)
                 job.outcome = _SUCCEEDED
