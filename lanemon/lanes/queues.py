@@ -469,7 +469,15 @@ class Scheduler:
         """``job`` holds both lanes: it leaves its queue and is dispatched."""
         q = job.queue
         ws = job.workspace
-        self._unqueue(job)
+        # it leaves its queue (== self._unqueue(job) for a waiting job, inlined)
+        del q.waiting[job.id]
+        dq = q.by_ws[ws]
+        if dq[0] is job:
+            dq.popleft()
+        else:
+            dq.remove(job)
+        if not dq:
+            del q.by_ws[ws]
         job.lane_token = lt
         job.sched_token = st
         job.phase = _STARTING
@@ -913,8 +921,9 @@ class Scheduler:
                 best = dq[0]
         if best is None:
             return
-        try:  # (== self._available(ws, best), inlined: twice per job)
-            available = self.project_available(ws)
+        try:  # (== self._available(ws, best) and self.project_available(ws), inlined)
+            hook = self.available_hook
+            available = not self.occupancy.is_busy(ws) and (hook is None or bool(hook(ws)))
         except Exception as exc:  # "cannot tell" is "not available" (see "Availability")
             self.available_errors += 1
             self.events.emit("available_failed", ws, None, best.id, None, _err(exc))
