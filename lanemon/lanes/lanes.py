@@ -176,7 +176,9 @@ class ProjectLanes:
                 if current is token or (current is not None and token.lanes is self
                                         and current.epoch == token.epoch):
                     del self._held[ws]
-                    self._drop(ws)
+                    self._views = None
+                    if self._lane_views or self._marks:  # (most lanes have neither)
+                        self._drop(ws)
                     return True
             self.stale_releases += 1
             if self._emit is not None:
