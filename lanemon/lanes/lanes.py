@@ -96,14 +96,15 @@ class LaneView:
 
 
 class _Lane:
-    __slots__ = ("token", "stop", "stop_reason", "waiters", "view")
+    """What a held lane carries beyond its token: made only for a lane that is
+    asked to stop or waited on (most lanes never are), dropped with the lane."""
 
-    def __init__(self, token: LaneToken) -> None:
-        self.token = token
+    __slots__ = ("stop", "stop_reason", "waiters")
+
+    def __init__(self) -> None:
         self.stop = False
         self.stop_reason: str | None = None
         self.waiters: list | None = None     # futures woken by a stop (add_stop_waiter)
-        self.view: LaneView | None = None    # cached immutable view (None: to build)
 
     def wake(self) -> None:
         waiters, self.waiters = self.waiters, None
@@ -126,7 +127,11 @@ class ProjectLanes:
         self.name = name
         self._clock = clock
         self._emit = emit
-        self._held: dict[str, _Lane] = {}
+        # workspace -> the current owner's token: a claim and a release cost one
+        # dict entry each (``bench sched`` claims two lanes per job)
+        self._held: dict[str, LaneToken] = {}
+        self._marks: dict[str, _Lane] = {}  # held lanes asked to stop or waited on
+        self._lane_views: dict[str, LaneView] = {}  # each held lane's view, once built
         self._epoch = 0
         self._views: tuple[LaneView, ...] | None = None  # cached views() (None: changed)
         #: releases refused because the token was not the current owner
@@ -143,24 +148,37 @@ class ProjectLanes:
             return None
         self._epoch += 1
         self.claims += 1
-        token = _token(LaneToken, workspace=workspace, owner=owner, epoch=self._epoch,
-                       claimed_at=self._clock(), lanes=self)
-        held[workspace] = _Lane(token)
+        token = held[workspace] = _token(LaneToken, workspace=workspace, owner=owner,
+                                         epoch=self._epoch, claimed_at=self._clock(), lanes=self)
         self._views = None
         return token
+
+    def _drop(self, workspace: str) -> None:
+        """The lane of ``workspace`` was just removed from ``_held``: its stop
+        state and view go with it, its stop waiters are woken."""
+        self._views = None
+        if self._lane_views:
+            self._lane_views.pop(workspace, None)
+        if self._marks:
+            mark = self._marks.pop(workspace, None)
+            if mark is not None and mark.waiters:
+                mark.wake()
 
     def release(self, token: Any) -> bool:
         """Release the lane if ``token`` is its current owner; never raises."""
         try:
             if token is None:
                 return False
-            if type(token) is LaneToken and token.lanes is self:
-                lane = self._held.get(token.workspace)
-                if lane is not None and lane.token.epoch == token.epoch:
-                    del self._held[token.workspace]
+            if type(token) is LaneToken:
+                ws = token.workspace
+                current = self._held.get(ws)
+                # (the very token this lane handed out, or an equal one of this lane)
+                if current is token or (current is not None and token.lanes is self
+                                        and current.epoch == token.epoch):
+                    del self._held[ws]
                     self._views = None
-                    if lane.waiters:
-                        lane.wake()
+                    if self._lane_views or self._marks:  # (most lanes have neither)
+                        self._drop(ws)
                     return True
             self.stale_releases += 1
             if self._emit is not None:
@@ -173,14 +191,15 @@ class ProjectLanes:
 
     def is_current(self, token: Any) -> bool:
         """True when ``token`` is the lane's current owner."""
-        if type(token) is not LaneToken or token.lanes is not self:
+        if type(token) is not LaneToken:
             return False
-        lane = self._held.get(token.workspace)
-        return lane is not None and lane.token.epoch == token.epoch
+        current = self._held.get(token.workspace)
+        # (the very token this lane handed out, or an equal one of this lane)
+        return current is token or (current is not None and token.lanes is self
+                                    and current.epoch == token.epoch)
 
     def holder(self, workspace: str) -> LaneToken | None:
-        lane = self._held.get(workspace)
-        return None if lane is None else lane.token
+        return self._held.get(workspace)
 
     def is_free(self, workspace: str) -> bool:
         return workspace not in self._held
@@ -192,25 +211,42 @@ class ProjectLanes:
         Returns ``False`` (and records nothing) when the lane is free: there
         is nobody to stop, and a stop must not wait for the next owner.
         """
-        lane = self._held.get(workspace)
-        if lane is None:
+        if workspace not in self._held:
             return False
-        lane.stop = True
-        lane.stop_reason = reason
-        lane.view = None
+        mark = self._mark(workspace)
+        mark.stop = True
+        mark.stop_reason = reason
+        self._lane_views.pop(workspace, None)
         self._views = None
-        if lane.waiters:
-            lane.wake()
+        if mark.waiters:
+            mark.wake()
         if self._emit is not None:
             self._emit("stop_requested", workspace, detail=reason, queue=self.name)
         return True
 
+    def _mark(self, workspace: str) -> _Lane:
+        """The stop state of ``workspace``'s held lane (made on first need)."""
+        mark = self._marks.get(workspace)
+        if mark is None:
+            mark = self._marks[workspace] = _Lane()
+        return mark
+
+    def _stopped(self, workspace: str) -> bool:
+        """Was the held lane of ``workspace`` asked to stop?"""
+        if not self._marks:
+            return False
+        mark = self._marks.get(workspace)
+        return mark is not None and mark.stop
+
     def stop_requested(self, token: LaneToken) -> bool:
         """Has the owner holding ``token`` been asked to stop (or lost it)?"""
-        lane = self._held.get(token.workspace)
-        if lane is None or lane.token.epoch != token.epoch or token.lanes is not self:
+        current = self._held.get(token.workspace)
+        if current is not token and (current is None or current.epoch != token.epoch
+                                     or token.lanes is not self):
             return True
-        return lane.stop
+        if self._marks:
+            return self._stopped(token.workspace)
+        return False
 
     def add_stop_waiter(self, token: LaneToken, fut: Any) -> None:
         """Resolve ``fut`` (an asyncio future) once ``stop_requested(token)`` is true.
@@ -218,22 +254,27 @@ class ProjectLanes:
         At once when it already is; otherwise on the lane's stop request,
         revoke or release.  No polling, no timer.
         """
-        lane = self._held.get(token.workspace)
-        if lane is None or lane.token.epoch != token.epoch or token.lanes is not self or lane.stop:
+        ws = token.workspace
+        current = self._held.get(ws)
+        if current is None or current.epoch != token.epoch or token.lanes is not self \
+                or self._stopped(ws):
             if not fut.done():
                 fut.set_result(True)
             return
-        if lane.waiters is None:
-            lane.waiters = [fut]
+        mark = self._mark(ws)
+        if mark.waiters is None:
+            mark.waiters = [fut]
         else:
-            lane.waiters.append(fut)
+            mark.waiters.append(fut)
 
     def remove_stop_waiter(self, token: LaneToken, fut: Any) -> None:
         """Forget a waiter added by ``add_stop_waiter`` (no-op when gone)."""
-        lane = self._held.get(token.workspace)
-        if lane is not None and lane.waiters and lane.token.epoch == token.epoch:
+        current = self._held.get(token.workspace)
+        mark = self._marks.get(token.workspace)
+        if current is not None and mark is not None and mark.waiters \
+                and current.epoch == token.epoch:
             try:
-                lane.waiters.remove(fut)
+                mark.waiters.remove(fut)
             except ValueError:
                 pass
 
@@ -257,16 +298,14 @@ class ProjectLanes:
     # -- deliberate unsafety -----------------------------------------------
     def revoke(self, workspace: str) -> LaneToken | None:
         """Forcibly clear ``workspace``'s lane; returns the revoked token."""
-        lane = self._held.pop(workspace, None)
-        if lane is None:
+        token = self._held.pop(workspace, None)
+        if token is None:
             return None
-        self._views = None
-        if lane.waiters:
-            lane.wake()
+        self._drop(workspace)
         self.revoked += 1
         if self._emit is not None:
-            self._emit("revoked", workspace, detail=lane.token.epoch, queue=self.name)
-        return lane.token
+            self._emit("revoked", workspace, detail=token.epoch, queue=self.name)
+        return token
 
     # -- observation -------------------------------------------------------
     def __len__(self) -> int:
@@ -293,13 +332,16 @@ class ProjectLanes:
         views = self._views
         if views is None:
             out = []
+            cache = self._lane_views
             for ws in sorted(self._held):
-                lane = self._held[ws]
-                v = lane.view
+                v = cache.get(ws)
                 if v is None:
-                    t = lane.token
-                    v = lane.view = LaneView(self.name, ws, t.owner, t.epoch, t.claimed_at,
-                                             lane.stop, lane.stop_reason)
+                    t = self._held[ws]
+                    mark = self._marks.get(ws)
+                    v = cache[ws] = LaneView(
+                        lanes=self.name, workspace=ws, owner=t.owner, epoch=t.epoch,
+                        claimed_at=t.claimed_at, stop_requested=mark is not None and mark.stop,
+                        stop_reason=None if mark is None else mark.stop_reason)
                 out.append(v)
             views = self._views = tuple(out)
         return views

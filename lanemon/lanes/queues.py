@@ -164,6 +164,7 @@ _RUNNING = State.RUNNING
 _SUCCEEDED = State.SUCCEEDED
 _FAILED = State.FAILED
 _CANCELLED = State.CANCELLED
+_span = RunSpan.__new__  # a RunSpan by field name, without the class call's keyword dict
 
 
 class SchedulerClosed(RuntimeError):
@@ -176,6 +177,14 @@ class Phase:
     RUNNING = "running"
     SAVING = "saving"
     DONE = "done"
+
+
+# the phases as module names: the hot path reads them several times per job
+_WAITING = Phase.WAITING
+_STARTING = Phase.STARTING
+_PH_RUNNING = Phase.RUNNING
+_SAVING = Phase.SAVING
+_DONE = Phase.DONE
 
 
 class _Queue:
@@ -212,7 +221,7 @@ class _Job:
         self.workspace = workspace
         self.work = work
         self.record = record
-        self.phase = Phase.WAITING
+        self.phase = _WAITING
         self.outcome: State | None = None
         self.lane_token = None
         self.sched_token = None
@@ -383,17 +392,7 @@ class Scheduler:
         self.jobs_finished = 0
 
     # -- the state machine of a job (the queues are views over it) ------------------
-    def _enqueue(self, job: _Job) -> None:
-        q = job.queue
-        self._seq += 1
-        job.seq = self._seq
-        q.waiting[job.id] = job
-        dq = q.by_ws.get(job.workspace)
-        if dq is None:
-            q.by_ws[job.workspace] = deque((job,))
-        else:
-            dq.append(job)
-
+    # (a job enters its queue in ``_submit``, the one place it does)
     def _unqueue(self, job: _Job) -> None:
         q = job.queue
         if q.waiting.pop(job.id, None) is None:
@@ -470,15 +469,31 @@ class Scheduler:
         """``job`` holds both lanes: it leaves its queue and is dispatched."""
         q = job.queue
         ws = job.workspace
-        self._unqueue(job)
+        # it leaves its queue (== self._unqueue(job) for a waiting job, inlined)
+        del q.waiting[job.id]
+        dq = q.by_ws[ws]
+        if dq[0] is job:
+            dq.popleft()
+        else:
+            dq.remove(job)
+        if not dq:
+            del q.by_ws[ws]
         job.lane_token = lt
         job.sched_token = st
-        job.phase = Phase.STARTING
+        job.phase = _STARTING
         job.started_at = st.claimed_at
         job.rev += 1
         q.running[job.id] = job
         self.events.emit("started", ws, q.name, job.id, None, st.epoch)
-        self._dispatch(job)
+        # dispatch: to the runner of the job that is finishing in this workspace
+        # (see "A job runs in a *runner* task"), else to a new runner
+        f = self._finishing
+        if f is not None and f.workspace == ws and self._handoff is None \
+                and f.task is not None:
+            self._handoff = job
+            job.task = f.task
+        else:
+            job.task = self._loop().create_task(self._runner(job))
 
     async def _run(self, job: _Job, yield_first: bool = False, orphaned: bool = False) -> None:
         """Run a started job to its end.  ``orphaned``: its task was cancelled
@@ -514,9 +529,11 @@ class Scheduler:
                 if not before_run:
                     now = self.clock()
                     epoch = job.sched_token.epoch
+                    run_id = f"run-{epoch}"
+                    # (id, workspace and queue are the job's own: its record's)
                     running = _reservation(
-                        Reservation, id=rec.id, workspace=rec.workspace, queue=rec.queue, state=_RUNNING,
-                        created_at=rec.created_at, updated_at=now, run_id=f"run-{epoch}",
+                        Reservation, id=jid, workspace=job.workspace, queue=q.name, state=_RUNNING,
+                        created_at=rec.created_at, updated_at=now, run_id=run_id,
                         error=rec.error, started_at=now, finished_at=rec.finished_at,
                         attempts=rec.attempts + 1, epoch=epoch)
                     try:
@@ -538,12 +555,12 @@ class Scheduler:
                     await self._final_save_locked(job, fence)
                     return
                 job.record = running
-                job.phase = Phase.RUNNING
+                job.phase = _PH_RUNNING
                 job.rev += 1
             finally:
                 lock.release(jid)
             # 2. dispatch, outside the record lock
-            ctx = RunContext(jid, job.workspace, q.name, running.run_id, fence, job.note)
+            ctx = RunContext(jid, job.workspace, q.name, run_id, fence, job.note)
             try:
                 job.result = await job.work.run(ctx)
                 job.outcome = _SUCCEEDED
@@ -559,12 +576,23 @@ class Scheduler:
                 job.outcome = _FAILED
                 job.error = _err(exc)
             # 3. final save, under the record lock, before any release
-            job.phase = Phase.SAVING
+            job.phase = _SAVING
             job.rev += 1
             if not lock.try_acquire(jid):
                 await lock.acquire(jid)
             try:
-                await self._final_save_locked(job, fence)
+                # the write the store can do now needs no coroutine (one per job)
+                final = self._final_record(job)
+                first = None
+                try:
+                    saved = store.save_nowait(final, fence)
+                except Exception as exc:  # (a CancelledError is not an Exception)
+                    saved, first = False, exc
+                if saved:
+                    job.record = final
+                    job.rev += 1
+                else:
+                    await self._final_save_locked(job, fence, final, first)
             finally:
                 lock.release(jid)
         finally:
@@ -598,24 +626,35 @@ class Scheduler:
             return exc
         return None
 
-    async def _final_save_locked(self, job: _Job, fence: tuple) -> None:
-        store = self.store
+    def _final_record(self, job: _Job) -> Reservation:
+        """The record ``job`` ends with: its outcome and error, finished now."""
         now = self.clock()
         rec = job.record
-        final = _reservation(
-            Reservation, id=rec.id, workspace=rec.workspace, queue=rec.queue, state=job.outcome,
+        return _reservation(  # (id, workspace and queue are the job's own: its record's)
+            Reservation, id=job.id, workspace=job.workspace, queue=job.queue.name, state=job.outcome,
             created_at=rec.created_at, updated_at=now, run_id=rec.run_id, error=job.error,
             started_at=rec.started_at, finished_at=now, attempts=rec.attempts, epoch=rec.epoch)
-        try:
-            if not store.save_nowait(final, fence):
-                await store.save(final, fence)
-            job.record = final
-            job.rev += 1
-            return
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            first = exc
+
+    async def _final_save_locked(self, job: _Job, fence: tuple, final: Reservation | None = None,
+                                 first: Exception | None = None) -> None:
+        """Write ``job``'s final record (``final``, or built now), under its
+        record lock; ``first``: that write already failed so (the caller tried
+        it without awaiting).  A failed write is recorded as a ``failed``
+        record (up to 3 attempts), else the job ends as an unsaved final."""
+        store = self.store
+        if first is None:
+            if final is None:
+                final = self._final_record(job)
+            try:
+                if not store.save_nowait(final, fence):
+                    await store.save(final, fence)
+                job.record = final
+                job.rev += 1
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                first = exc
         # The final save failed: record the failure itself.
         note = f"final save failed: {_err(first)}"
         if job.outcome is not _FAILED or job.error:
@@ -639,7 +678,7 @@ class Scheduler:
 
     def _retire(self, job: _Job, started: bool) -> None:
         """The job is over: bookkeeping, event, and re-examine its workspace."""
-        if job.phase is Phase.DONE:
+        if job.phase is _DONE:
             return
         q = job.queue
         rec = job.record
@@ -651,7 +690,7 @@ class Scheduler:
                 self._unsaved(job, "its task was cancelled before the record was written")
             state = _FAILED
         job.final_state = state
-        job.phase = Phase.DONE
+        job.phase = _DONE
         now = job.ended_at = self.clock()
         job.rev += 1
         jid = job.id
@@ -667,7 +706,8 @@ class Scheduler:
         ws = job.workspace
         if started:
             # keep the run in its workspace's history, within the bounds ("Bounded memory")
-            span = RunSpan(jid, q.name, rec.run_id, job.started_at, now, state)
+            span = _span(RunSpan, job_id=jid, queue=q.name, run_id=rec.run_id,
+                         started_at=job.started_at, ended_at=now, state=state)
             hist = self._history.get(ws)
             if hist is None:
                 hist = self._history[ws] = deque(maxlen=self.history_limit)
@@ -765,7 +805,14 @@ class Scheduler:
         self._live[jid] = job
         q.submitted += 1
         self.jobs_submitted += 1
-        self._enqueue(job)
+        # it enters its queue: FIFO over all workspaces and per workspace
+        job.seq = self._seq = self._seq + 1
+        q.waiting[jid] = job
+        dq = q.by_ws.get(workspace)
+        if dq is None:
+            q.by_ws[workspace] = deque((job,))
+        else:
+            dq.append(job)
         if self._closing is not None:  # closed while its queued record was being saved
             await self._close_waiting(job)
         else:
@@ -883,8 +930,9 @@ class Scheduler:
                 best = dq[0]
         if best is None:
             return
-        try:  # (== self._available(ws, best), inlined: twice per job)
-            available = self.project_available(ws)
+        try:  # (== self._available(ws, best) and self.project_available(ws), inlined)
+            hook = self.available_hook
+            available = not self.occupancy.is_busy(ws) and (hook is None or bool(hook(ws)))
         except Exception as exc:  # "cannot tell" is "not available" (see "Availability")
             self.available_errors += 1
             self.events.emit("available_failed", ws, None, best.id, None, _err(exc))
@@ -916,15 +964,6 @@ class Scheduler:
     # same runner instead of a new task (one task per busy workspace rather
     # than per job); the runner yields to the loop every RUNNER_BATCH jobs.
     RUNNER_BATCH = 16
-
-    def _dispatch(self, job: _Job) -> None:
-        f = self._finishing
-        if f is not None and f.workspace == job.workspace and self._handoff is None \
-                and f.task is not None:
-            self._handoff = job
-            job.task = f.task
-            return
-        job.task = self._loop().create_task(self._runner(job))
 
     async def _runner(self, job: _Job) -> None:
         n = 0

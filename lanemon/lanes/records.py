@@ -331,20 +331,23 @@ class RecordStore:
                                   record.state, token.epoch)
                 raise StaleWrite(f"record {record.id}: token epoch {token.epoch} of "
                                  f"{token.lanes.name!r} is no longer current")
-        prev = self._records.get(record.id)
-        if record.state not in _ALLOWED[None if prev is None else prev.state]:
+        rid = record.id  # (each read by name once: three writes per job)
+        state = record.state
+        records = self._records
+        prev = records.get(rid)
+        if state not in _ALLOWED[None if prev is None else prev.state]:
             self.invalid_transitions += 1
             raise InvalidTransition(
-                f"record {record.id}: {prev.state.value if prev else 'new'} -> {record.state.value}")
-        self._records[record.id] = record
-        if record.state in self._bounded:  # a terminal record, and the window is bounded
+                f"record {rid}: {prev.state.value if prev else 'new'} -> {state.value}")
+        records[rid] = record
+        if state in self._bounded:  # a terminal record, and the window is bounded
             done = self._finished_ids
-            done.append(record.id)
+            done.append(rid)
             if len(done) > self.keep_finished:
-                del self._records[done.popleft()]
+                del records[done.popleft()]
                 self.forgotten += 1
         self.saves += 1
-        self._events.emit("saved", record.workspace, record.queue, record.id, record.state)
+        self._events.emit("saved", record.workspace, record.queue, rid, state)
         return record
 
     async def _slow_path(self, record: Reservation) -> None:
