@@ -62,7 +62,8 @@ FPS = 30
 MAX_POINTS = 3000
 MIN_TOP_MS = 60.0          # keep both reference lines in view
 REF_LINES = ((1000.0 / 60.0, "16.7 ms · one frame", "REF_FRAME", 0.015, (0, 1)),   # colour: theme.<name>
-             (50.0, "50 ms · a long task", "REF_LONG", 0.985, (1, 1)))
+             # left of the middle: the newest runs (right) put their labels near the top there
+             (50.0, "50 ms · a long task", "REF_LONG", 0.28, (0, 1)))
 LABEL_ROWS = 4            # rows of run labels at the top of the chart
 STATS_EVERY = 8            # frames between text updates (~4 per second)
 # the y axis top: the smallest of these (x a power of ten) above 1.18 x the peak; it shrinks
