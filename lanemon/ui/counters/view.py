@@ -2,7 +2,10 @@
 
 Data flow (the view decides nothing about counters):
 
-- a control calls the domain: ``Simulation(form.config(), speed=...)``,
+- a control calls the domain: ``Simulation(form.config(), speed=...)`` (with
+  ``ARRIVAL_CHUNK`` / ``ARRIVAL_BUDGET_S``: a run behind real time, such as 9,999
+  arrivals/s at 9x, admits its overdue arrivals in chunks and the frame runs between
+  them; Reset drops the old run, nothing keeps it),
   ``start()`` (a task on the running qasync loop), ``stop()``,
   ``set_speed()``, ``expire_claim()``, ``abandon()``, ``compare_async()``.
   A ``ValueError`` from the domain, or a run / compare that fails, is shown
