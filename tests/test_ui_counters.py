@@ -347,3 +347,38 @@ def test_customers_turned_away_show_in_the_tallies_and_the_compare_table(qtbot):
     assert t.turned_away > 0 and shown == f"{t.turned_away:,}" and color == theme.WARN
     assert t.arrived == t.served + t.queued + t.with_staff + t.turned_away
     assert t.queued <= config.queue_limit + config.staff
+
+
+def test_an_arrival_flood_goes_in_chunks_and_reset_releases_the_run(qtbot):
+    """Issue 19 finding 9: arrivals 9,999/s at 9x run behind real time; the window's run
+    admits them at most ``ARRIVAL_CHUNK`` per loop turn (other tasks run in between), and
+    Reset leaves nothing holding the old run."""
+    import gc
+    import weakref
+
+    from lanemon.ui.counters.view import ARRIVAL_CHUNK
+
+    async def scenario(win):
+        v = _view(win)
+        v.form.customers.setValue(0)          # endless
+        v.form.arrival_rate.setValue(9_999)
+        v.form.speed.setValue(9.0)
+        assert v.start()
+        sim = v.sim
+        seen = [sim.arrived]
+        while sim.arrival_yields < 20:        # behind real time: chunks given back 20 times
+            await asyncio.sleep(0)
+            seen.append(sim.arrived)
+        v.stop()
+        old = weakref.ref(sim)
+        del sim
+        await wait_until(lambda: v.sim.state == "stopped", 10)
+        steps = [b - a for a, b in zip(seen, seen[1:])]
+        v.reset()
+        await wait_until(lambda: v.last_snapshot is not None and v.last_snapshot.state == "ready", 10)
+        gc.collect()
+        return steps, old() is None
+
+    steps, released = _run(scenario)
+    assert sum(steps) > 20 and max(steps) <= ARRIVAL_CHUNK
+    assert released

@@ -80,6 +80,7 @@ import contextlib
 import dataclasses
 import math
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -415,11 +416,29 @@ class Simulation:
     ``events=`` (the simulation's hub); default: the in-memory engine. The
     simulation reaches the board only through the resulting
     ``ClaimStore`` (``self.claims``).
+
+    ``arrival_chunk`` / ``arrival_budget`` (real-time runs on a window's loop): when the
+    run is behind real time (arrivals already due, e.g. 9,999/s at 9x), the arrival loop
+    admits or turns away at most ``arrival_chunk`` customers, and stops sooner once it
+    has run ``arrival_budget`` wall seconds, before it lets every loop timer already due
+    run (``arrival_yields`` counts those turns). Every customer is still accounted for
+    in order; only the interleaving with the staff changes, as timer jitter does.
+    Default ``None``: overdue arrivals are handled in one go -- the deterministic
+    behaviour of virtual-time runs (``run_virtual``, ``compare``), which keep it.
     """
 
     def __init__(self, config: SimConfig | None = None, *, speed: float = 1.0,
                  clock: ScaledClock | None = None,
-                 claims: ClaimStoreFactory | None = None) -> None:
+                 claims: ClaimStoreFactory | None = None,
+                 arrival_chunk: int | None = None,
+                 arrival_budget: float | None = None) -> None:
+        if arrival_chunk is not None and not (isinstance(arrival_chunk, int) and arrival_chunk >= 1):
+            raise ValueError(f"arrival_chunk must be an integer >= 1 or None, not {arrival_chunk!r}")
+        if arrival_budget is not None and not arrival_budget > 0:
+            raise ValueError(f"arrival_budget must be > 0 or None, not {arrival_budget!r}")
+        self._arrival_chunk = arrival_chunk
+        self._arrival_budget = arrival_budget if arrival_chunk is not None else None
+        self.arrival_yields = 0  # turns the arrival loop gave back to the loop (see above)
         if claims is None:
             from lanemon.store.memory_claims import MemoryClaims  # it imports this package
             claims = MemoryClaims.create
@@ -607,10 +626,20 @@ class Simulation:
 
     # -- the run ---------------------------------------------------------
     async def _arrivals(self) -> None:
+        chunk, budget = self._arrival_chunk, self._arrival_budget
+        wall = time.perf_counter
+        run, t0 = 0, wall()  # arrivals admitted since the loop last ran other work
         for customer in self.config.workload():
             delay = customer.arrival - self.clock.now()
             if delay > 0:
                 await self.clock.sleep(delay)
+                run, t0 = 0, wall()
+            elif chunk is not None and (run >= chunk or (budget is not None and wall() - t0 > budget)):
+                # overdue arrivals (the run is behind real time): the loop's due timers first
+                await _yield_to_timers()
+                self.arrival_yields += 1
+                run, t0 = 0, wall()
+            run += 1
             self.arrived += 1
             if len(self._queue) >= self.config.queue_limit:
                 self.turned_away += 1
@@ -817,6 +846,21 @@ async def compare_async(config: SimConfig, strategies: tuple[str, ...] | None = 
     if error is not None:
         raise error
     return results
+
+
+async def _yield_to_timers() -> None:
+    """Yield so that every loop timer already due (the window's frame, the heartbeat) runs
+    before we resume (``asyncio.sleep(0)`` would resume first: see
+    ``lanemon.work.slicing.yield_to_timers``)."""
+    loop = asyncio.get_running_loop()
+    fut = loop.create_future()
+    loop.call_at(loop.time(), _wake, fut)
+    await fut
+
+
+def _wake(fut: asyncio.Future) -> None:
+    if not fut.done():
+        fut.set_result(None)
 
 
 def _retrieve(future: asyncio.Future) -> None:

@@ -2,7 +2,10 @@
 
 Data flow (the view decides nothing about counters):
 
-- a control calls the domain: ``Simulation(form.config(), speed=...)``,
+- a control calls the domain: ``Simulation(form.config(), speed=...)`` (with
+  ``ARRIVAL_CHUNK`` / ``ARRIVAL_BUDGET_S``: a run behind real time, such as 9,999
+  arrivals/s at 9x, admits its overdue arrivals in chunks and the frame runs between
+  them; Reset drops the old run, nothing keeps it),
   ``start()`` (a task on the running qasync loop), ``stop()``,
   ``set_speed()``, ``expire_claim()``, ``abandon()``, ``compare_async()``.
   A ``ValueError`` from the domain, or a run / compare that fails, is shown
@@ -71,6 +74,10 @@ TEXT_FPS = 5   # the staff strip, the tallies and the headline: at most this oft
                # once after a control was used (figures that change 30 times a second cannot
                # be read; each of these costs ~0.2-0.6 ms to repaint)
 
+
+ARRIVAL_CHUNK = 200       # a run behind real time admits at most this many arrivals per loop turn ...
+ARRIVAL_BUDGET_S = 0.004  # ... and ends a turn's chunk after this long (a frame is 16.7 ms; the
+                          # staff, the services and the frame share the rest)
 
 BOARD_AT = 220   # px at font scale 1: the board's least width beside the two fixed columns
 
@@ -226,7 +233,8 @@ class CountersView(LiveView):
         """A new simulation with the form's settings (not started). False if refused."""
         try:
             config = self.form.config()
-            sim = Simulation(config, speed=self.form.speed.value())
+            sim = Simulation(config, speed=self.form.speed.value(),
+                             arrival_chunk=ARRIVAL_CHUNK, arrival_budget=ARRIVAL_BUDGET_S)
         except ValueError as exc:
             self.show_message(f"Not started: {exc}", error=True)
             return False
