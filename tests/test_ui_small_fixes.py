@@ -248,6 +248,31 @@ def test_the_runs_messages_are_readable_after_each_presenter_toggle(qtbot):
         assert ratio >= 4.5, (mode, error, ink, paper)
 
 
+
+def test_the_lanes_notice_is_readable_after_each_presenter_toggle(qtbot):
+    """The Lanes notice took its error colour once (dark red, ~3.7:1 on the dark background)
+    and did not follow the palette after F5 or a theme change."""
+    async def scenario(win):
+        notice, seen = win.views["lanes"].controls.notice, []
+        say = win.views["lanes"].controls.say
+        for error in (False, True):
+            win.talk.set_presenter(True)
+            say(f"Job 3 cancelled: ws-0{int(error)} lane released", error=error)
+            seen.append(("presenter", error, *_ink_and_paper(notice)))
+            win.talk.set_presenter(False)
+            seen.append(("light", error, *_ink_and_paper(notice)))
+            win.talk.set_theme("dark")
+            seen.append(("dark", error, *_ink_and_paper(notice)))
+            win.talk.set_theme("light")
+            seen.append(("light again", error, *_ink_and_paper(notice)))
+        return [(mode, error, contrast(ink, paper), ink.name(), paper.name()) for mode, error, ink, paper in seen]
+
+    rc, seen, errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert len(seen) == 8
+    for mode, error, ratio, ink, paper in seen:
+        assert ratio >= 4.5, (mode, error, ink, paper)
+
 # --- finding 7: the pause symbol and the paused header -------------------------------------
 
 def _header_rects(chart):
