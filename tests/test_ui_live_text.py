@@ -2,7 +2,7 @@
 
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QObject, Qt
-from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF
 from PySide6.QtWidgets import QApplication, QTableView, QVBoxLayout, QWidget
 
 from lanemon.ui.kit.fast_delegate import FastDelegate
@@ -59,6 +59,41 @@ def test_live_label_changes_without_relayout_and_draws_its_parts_on_one_line(qtb
     bold = np.flatnonzero(((p := _pixels(label))[..., 0] > 200).any(axis=0) & (p[..., 1] < 80).any(axis=0))
     assert bold.max() > regular.max()
 
+
+
+def test_a_live_label_narrower_than_its_text_elides_it_and_tips_the_whole_text(qtbot):
+    """Issue 19 finding 11: the Lanes titles were cut mid-glyph at the right edge."""
+    whole = "Workspaces 3 · 2 lanes held · Space toggles bus lanes on and off"
+    narrow, wide = LiveLabel(), LiveLabel()
+    qtbot.addWidget(narrow)
+    qtbot.addWidget(wide)
+    narrow.set_parts([("Workspaces 3", None, True),
+                      (" · 2 lanes held · Space toggles bus lanes on and off", "#c92a2a", False)])
+    narrow.resize(160, narrow.sizeHint().height())
+    spy = _LayoutRequests()
+    narrow.installEventFilter(spy)
+    shown = narrow.shown_text()
+    assert narrow.text() == whole
+    assert shown.endswith("…") and len(shown) > 1
+    assert whole.startswith(shown[:-1])                  # the start of the text, cut at the right
+    assert narrow.toolTip() == whole
+    # it paints what it shows: the same pixels as a wide label showing that text
+    narrow.setText(whole)
+    shown = narrow.shown_text()
+    assert shown.endswith("…") and whole.startswith(shown[:-1]) and narrow.toolTip() == whole
+    assert QFontMetricsF(narrow.font()).horizontalAdvance(shown) <= 160 - 2
+    wide.setText(shown)
+    wide.resize(600, narrow.height())
+    assert wide.shown_text() == shown and wide.toolTip() == ""
+    assert (_pixels(narrow) == _pixels(wide)[:, :160]).all()
+    # changing the text cuts it again without asking for a layout; widening shows it whole
+    for i in range(10):
+        narrow.setText(f"{i} {whole}")
+    QApplication.sendPostedEvents()
+    assert spy.count == 0
+    assert narrow.shown_text().startswith("9 ") and narrow.toolTip() == f"9 {whole}"
+    narrow.resize(900, narrow.height())
+    assert narrow.shown_text() == f"9 {whole}" and narrow.toolTip() == ""
 
 class _Model(QAbstractTableModel):
     def rowCount(self, parent=QModelIndex()):

@@ -8,7 +8,7 @@ import pytest
 from PySide6.QtCore import QEvent, QPoint, QRect, Qt
 from PySide6.QtGui import QColor, QFontMetrics
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QAbstractButton, QApplication, QDoubleSpinBox, QGroupBox, QLabel, QMenuBar
+from PySide6.QtWidgets import QAbstractButton, QApplication, QDoubleSpinBox, QGroupBox, QLabel, QMenuBar, QSizeGrip
 
 from lanemon.counters import SimConfig
 from lanemon.ui.heartbeat.chart import PausedBadge
@@ -248,6 +248,31 @@ def test_the_runs_messages_are_readable_after_each_presenter_toggle(qtbot):
         assert ratio >= 4.5, (mode, error, ink, paper)
 
 
+
+def test_the_lanes_notice_is_readable_after_each_presenter_toggle(qtbot):
+    """The Lanes notice took its error colour once (dark red, ~3.7:1 on the dark background)
+    and did not follow the palette after F5 or a theme change."""
+    async def scenario(win):
+        notice, seen = win.views["lanes"].controls.notice, []
+        say = win.views["lanes"].controls.say
+        for error in (False, True):
+            win.talk.set_presenter(True)
+            say(f"Job 3 cancelled: ws-0{int(error)} lane released", error=error)
+            seen.append(("presenter", error, *_ink_and_paper(notice)))
+            win.talk.set_presenter(False)
+            seen.append(("light", error, *_ink_and_paper(notice)))
+            win.talk.set_theme("dark")
+            seen.append(("dark", error, *_ink_and_paper(notice)))
+            win.talk.set_theme("light")
+            seen.append(("light again", error, *_ink_and_paper(notice)))
+        return [(mode, error, contrast(ink, paper), ink.name(), paper.name()) for mode, error, ink, paper in seen]
+
+    rc, seen, errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert len(seen) == 8
+    for mode, error, ratio, ink, paper in seen:
+        assert ratio >= 4.5, (mode, error, ink, paper)
+
 # --- finding 7: the pause symbol and the paused header -------------------------------------
 
 def _header_rects(chart):
@@ -372,3 +397,49 @@ def test_the_long_whole_run_question_is_answered_by_the_keyboard(qtbot, monkeypa
     assert rc == 0 and errors == []
     assert seen == [(0, 0), (0, 0), (0, 1)]     # Esc: no · Enter (the default): no · Alt+B: runs
     assert statuses == ["done"]
+
+
+# --- status bar: a long message never runs into the lag figures ------------------------------
+
+def _ink_columns(img, x0: int, x1: int) -> list[int]:
+    """The columns in ``[x0, x1)`` with a pixel far from the image's most common colour."""
+    counts = collections.Counter(img.pixel(x, y) for x in range(img.width()) for y in range(img.height()))
+    paper = QColor.fromRgb(counts.most_common(1)[0][0])
+
+    def ink(x: int) -> bool:
+        for y in range(img.height()):
+            c = QColor.fromRgb(img.pixel(x, y))
+            if abs(c.red() - paper.red()) + abs(c.green() - paper.green()) + abs(c.blue() - paper.blue()) > 150:
+                return True
+        return False
+    return [x for x in range(x0, x1) if ink(x)]
+
+
+def test_a_long_status_message_keeps_a_gap_before_the_lag_figures(qtbot):
+    """A long message ("Chart written to /a/long/path…") ran into "lag 0.17 ms" with no gap."""
+    async def scenario(win):
+        await wait_until(win.isVisible, 10)
+        bar, lag_label, seen = win.statusBar(), win.lag_label, []
+        grip = bar.findChild(QSizeGrip)
+        for presenter in (False, True):
+            win.talk.set_presenter(presenter)
+            bar.showMessage("Chart written to /tmp/" + "a-very-long-folder-name/" * 12 + "chart.png", 15000)
+            # the status bar laid out for this font: the lag figures have their room, inside the bar
+            # (and the size grip at its place right of them: the message is painted left of both)
+            def laid_out() -> bool:
+                left, right = (lag_label.mapTo(bar, QPoint(x, 0)).x() for x in (0, lag_label.width()))
+                return (lag_label.width() >= lag_label.minimumWidth() > 0 and 0 < right <= bar.width()
+                        and (grip is None or not grip.isVisible() or grip.x() >= left))
+            await wait_until(laid_out, 10)
+            img = bar.grab().toImage()
+            left = lag_label.mapTo(bar, QPoint(0, 0)).x()
+            message, lag = _ink_columns(img, 0, left), _ink_columns(img, left, img.width())
+            seen.append((presenter, message, lag, left))
+        return seen
+
+    rc, seen, errors = run_window(scenario, size=(1024, 768))
+    assert rc == 0 and errors == []
+    for presenter, message, lag, left in seen:
+        assert message and lag, presenter                      # both are painted
+        assert max(message) > left - 200, presenter            # the message is long: it fills its room
+        assert min(lag) - max(message) > 12, (presenter, max(message), min(lag), left)   # a clear gap

@@ -295,6 +295,36 @@ def test_settings_restore_the_state_and_the_widgets_follow(qtbot, tmp_path):
             again.value(settings.JOB_UNIT)) == (7, 321.0, "CPU ms")
 
 
+
+@pytest.mark.parametrize("outside, presenter", [(True, False), (False, False), (False, True), (True, True)])
+def test_settings_keep_the_log_lag_axis_chosen_outside_presenter_mode(qtbot, tmp_path, outside, presenter):
+    """The "log" box (L) was forgotten at the next start; presenter mode's own log axis is
+    not what is kept: the choice outside it is, and leaving presenter mode brings it back."""
+    ini = str(tmp_path / "lanemon.ini")
+    first = MainWindow()
+    qtbot.addWidget(first)
+    first.chart.log_box.setChecked(outside)          # as a user ticks (or leaves) the box
+    first.talk.set_presenter(presenter)
+    assert first.chart.log_scale == (outside or presenter)
+    settings.save(first, settings.open_store(ini))
+    first.talk.set_presenter(False)
+    theme.set_palette("light")
+    theme.apply_font_and_palette(QApplication.instance(), 1.0)
+
+    second = MainWindow()
+    qtbot.addWidget(second)
+    assert not second.chart.log_scale                 # linear until restored
+    settings.restore(second, settings.open_store(ini))
+    assert second.talk.presenter == presenter
+    assert second.chart.log_scale == (outside or presenter)
+    assert second.chart.log_box.isChecked() == second.chart.log_scale
+    second.talk.set_presenter(False)
+    assert second.chart.log_scale == outside          # the outside choice, whatever presenter mode did
+    settings.save(second, settings.open_store(ini))
+    assert str(settings.open_store(ini).value(settings.LOG_SCALE)).lower() == str(outside).lower()
+    theme.set_palette("light")
+    theme.apply_font_and_palette(QApplication.instance(), 1.0)
+
 def test_tests_never_touch_the_users_settings(tmp_path):
     assert os.environ.get("LANEMON_NO_SETTINGS")
     store = settings.open_store()

@@ -5,9 +5,12 @@ Two costs of a ``QLabel`` that changes several times a second are avoided:
 - **layout**: a ``QLabel`` asks its parent for a new layout on every
   ``setText`` (``lanemon bench ui`` saw ``LayoutRequest`` events of the
   Lanes tab cost ~0.7 ms each, dozens a second). A ``LiveLabel`` is one line
-  tall, takes the width its layout gives it (longer text is clipped, as a
-  ``QLabel`` with an ignored horizontal size policy is) and on a change only
-  repaints itself;
+  tall, takes the width its layout gives it and on a change only repaints
+  itself. A text longer than that width is **elided**: it is cut at the
+  right and ends with "…" (never clipped mid-glyph), and the whole text is
+  the tooltip; ``shown_text()`` is what is painted. The cut is worked out
+  again only when the parts, the width or the font change, never by a
+  re-layout;
 - **text layout**: rich text is laid out again as a whole document on every
   change (~0.5 ms for a line of figures). A ``LiveLabel`` is given **parts**,
   ``(text, colour, bold)``, each drawn from a cache of laid-out strings
@@ -29,12 +32,14 @@ layout with no stretch to give it).
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QPointF, QSize, Qt
-from PySide6.QtGui import QColor, QFont, QPainter
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from lanemon.ui.kit.static_texts import StaticTexts
 
 Part = tuple[str, "str | None", bool]
+
+ELLIPSIS = "\u2026"
 
 
 def figure_parts(figures, name_color: str, sep: str) -> list[Part]:
@@ -53,6 +58,8 @@ class LiveLabel(QWidget):
         self._fill = fill
         self._reserved = ""
         self._parts: tuple[Part, ...] = ()
+        self._shown: tuple[Part, ...] | None = None      # the parts as painted; None: work out again
+        self._shown_width = -1                           # the width they were worked out for
         self._colors: dict[str, QColor] = {}
         self._texts = StaticTexts(limit=60)
         self._take_font()
@@ -72,10 +79,53 @@ class LiveLabel(QWidget):
         parts = tuple(parts)
         if parts != self._parts:
             self._parts = parts
+            self._shown = None
             self.update()
 
     def setText(self, text: str) -> None:
         self.set_parts(((text, None, False),) if text else ())
+
+    def shown_text(self) -> str:
+        """The text as painted at the current width: the whole text when it fits, else its
+        start cut at the right and ending with "…" (the tooltip is then the whole text)."""
+        return "".join(t for t, _, _ in self._shown_parts())
+
+    def _shown_parts(self) -> tuple[Part, ...]:
+        if self._shown is None or self._shown_width != self.width():
+            self._shown_width = self.width()
+            self._shown = self._fit(self.width() - 2)        # painting starts at x = 1
+            tip = "" if self._shown is self._parts else self.text()
+            if self.toolTip() != tip:
+                self.setToolTip(tip)
+        return self._shown
+
+    def _fit(self, room: float) -> tuple[Part, ...]:
+        """The parts that fit in ``room`` pixels: all of them (the same tuple) when they do;
+        else the parts that fit with room for "…" after them, then the next part cut to fit
+        and ending with "…"."""
+        widths = [self._texts.get(int(bold), text)[1] for text, _, bold in self._parts]
+        if sum(widths) <= room:
+            return self._parts
+        fonts = self._texts.fonts
+        dots = max(QFontMetricsF(f).horizontalAdvance(ELLIPSIS) for f in fonts)
+        shown: list[Part] = []
+        x = 0.0
+        for (text, color, bold), w in zip(self._parts, widths):
+            if x + w + dots <= room:
+                shown.append((text, color, bold))
+                x += w
+                continue
+            fm = QFontMetricsF(fonts[int(bold)])
+            lo, hi = 0, len(text)           # the longest start of the text that fits with "…"
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if fm.horizontalAdvance(text[:mid].rstrip() + ELLIPSIS) <= room - x:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            shown.append((text[:lo].rstrip() + ELLIPSIS, color, bold))
+            break
+        return tuple(shown)
 
     # --- size and font -----------------------------------------------------------------------
     def reserve(self, text: str) -> None:
@@ -105,6 +155,7 @@ class LiveLabel(QWidget):
     def changeEvent(self, event) -> None:
         if event.type() == QEvent.Type.FontChange:
             self._take_font()
+            self._shown = None
             self._apply_reserve()
             self.updateGeometry()                # a font change may change the height
         super().changeEvent(event)
@@ -124,7 +175,7 @@ class LiveLabel(QWidget):
             p.fillRect(self.rect(), self.palette().base())
         fonts = self._texts.fonts
         x, right, h = 1.0, self.width(), self.height()
-        for text, color, bold in self._parts:
+        for text, color, bold in self._shown_parts():
             st, w, th = self._texts.get(int(bold), text)
             p.setFont(fonts[int(bold)])
             p.setPen(self._color(color))

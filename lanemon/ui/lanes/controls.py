@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -156,6 +156,7 @@ class LanesControls(QWidget):
         a.setColumnStretch(2, 1)
 
         self.notice = QLabel("")
+        self._notice_error = False
         self.notice.setWordWrap(True)
         self.notice.setTextFormat(Qt.TextFormat.PlainText)
         self.notice.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
@@ -244,5 +245,21 @@ class LanesControls(QWidget):
         return [ws_name(i % m + 1) for i in range(n)]
 
     def say(self, text: str, error: bool = False) -> None:
-        self.notice.setStyleSheet(f"color: {theme.ERROR_TEXT}; font-weight: bold;" if error else "")
+        """Show ``text`` in the notice under the controls: plain in the palette's text colour,
+        or (``error``) bold in the theme's alarm colour, re-read on every palette change (F5,
+        the dark theme), so the notice stays readable in both palettes."""
+        self._notice_error = bool(error)
+        self._paint_notice()
         self.notice.setText(text)
+
+    def _paint_notice(self) -> None:
+        # as the Runs banner: plain text takes the palette's colour (it follows the theme); the
+        # alarm colour (theme.WARN: >= 4.5:1 on both palettes' backgrounds) is read again here
+        sheet = f"color: {theme.WARN}; font-weight: bold;" if self._notice_error else ""
+        if self.notice.styleSheet() != sheet:
+            self.notice.setStyleSheet(sheet)
+
+    def changeEvent(self, event) -> None:
+        if event.type() == QEvent.Type.PaletteChange:     # theme.apply swapped the app's palette
+            self._paint_notice()
+        super().changeEvent(event)

@@ -32,7 +32,17 @@ from collections.abc import Awaitable, Callable
 
 from PySide6.QtCore import QRect, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QApplication, QFrame, QLabel, QMainWindow, QScrollArea, QSplitter, QTabWidget, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QScrollArea,
+    QSplitter,
+    QTabWidget,
+    QWidget,
+)
 
 from lanemon.files import cannot_write
 from lanemon.ui.counters.view import install_counters_view
@@ -49,6 +59,7 @@ from lanemon.ui.shell import exports
 
 DEFAULT_SIZE = (1280, 800)
 FRAME_ALLOWANCE = (16, 40)   # px a window manager's frame and title bar may add around the window
+STATUS_GAP_PX = 24          # the empty room between a status message and the lag figures
 
 
 def opening_geometry(available: QRect) -> QRect:
@@ -109,7 +120,13 @@ class MainWindow(QMainWindow):
         # changes 4 times a second: a LiveLabel, so the window is not laid out again each time
         self.lag_label = LiveLabel("", fill=False)
         self.lag_label.reserve("lag 0000.00 ms   ·   period 100 ms  ")
-        self.statusBar().addPermanentWidget(self.lag_label)
+        # a message is drawn up to 2 px left of the first permanent widget and cut there: an
+        # empty margin left of the lag figures keeps a long message from running into them
+        lag_box = QWidget()
+        lag_row = QHBoxLayout(lag_box)
+        lag_row.setContentsMargins(STATUS_GAP_PX, 0, 0, 0)
+        lag_row.addWidget(self.lag_label)
+        self.statusBar().addPermanentWidget(lag_box)
         self.warning = QLabel("")
         self.warning.setVisible(False)
         self.statusBar().addPermanentWidget(self.warning)

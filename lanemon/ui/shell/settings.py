@@ -3,8 +3,9 @@
 Organization "lanemon", application "lanemon": on Linux
 ``~/.config/lanemon/lanemon.conf`` (``$XDG_CONFIG_HOME`` first), the registry
 on Windows, a plist on macOS. Kept: the window geometry, presenter mode, the
-theme (palette outside presenter mode), the heartbeat period, the job size and
-its unit. ``restore(window, store)`` before the window shows;
+theme (palette outside presenter mode), the chart's lag axis outside presenter
+mode (log or linear: presenter mode's own log axis is not kept), the heartbeat
+period, the job size and its unit. ``restore(window, store)`` before the window shows;
 ``save(window, store)`` when it closes (``app.main`` does both).
 ``unwritable(store)`` says, before anything is lost, why a store cannot be
 written (the window shows it at start); ``save`` raises ``OSError`` when the
@@ -35,6 +36,7 @@ NO_SETTINGS_ENV = "LANEMON_NO_SETTINGS"
 GEOMETRY = "window/geometry"
 PRESENTER = "view/presenter"
 THEME = "view/theme"
+LOG_SCALE = "chart/log_scale"
 PERIOD = "heartbeat/period_ms"
 JOB_SIZE = "job/size"
 JOB_UNIT = "job/unit"
@@ -111,6 +113,9 @@ def save(window, store: QSettings) -> None:
     if talk is not None:
         store.setValue(PRESENTER, talk.presenter)
         store.setValue(THEME, talk.theme)
+        store.setValue(LOG_SCALE, talk.log_outside)
+    else:
+        store.setValue(LOG_SCALE, window.chart.log_scale)
     store.setValue(PERIOD, int(window.heartbeat.period_ms))
     size, unit = window.runs_panel.job()
     store.setValue(JOB_SIZE, float(size))
@@ -129,6 +134,8 @@ def restore(window, store: QSettings) -> None:
     if isinstance(geometry, (QByteArray, bytes)) and len(geometry):
         window.restoreGeometry(QByteArray(geometry))
     talk = getattr(window, "talk", None)
+    if store.contains(LOG_SCALE):      # before presenter mode, which keeps it as the outside choice
+        window.chart.set_log_scale(_bool(store.value(LOG_SCALE)))
     if talk is not None:
         theme_name = store.value(THEME)
         if theme_name in ("light", "dark"):

@@ -304,6 +304,13 @@ class TalkMode(QObject):
             self._apply_look()
         self._say("Presenter mode on (F5 leaves it)" if on else "Presenter mode off")
 
+    @property
+    def log_outside(self) -> bool:
+        """The chart's lag axis outside presenter mode (``True``: logarithmic): the chart's own
+        while out of it; while in it, the axis it had before, which leaving brings back (the
+        one the settings keep)."""
+        return self.window.chart.log_scale if self._log_outside is None else self._log_outside
+
     def toggle_presenter(self) -> None:
         self.set_presenter(not self.presenter)
 
