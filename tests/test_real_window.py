@@ -99,9 +99,10 @@ def _png_size(path: str) -> tuple[int, int]:
     return struct.unpack(">II", head[16:24])
 
 
-def test_the_lanemon_command_in_a_real_x_window(display, tmp_path):
+def _session(display: str, tmp_path: Path):
+    """A fresh home, screenshot folder and runtime dir; the window's environment (marked, so
+    that every process it starts can be found); and ``xdo(...)``, xdotool on that display."""
     xdotool = _tool("xdotool")
-    lanemon = _lanemon()
     marker = uuid.uuid4().hex
     home, shots, runtime = tmp_path / "home", tmp_path / "shots", tmp_path / "runtime"
     for d in (home, shots, runtime):
@@ -120,6 +121,13 @@ def test_the_lanemon_command_in_a_real_x_window(display, tmp_path):
         done = subprocess.run([xdotool, *args], env=x_env, capture_output=True, text=True, timeout=timeout_s)
         assert done.returncode == 0, f"xdotool {' '.join(args)}: {done.stderr}"
         return done.stdout
+
+    return marker, shots, env, xdo
+
+
+def test_the_lanemon_command_in_a_real_x_window(display, tmp_path):
+    lanemon = _lanemon()
+    marker, shots, env, xdo = _session(display, tmp_path)
 
     proc = subprocess.Popen([lanemon], env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
@@ -149,7 +157,7 @@ def test_the_lanemon_command_in_a_real_x_window(display, tmp_path):
     assert Path(path).parent == shots and Path(path).exists()
     width, height = _png_size(path)
     assert 1000 <= width <= 1280 and 700 <= height <= 800, (width, height)
-    assert (home / ".config" / "lanemon" / "lanemon.conf").exists()   # settings saved, in the temp home
+    assert (tmp_path / "home" / ".config" / "lanemon" / "lanemon.conf").exists()   # settings saved, in the temp home
 
     # nothing it started outlives it (multiprocessing's helpers leave when their parent has gone)
     left = wait_until_none_left(MARKER, marker, 20)
@@ -160,26 +168,8 @@ def test_the_lanemon_command_in_a_real_x_window(display, tmp_path):
 def test_the_window_opens_within_a_1024x768_screen(display, tmp_path):
     """On a 1024x768 X screen the window opens inside it (it was 1280x800 whatever the
     screen), in presenter mode too: the screenshot of the whole window fits the screen."""
-    xdotool = _tool("xdotool")
     lanemon = _lanemon()
-    marker = uuid.uuid4().hex
-    home, shots, runtime = tmp_path / "home", tmp_path / "shots", tmp_path / "runtime"
-    for d in (home, shots, runtime):
-        d.mkdir()
-    runtime.chmod(0o700)
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("LANEMON_NO_SETTINGS", "QT_QPA_PLATFORM", "WAYLAND_DISPLAY")}
-    env.update({
-        "DISPLAY": display, "QT_QPA_PLATFORM": "xcb",
-        "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_RUNTIME_DIR": str(runtime),
-        "LANEMON_TRACE": "1", "LANEMON_SCREENSHOT_DIR": str(shots), MARKER: marker,
-    })
-    x_env = {**os.environ, "DISPLAY": display}
-
-    def xdo(*args, timeout_s=30):
-        done = subprocess.run([xdotool, *args], env=x_env, capture_output=True, text=True, timeout=timeout_s)
-        assert done.returncode == 0, f"xdotool {' '.join(args)}: {done.stderr}"
-        return done.stdout
+    marker, shots, env, xdo = _session(display, tmp_path)
 
     proc = subprocess.Popen([lanemon], env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
