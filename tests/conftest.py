@@ -12,3 +12,27 @@ os.environ.setdefault("LANEMON_NO_SETTINGS", "1")
 from lanemon.ui import steady_process_settings
 
 steady_process_settings()  # as the window and the benchmarks run
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def window_app(qapp):
+    """The application for tests that open main windows. Afterwards, the closed windows go
+    (restyling the app restyles every widget still alive) and presenter mode's look goes back
+    to the default (light palette, font scale 1; style sheets belong to windows)."""
+    from PySide6.QtCore import QEvent
+
+    from lanemon.ui.kit import theme
+    from lanemon.ui.shell.app import application
+    from lanemon.ui.shell.main_window import MainWindow
+
+    app = application()
+    yield app
+    for w in app.topLevelWidgets():
+        if isinstance(w, MainWindow) and not w.isVisible():
+            w.deleteLater()
+    app.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    theme.set_palette("light")
+    theme.apply_font_and_palette(app, 1.0)

@@ -5,51 +5,18 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from chart_fakes import FakeClock, FakeHeartbeat
 
 from lanemon.ui.heartbeat import chart as heartbeat_chart
 from lanemon.ui.heartbeat.chart import HeartbeatChart
 from lanemon.ui.kit.chart_items import Label
 
 
-class _Clock:
-    def __init__(self, t: float) -> None:
-        self.t = t
-
-    def perf_counter(self) -> float:
-        return self.t
-
-
-class _Heartbeat:
-    period_ms = 10
-
-    def __init__(self) -> None:
-        self.t = np.empty(0)
-        self.lag = np.empty(0)
-
-    @property
-    def count(self) -> int:
-        return self.t.size
-
-    def set_period_ms(self, _ms) -> None:
-        pass
-
-    def add(self, t, lag) -> None:
-        self.t = np.r_[self.t, t]
-        self.lag = np.r_[self.lag, lag]
-
-    def between(self, first: int, stop: int):
-        return self.t[first:stop].copy(), self.lag[first:stop].copy()
-
-    def recent(self, seconds: float, now: float):
-        keep = self.t >= now - seconds
-        return self.t[keep], self.lag[keep]
-
-
 @pytest.fixture
 def chart(qtbot, monkeypatch):
-    clock = _Clock(1000.0)
+    clock = FakeClock(1000.0)
     monkeypatch.setattr(heartbeat_chart, "time", clock)
-    hb = _Heartbeat()
+    hb = FakeHeartbeat()
     t = 990.0 + np.arange(1000) * 0.01          # 10 s of idle ticks up to t = 1000
     lag = np.full(t.size, 0.5)
     lag[np.searchsorted(t, 995.0)] = 30.0       # a run's stall: stays in the figures

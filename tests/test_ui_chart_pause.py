@@ -5,52 +5,17 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from chart_fakes import FakeClock, FakeHeartbeat
 
 from lanemon.ui.heartbeat import chart as heartbeat_chart
 from lanemon.ui.heartbeat.chart import HeartbeatChart
 
 
-class _Clock:
-    def __init__(self, t: float) -> None:
-        self.t = t
-
-    def perf_counter(self) -> float:
-        return self.t
-
-
-class _Heartbeat:
-    """What the chart reads of a ``Heartbeat``: ticks appended in time order."""
-
-    period_ms = 10
-
-    def __init__(self) -> None:
-        self.t = np.empty(0)
-        self.lag = np.empty(0)
-
-    @property
-    def count(self) -> int:
-        return self.t.size
-
-    def set_period_ms(self, _ms) -> None:
-        pass
-
-    def add(self, t, lag) -> None:
-        self.t = np.r_[self.t, t]
-        self.lag = np.r_[self.lag, lag]
-
-    def between(self, first: int, stop: int):
-        return self.t[first:stop].copy(), self.lag[first:stop].copy()
-
-    def recent(self, seconds: float, now: float):
-        keep = self.t >= now - seconds          # like Heartbeat.recent: up to the newest tick
-        return self.t[keep], self.lag[keep]
-
-
 @pytest.fixture
 def chart(qtbot, monkeypatch):
-    clock = _Clock(1000.0)
+    clock = FakeClock(1000.0)
     monkeypatch.setattr(heartbeat_chart, "time", clock)
-    hb = _Heartbeat()
+    hb = FakeHeartbeat()
     ticks = 970.0 + np.arange(3000) * 0.01                  # 30 s of ticks up to t = 1000
     lag = np.full(ticks.size, 0.5)
     lag[np.searchsorted(ticks, 995.0)] = 40.0               # a stall 5 s before the pause

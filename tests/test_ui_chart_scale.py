@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from chart_fakes import FakeClock, FakeHeartbeat
 from PySide6.QtGui import QImage, QPainter
 
 from lanemon.ui.heartbeat import chart as heartbeat_chart
@@ -14,49 +15,18 @@ from lanemon.ui.heartbeat.chart import HeartbeatChart
 from lanemon.ui.heartbeat.y_scale import LOG_FLOOR_MS, YScale
 
 
-class _Clock:
-    def __init__(self, t: float) -> None:
-        self.t = t
-
-    def perf_counter(self) -> float:
-        return self.t
-
-
-class _Heartbeat:
-    """What the chart reads of a ``Heartbeat``: ticks appended in time order."""
-
-    period_ms = 10
-
-    def __init__(self, t, lag) -> None:
-        self.t, self.lag = t, lag
-
-    @property
-    def count(self) -> int:
-        return self.t.size
-
-    def set_period_ms(self, _ms) -> None:
-        pass
-
-    def between(self, first: int, stop: int):
-        return self.t[first:stop].copy(), self.lag[first:stop].copy()
-
-    def recent(self, seconds: float, now: float):
-        keep = self.t >= now - seconds
-        return self.t[keep], self.lag[keep]
-
-
 @pytest.fixture
 def chart(qtbot, monkeypatch):
     """20 s up to t = 1000: idle ticks (0.3 ms late), a whole run's 3,000 ms stall at 985 s,
     then a sliced run at 990-995 s whose ticks are 5 ms late."""
-    monkeypatch.setattr(heartbeat_chart, "time", _Clock(1000.0))
+    monkeypatch.setattr(heartbeat_chart, "time", FakeClock(1000.0))
     t = 980.0 + np.arange(2000) * 0.01
     lag = np.full(t.size, 0.3)
     lag[np.searchsorted(t, 985.0)] = 3000.0
     sliced = (t >= 990.0) & (t < 995.0)
     lag[sliced] = 5.0
     controller = SimpleNamespace(records=[], phases=[], machine=SimpleNamespace(floor=None))
-    c = HeartbeatChart(_Heartbeat(t, lag), controller, window_s=20)
+    c = HeartbeatChart(FakeHeartbeat(t, lag), controller, window_s=20)
     c.resize(900, 320)
     c.show()
     qtbot.waitExposed(c)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections
 
 import pytest
-from PySide6.QtCore import QEvent, QPoint, QRect, Qt
+from PySide6.QtCore import QPoint, QRect, Qt
 from PySide6.QtGui import QColor, QFontMetrics
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QAbstractButton, QApplication, QDoubleSpinBox, QGroupBox, QLabel, QMenuBar, QSizeGrip
@@ -13,22 +13,13 @@ from PySide6.QtWidgets import QAbstractButton, QApplication, QDoubleSpinBox, QGr
 from lanemon.counters import SimConfig
 from lanemon.ui.heartbeat.chart import PausedBadge
 from lanemon.ui.kit import theme
-from lanemon.ui.shell.main_window import MainWindow
 from lanemon.ui.tools.testing import run_window, wait_until
 
 
 @pytest.fixture(autouse=True)
-def _app(qapp):
-    from lanemon.ui.shell.app import application
-
-    app = application()
-    yield app
-    for w in app.topLevelWidgets():
-        if isinstance(w, MainWindow) and not w.isVisible():
-            w.deleteLater()
-    app.sendPostedEvents(None, QEvent.Type.DeferredDelete)
-    theme.set_palette("light")
-    theme.apply_font_and_palette(app, 1.0)
+def _app(window_app):
+    """The application; windows this file closed go, the look goes back to the default."""
+    return window_app
 
 
 # --- finding 6: mnemonics -----------------------------------------------------------------

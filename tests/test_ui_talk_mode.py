@@ -10,7 +10,7 @@ import os
 import struct
 
 import pytest
-from PySide6.QtCore import QEvent, QSettings, Qt
+from PySide6.QtCore import QSettings, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QFileDialog
 
@@ -24,18 +24,9 @@ SMALL = 200_000
 
 
 @pytest.fixture(autouse=True)
-def _app(qapp):
-    from lanemon.ui.shell.app import application
-
-    app = application()
-    yield app
-    # closed windows of this file go (restyling the app restyles every widget still alive)
-    for w in app.topLevelWidgets():
-        if isinstance(w, MainWindow) and not w.isVisible():
-            w.deleteLater()
-    app.sendPostedEvents(None, QEvent.Type.DeferredDelete)
-    theme.set_palette("light")     # presenter mode changes the module's look: back to the default
-    theme.apply_font_and_palette(app, 1.0)   # style sheets belong to windows (theme.apply)
+def _app(window_app):
+    """The application; windows this file closed go, the look goes back to the default."""
+    return window_app
 
 
 async def _ready(win):
