@@ -93,6 +93,7 @@ from lanemon.counters.workload import Customer, workload
 from lanemon.stats import percentile
 from lanemon.store.claims import ClaimStore, ClaimStoreFactory, completed_now
 from lanemon.tasks import cancel_and_wait
+from lanemon.work.slicing import yield_to_timers
 
 # Staff states
 IDLE = "idle"  # no customer waiting
@@ -636,7 +637,7 @@ class Simulation:
                 run, t0 = 0, wall()
             elif chunk is not None and (run >= chunk or (budget is not None and wall() - t0 > budget)):
                 # overdue arrivals (the run is behind real time): the loop's due timers first
-                await _yield_to_timers()
+                await yield_to_timers()   # due timers (frame, heartbeat) first
                 self.arrival_yields += 1
                 run, t0 = 0, wall()
             run += 1
@@ -847,20 +848,6 @@ async def compare_async(config: SimConfig, strategies: tuple[str, ...] | None = 
         raise error
     return results
 
-
-async def _yield_to_timers() -> None:
-    """Yield so that every loop timer already due (the window's frame, the heartbeat) runs
-    before we resume (``asyncio.sleep(0)`` would resume first: see
-    ``lanemon.work.slicing.yield_to_timers``)."""
-    loop = asyncio.get_running_loop()
-    fut = loop.create_future()
-    loop.call_at(loop.time(), _wake, fut)
-    await fut
-
-
-def _wake(fut: asyncio.Future) -> None:
-    if not fut.done():
-        fut.set_result(None)
 
 
 def _retrieve(future: asyncio.Future) -> None:
