@@ -89,3 +89,17 @@ def test_the_presenter_toggle_is_an_own_stall_on_the_chart(qtbot):
     assert rc == 0 and errors == []
     mine = [s for s in spans if s[0] == "presenter mode"]
     assert len(mine) == 1 and mine[0][1] < mine[0][2] <= last   # ended at a tick that came
+
+
+def test_presenter_mode_on_a_1024_projector_keeps_the_results_beside_the_job(qtbot):
+    """On a real 1024x768 X screen the window gets 1008x728 (the frame takes the rest); the
+    results table went below the job form there, off the first screen a speaker shows."""
+    async def scenario(win):
+        win.talk.set_presenter(True)
+        for _ in range(5):                     # layout switches happen on the next loop turns
+            await asyncio.sleep(0)
+        return win.runs_panel.reflow.wide
+
+    rc, wide, errors = run_window(scenario, size=(1008, 728))
+    assert rc == 0 and errors == []
+    assert wide is True

@@ -75,7 +75,7 @@ def _restyle(widget, sheet: str) -> None:
 
 # the results' columns that give way first when the table is narrow (least needed first)
 RESULT_DROP_ORDER = ("result", "slices", "samples", "p50", "workMs")   # never the size (issue 19): it elides
-RESULTS_AT = 300   # px at font scale 1: the results' least width beside the job form
+RESULTS_AT = 260   # px at font scale 1: the results' least width beside the job form
 
 class RunsPanel(LiveView):
     """Job size, Whole / Sliced / Worker, the results table and exports."""
