@@ -68,7 +68,7 @@ def test_presenter_mode_keeps_the_size_column(qtbot, size):
             win.talk.set_presenter(on)
             for _ in range(3):                 # layout switches happen on the next loop turns
                 await asyncio.sleep(0)
-            hidden[on] = (table.isColumnHidden(total), table.isColumnHidden(COLUMNS.index("p99")))
+            hidden[on] = (table.isColumnHidden(total), table.isColumnHidden(COLUMNS.index("max")))
         return hidden
 
     rc, hidden, errors = run_window(scenario, size=size)
