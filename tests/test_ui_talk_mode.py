@@ -11,8 +11,9 @@ import struct
 
 import pytest
 from PySide6.QtCore import QSettings, Qt
+from PySide6.QtGui import QColor
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QFileDialog
+from PySide6.QtWidgets import QApplication, QFileDialog, QWidget
 
 from lanemon.ui.kit import theme
 from lanemon.ui.shell import settings
@@ -350,3 +351,78 @@ def test_about_shows_versions_start_method_and_worker_start_up(qtbot):
     assert early["start method"] == start_method()
     assert early["worker cold start-up"] == "measuring…" and early["warm round trip"] == "measuring…"
     assert late["worker cold start-up"].endswith(" ms") and late["warm round trip"].endswith(" ms")
+
+
+def _page_look(win, key):
+    """(group box fill, plain button fill) of a tab page as drawn; ``None`` where it has none."""
+    from PySide6.QtWidgets import QGroupBox, QPushButton
+
+    page = win.tabs.widget(list(win.views).index(key))
+    box = next(g for g in page.findChildren(QGroupBox) if g.isVisible())
+    img = box.grab().toImage()
+    fill = img.pixelColor(4, img.height() // 2).name()
+    buttons = [b for b in page.findChildren(QPushButton) if b.isVisible() and not b.styleSheet()]
+    button = None
+    if buttons:
+        img = buttons[0].grab().toImage()
+        button = img.pixelColor(3, img.height() // 2).name()
+    return fill, button
+
+
+def test_presenter_toggle_leaves_hidden_tabs_alone_and_they_look_right_when_shown(qtbot):
+    """F5 restyles only what is visible (restyling the hidden tab pages was most of its loop
+    time); a hidden page takes the new look when it is shown, both ways."""
+    from PySide6.QtCore import QEvent, QObject
+
+    win = MainWindow()
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitUntil(win.isVisible)
+    for key in win.views:                  # every page shown (and polished) once, as in use
+        win.show_view(key)
+        qtbot.waitUntil(lambda: win.tabs.currentWidget().isVisible())
+    win.show_view("runs")
+
+    class Count(QObject):
+        n = 0
+
+        def eventFilter(self, obj, event):
+            if event.type() == QEvent.Type.StyleChange:
+                Count.n += 1
+            return False
+
+    def own_sheet_within(w, page):
+        """Does ``w``, or a widget between it and its tab page, carry a sheet of its own (a
+        view's, re-set by its ``apply_fonts``)?"""
+        while w is not None and w is not page:
+            if w.styleSheet():
+                return True
+            w = w.parentWidget()
+        return False
+
+    counter = Count()
+    hidden = []
+    for key in ("placement", "lanes", "counters"):
+        page = win.tabs.widget(list(win.views).index(key))
+        hidden += [w for w in [page, *page.findChildren(QWidget)] if not own_sheet_within(w, page)]
+    assert len(hidden) > 100
+    for w in hidden:
+        w.installEventFilter(counter)
+    win.talk.set_presenter(True)
+    for w in hidden:
+        w.removeEventFilter(counter)
+    assert Count.n == 0, f"{Count.n} style changes in hidden tab pages during the toggle"
+
+    for on in (True, False):
+        if not on:
+            win.show_view("runs")
+            win.talk.set_presenter(False)
+        for key in win.views:
+            win.show_view(key)
+            qtbot.waitUntil(lambda: win.tabs.currentWidget().isVisible())
+            got_fill, got_button = _page_look(win, key)
+            assert got_fill == QColor(theme.PANEL_BG).name(), (on, key, got_fill)
+            if got_button is not None:
+                assert got_button == QColor(theme.BG).name(), (on, key, got_button)
+            font = win.views[key].font()
+            assert font.pointSizeF() == pytest.approx(theme.BASE_POINT_SIZE * (1.5 if on else 1.0)), key

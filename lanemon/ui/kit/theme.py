@@ -225,7 +225,8 @@ def kind_color(kind: str, alpha: int = 255) -> QColor:
 
 
 def stylesheet() -> str:
-    """The application's style sheet.
+    """The style sheet of a region of the main window (``restyle``): every rule but the
+    frame's (``frame_stylesheet``); it changes with the palette and the font scale.
 
     Cost: a ``background`` on ``QTableView`` makes Qt's style-sheet style
     paint every cell through its slow rule path (a table of 10 rows took
@@ -237,8 +238,6 @@ def stylesheet() -> str:
     """
     s = _scale
     return f"""
-    QMainWindow, QTabWidget::pane {{ background: {BG}; }}
-    QTabWidget::pane {{ border: 1px solid {GRID}; border-radius: 4px; top: -1px; }}
     QTabBar::tab {{ padding: {5*s:.0f}px {16*s:.0f}px; background: {PANEL_BG}; border: 1px solid {GRID};
                     border-bottom: none; border-top-left-radius: 4px; border-top-right-radius: 4px;
                     margin-right: 2px; color: {MUTED}; }}
@@ -261,6 +260,51 @@ def stylesheet() -> str:
     """
 
 
+FRAME_PROPERTY = "themePalette"
+"""The dynamic property (the palette's name) that selects a frame widget's rules."""
+
+
+def frame_stylesheet() -> str:
+    """The main window's own style sheet: the window's and the tab pane's background and
+    border, for every palette at once, selected by ``FRAME_PROPERTY``. It never changes, so
+    it is set once: a changed sheet on the window would restyle every widget under it,
+    hidden tab pages included (~60 ms of loop time at each presenter toggle)."""
+    rules = []
+    for name, values in PALETTES.items():
+        sel = f'[{FRAME_PROPERTY}="{name}"]'
+        rules.append(f"QMainWindow{sel}, QTabWidget{sel}::pane {{ background: {values['BG']}; }}"
+                     f" QTabWidget{sel}::pane {{ border: 1px solid {values['GRID']}; border-radius: 4px;"
+                     " top: -1px; }")
+    return "\n".join(rules)
+
+
+def apply_frame(window, frames) -> None:
+    """Give ``window`` the frame sheet (once) and ``window`` and each of ``frames`` (the tab
+    widgets) the current palette's ``FRAME_PROPERTY``; each widget whose property changed is
+    re-polished alone (its children keep their style)."""
+    sheet = frame_stylesheet()
+    if window.styleSheet() != sheet:
+        window.setStyleSheet(sheet)
+    for widget in (window, *frames):
+        if widget.property(FRAME_PROPERTY) != _palette:
+            widget.setProperty(FRAME_PROPERTY, _palette)
+            style = widget.style()
+            style.unpolish(widget)
+            style.polish(widget)
+            widget.update()
+
+
+def restyle(region) -> bool:
+    """Give ``region`` (a widget and its children: a tab page, the chart, the status bar...)
+    the current ``stylesheet()``; returns whether it changed (restyling is the slow part:
+    only on a change)."""
+    sheet = stylesheet()
+    if region.styleSheet() == sheet:
+        return False
+    region.setStyleSheet(sheet)
+    return True
+
+
 def run_button_style(kind: str) -> str:
     c = kind_color(kind)
     dark = c.darker(125).name()
@@ -268,20 +312,23 @@ def run_button_style(kind: str) -> str:
             f"QPushButton:disabled {{ background: {DISABLED}; }}")
 
 
-def apply(app: QApplication, scale: float | None, sheet_on) -> None:
+def apply(app: QApplication, scale: float | None, window, frames=(), regions=()) -> None:
     """Apply the font (``scale``, if not ``None``, changes ``font_scale``) and the palette to
-    the application, and the style sheet to ``sheet_on`` (a window and its children).
+    the application, the frame sheet to ``window`` (``apply_frame``, ``frames``: its tab
+    widgets) and the region sheet to each of ``regions`` (``restyle``).
 
-    The sheet belongs on the main window, not the application: a new application-wide
+    The sheets belong on the main window, not the application: a new application-wide
     sheet restyles every widget of the application, menus and popups included (~200 ms
-    with the main window's ~500 widgets), the window's own only its widgets (~45 ms); a
-    presenter-mode toggle is that restyle. Widgets outside the window (dialogs without a
-    parent) follow the application's palette and font.
+    with the main window's ~500 widgets). The window's own sheet never changes; the sheet
+    that changes goes on the regions the caller names, the visible ones: a region left out
+    (a hidden tab page) keeps its old look until it is given ``restyle`` (when shown).
+    Widgets outside the window (dialogs without a parent) follow the application's
+    palette and font.
     """
     apply_font_and_palette(app, scale)
-    sheet = stylesheet()
-    if sheet_on.styleSheet() != sheet:     # restyling is the slow part: only on a change
-        sheet_on.setStyleSheet(sheet)
+    apply_frame(window, frames)
+    for region in regions:
+        restyle(region)
 
 
 def apply_font_and_palette(app: QApplication, scale: float | None = None) -> None:

@@ -78,7 +78,7 @@ class MainWindow(QMainWindow):
 
     def __init__(self, period_ms: int = DEFAULT_PERIOD_MS, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setStyleSheet(theme.stylesheet())   # before the children exist: nothing to restyle yet
+        self.setStyleSheet(theme.frame_stylesheet())   # once: it never changes (theme.apply_frame)
         self.setWindowTitle("lanemon — event-loop lag")
         screen = self.screen() or QGuiApplication.primaryScreen()
         if screen is not None:
@@ -90,6 +90,8 @@ class MainWindow(QMainWindow):
         self.chart = HeartbeatChart(self.heartbeat, self.controller)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(False)
+        # a page hidden when the look changed takes the new look when shown (theme.apply)
+        self.tabs.currentChanged.connect(lambda _index: self._restyle_current_page())
         self.views: dict[str, LiveView] = {}
         self._pages: dict[str, QWidget] = {}   # key -> the tab page (a scroll area around the view)
         self._shutdown_hooks: list[Callable[[], Awaitable[None]]] = []
@@ -138,6 +140,9 @@ class MainWindow(QMainWindow):
         # talk mode: menus, shortcuts, presenter mode, full screen, the shortcut overlay, About
         from lanemon.ui.shell.talk_mode import install as install_talk_mode
         self.talk = install_talk_mode(self)
+        for region in self._regions():     # before the first show: nothing to restyle yet
+            theme.restyle(region)
+        theme.apply_frame(self, (self.tabs,))
 
     def fit_to_screen(self, available: QRect) -> None:
         """Place the window (not full screen or maximised) within ``available`` (a screen's
@@ -165,6 +170,7 @@ class MainWindow(QMainWindow):
         page.viewport().setAutoFillBackground(False)
         page.setAutoFillBackground(False)
         self._pages[key] = page
+        theme.restyle(page)
         return self.tabs.addTab(page, title)
 
     def show_view(self, key: str) -> None:
@@ -182,9 +188,24 @@ class MainWindow(QMainWindow):
         finally:
             box.blockSignals(False)
 
+    def _regions(self) -> list[QWidget]:
+        """The parts of the window that take ``theme.stylesheet()``: the menu bar, the chart, the tab bar,
+        the status bar and the current tab page (the others: ``_restyle_current_page``)."""
+        regions = [self.menuBar(), self.chart, self.tabs.tabBar(), self.statusBar()]
+        if self.tabs.currentWidget() is not None:
+            regions.append(self.tabs.currentWidget())
+        return regions
+
+    def _restyle_current_page(self) -> None:
+        page = self.tabs.currentWidget()
+        if page is not None:
+            theme.restyle(page)
+
     def set_font_scale(self, scale: float) -> None:
+        """The font scale and the current palette on the window: the visible parts are
+        restyled now, a hidden tab page when it is shown (restyling it is the slow part)."""
         app = QApplication.instance()
-        theme.apply(app, scale, sheet_on=self)
+        theme.apply(app, scale, self, (self.tabs,), self._regions())
         self._style_warning()
         self.chart.apply_fonts()
         for view in self.views.values():

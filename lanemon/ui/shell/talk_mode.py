@@ -269,6 +269,7 @@ class TalkMode(QObject):
         self._fit_split()
         self.overlay.apply_fonts()
         if self._about is not None:
+            theme.restyle(self._about)     # a child of the window: it had the window's sheet
             self._about.apply_fonts()
 
     def _fit_split(self) -> None:
@@ -411,6 +412,7 @@ class TalkMode(QObject):
         if self._about is None:
             self._about = AboutDialog(self.window.controller, self.window)
         self._about.refresh()
+        theme.restyle(self._about)
         self._about.apply_fonts()
         self._about.show()
         self._about.raise_()
