@@ -59,6 +59,7 @@ from lanemon.ui.shell import exports
 
 DEFAULT_SIZE = (1280, 800)
 FRAME_ALLOWANCE = (16, 40)   # px a window manager's frame and title bar may add around the window
+HIDDEN_RESTYLE_GAP_MS = 120   # between restyling one hidden tab page and the next after a look change
 STATUS_GAP_PX = 24          # the empty room between a status message and the lag figures
 
 
@@ -92,6 +93,11 @@ class MainWindow(QMainWindow):
         self.tabs.setDocumentMode(False)
         # a page hidden when the look changed takes the new look when shown (theme.apply)
         self.tabs.currentChanged.connect(lambda _index: self._restyle_current_page())
+        # ... or before, in the idle time after the change: one page per shot, each its own tick
+        self._restyle_timer = QTimer(self)
+        self._restyle_timer.setSingleShot(True)
+        self._restyle_timer.setInterval(HIDDEN_RESTYLE_GAP_MS)
+        self._restyle_timer.timeout.connect(self._restyle_a_hidden_page)
         self.views: dict[str, LiveView] = {}
         self._pages: dict[str, QWidget] = {}   # key -> the tab page (a scroll area around the view)
         self._shutdown_hooks: list[Callable[[], Awaitable[None]]] = []
@@ -190,7 +196,7 @@ class MainWindow(QMainWindow):
 
     def _regions(self) -> list[QWidget]:
         """The parts of the window that take ``theme.stylesheet()``: the menu bar, the chart, the tab bar,
-        the status bar and the current tab page (the others: ``_restyle_current_page``)."""
+        the status bar and the current tab page (the others: ``_restyle_a_hidden_page``)."""
         regions = [self.menuBar(), self.chart, self.tabs.tabBar(), self.statusBar()]
         if self.tabs.currentWidget() is not None:
             regions.append(self.tabs.currentWidget())
@@ -201,11 +207,21 @@ class MainWindow(QMainWindow):
         if page is not None:
             theme.restyle(page)
 
+    def _restyle_a_hidden_page(self) -> None:
+        """Restyle one tab page still in the old look (each is ~10-35 ms of loop time); the
+        next one a ``HIDDEN_RESTYLE_GAP_MS`` later, so the loop ticks in between."""
+        for page in self._pages.values():
+            if theme.restyle(page):
+                self._restyle_timer.start()
+                return
+
     def set_font_scale(self, scale: float) -> None:
         """The font scale and the current palette on the window: the visible parts are
-        restyled now, a hidden tab page when it is shown (restyling it is the slow part)."""
+        restyled now, each hidden tab page in the idle time after (one per
+        ``HIDDEN_RESTYLE_GAP_MS``) or when it is shown, if sooner (restyling is the slow part)."""
         app = QApplication.instance()
         theme.apply(app, scale, self, (self.tabs,), self._regions())
+        self._restyle_timer.start()
         self._style_warning()
         self.chart.apply_fonts()
         for view in self.views.values():
