@@ -13,6 +13,7 @@ Without Xvfb or xdotool the test is skipped, unless ``LANEMON_REQUIRE_XVFB=1``
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import shutil
@@ -125,14 +126,25 @@ def _session(display: str, tmp_path: Path):
     return marker, shots, env, xdo
 
 
+@contextlib.contextmanager
+def _lanemon_running(lanemon: str, env: dict, cwd: Path):
+    """The ``lanemon`` command in its own session, with its output read line by line:
+    ``(proc, out, err)``; killed (its whole session) if it is still running at the end."""
+    proc = subprocess.Popen([lanemon], env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        yield proc, Lines(proc.stdout), Lines(proc.stderr)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
 def test_the_lanemon_command_in_a_real_x_window(display, tmp_path):
     lanemon = _lanemon()
     marker, shots, env, xdo = _session(display, tmp_path)
 
-    proc = subprocess.Popen([lanemon], env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
-    out, err = Lines(proc.stdout), Lines(proc.stderr)
-    try:
+    with _lanemon_running(lanemon, env, tmp_path) as (proc, out, err):
         # the window: mapped and shown; then the keyboard focus, as a click would give it
         window = xdo("search", "--sync", "--onlyvisible", "--name", "^lanemon — ").split()[0]
         out.wait_for(r"^lanemon: shown$", 30)
@@ -146,10 +158,6 @@ def test_the_lanemon_command_in_a_real_x_window(display, tmp_path):
 
         xdo("key", "--clearmodifiers", "ctrl+q")                 # quit
         rc = proc.wait(60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
     stdout, stderr = out.rest(), err.rest()
 
     assert rc == 0, f"exit status {rc}; stderr:\n" + "\n".join(stderr)
@@ -171,11 +179,7 @@ def test_the_window_opens_within_a_1024x768_screen(display, tmp_path):
     lanemon = _lanemon()
     marker, shots, env, xdo = _session(display, tmp_path)
 
-    proc = subprocess.Popen([lanemon], env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
-    out, err = Lines(proc.stdout), Lines(proc.stderr)
-    geometry = ""
-    try:
+    with _lanemon_running(lanemon, env, tmp_path) as (proc, out, err):
         window = xdo("search", "--sync", "--onlyvisible", "--name", "^lanemon — ").split()[0]
         out.wait_for(r"^lanemon: shown$", 30)
         geometry = xdo("getwindowgeometry", "--shell", window)
@@ -185,10 +189,6 @@ def test_the_window_opens_within_a_1024x768_screen(display, tmp_path):
         path = out.wait_for(r"^lanemon: screenshot (.+\.png)$", 30).group(1)
         xdo("key", "--clearmodifiers", "ctrl+q")
         rc = proc.wait(60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
     stdout, stderr = out.rest(), err.rest()
 
     assert rc == 0, f"exit status {rc}; stderr:\n" + "\n".join(stderr)
