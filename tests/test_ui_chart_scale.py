@@ -8,7 +8,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from chart_fakes import FakeClock, FakeHeartbeat
+from PySide6.QtCore import QPointF
 from PySide6.QtGui import QImage, QPainter
+from PySide6.QtWidgets import QApplication
 
 from lanemon.ui.heartbeat import chart as heartbeat_chart
 from lanemon.ui.heartbeat.chart import HeartbeatChart
@@ -110,3 +112,27 @@ def test_log_ticks_thin_out_on_a_short_plot():
     assert [v for v in log.lines(4000.0, px_per_decade=30)] == pytest.approx([1, 10, 100, 1000])
     labels = [text for _v, text in log.ticks(4000.0, px_per_decade=30)]
     assert labels == ["0.1", "1", "10", "100", "1,000"]
+
+
+def test_the_log_axis_leaves_room_above_the_50_ms_line_for_its_label(qtbot, monkeypatch):
+    """Regression: with only small lags (top 60 ms) the log axis put the 50 ms line a hair under
+    its top, and the line's label ("50 ms · a long task") was cut off above the plot."""
+    from lanemon.ui.kit.chart_items import Label
+
+    monkeypatch.setattr(heartbeat_chart, "time", FakeClock(1000.0))
+    t = 980.0 + np.arange(2000) * 0.01
+    controller = SimpleNamespace(records=[], phases=[], machine=SimpleNamespace(floor=None))
+    c = HeartbeatChart(FakeHeartbeat(t, np.full(t.size, 3.0)), controller, window_s=20)
+    c.resize(900, 240)
+    c.show()
+    qtbot.waitExposed(c)
+    c.set_log_scale(True)
+    c.redraw()
+    QApplication.processEvents()                         # the view box lays its items out
+    vb = c.plot.getViewBox()
+    label = next(i for i in c.plot.scene().items() if isinstance(i, Label) and i.text().startswith("50 ms"))
+    line_y = vb.mapViewToScene(QPointF(0.0, YScale(True).to_view(50.0))).y()
+    room = line_y - vb.sceneBoundingRect().top()         # px between the line and the plot's top
+    assert room >= label.boundingRect().height(), (room, label.boundingRect().height())
+    c.set_log_scale(False)                               # the linear axis keeps its own top
+    assert c.plot.getViewBox().viewRange()[1][1] == pytest.approx(heartbeat_chart.MIN_TOP_MS)

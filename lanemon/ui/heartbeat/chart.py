@@ -61,6 +61,7 @@ from lanemon.ui.runs.controller import RunController
 FPS = 30
 MAX_POINTS = 3000
 MIN_TOP_MS = 60.0          # keep both reference lines in view
+LOG_MIN_TOP_MS = 200.0     # on the log axis 60 ms is a hair above the 50 ms line: room for its label
 REF_LINES = ((1000.0 / 60.0, "16.7 ms · one frame", "REF_FRAME", 0.015, (0, 1)),   # colour: theme.<name>
              # left of the middle: the newest runs (right) put their labels near the top there
              (50.0, "50 ms · a long task", "REF_LONG", 0.28, (0, 1)))
@@ -382,9 +383,16 @@ class HeartbeatChart(QWidget):
     def _px_per_decade(self) -> float:
         return self._vb_size[1] / max(1e-9, self._top - self._scale.bottom)
 
+    def _axis_top_ms(self) -> float:
+        """The top the axis shows: the one asked for, raised to ``LOG_MIN_TOP_MS`` on the log axis."""
+        return max(self._top_ms, LOG_MIN_TOP_MS) if self._scale.log else self._top_ms
+
     def _set_top(self, top_ms: float) -> None:
-        """The y axis from the scale's bottom to ``top_ms``, its ticks and the grid."""
+        """The y axis from the scale's bottom to ``top_ms`` (at least ``LOG_MIN_TOP_MS`` on the
+        log axis), its ticks and the grid. ``_top_ms`` keeps the top asked for, so switching
+        back to linear shows the same top as before."""
         self._top_ms = top_ms
+        top_ms = self._axis_top_ms()
         self._top = self._scale.to_view(top_ms)
         self.plot.setYRange(self._scale.bottom, self._top, padding=0)
         ticks = self._scale.ticks(top_ms, self._px_per_decade())
@@ -397,7 +405,7 @@ class HeartbeatChart(QWidget):
         w, top, bottom = self._window_s, self._top, self._scale.bottom
         step_x = 1 if w <= 20 else 2
         xs = np.arange(-int(w), 1, step_x, dtype=np.float64)
-        ys = self._scale.to_view(np.asarray(self._scale.lines(self._top_ms, self._px_per_decade()),
+        ys = self._scale.to_view(np.asarray(self._scale.lines(self._axis_top_ms(), self._px_per_decade()),
                                             dtype=np.float64))
         x = np.concatenate([np.repeat(xs, 2), np.tile([-w, 0.0], ys.size)])
         y = np.concatenate([np.tile([bottom, top], xs.size), np.repeat(ys, 2)])
