@@ -2,7 +2,23 @@
 
 from __future__ import annotations
 
+from lanemon.store import url as store_url
 from lanemon.store.memory import memory_lanes
+from lanemon.store.sql import SqlStore, open_sql_store
+
+
+async def open_test_store(request, engine: str, *, lease: float | None = None) -> SqlStore:
+    """A fresh store of ``engine`` (``sqlite`` or ``postgresql``) for one test:
+    an SQLite file in the test's tmp_path, or a fresh database of the
+    throwaway PostgreSQL cluster (the ``postgres_url`` fixture: skipped where
+    PostgreSQL cannot run, failed under ``LANEMON_REQUIRE_POSTGRES=1``)."""
+    if engine == "sqlite":
+        url = "sqlite:///" + str(request.getfixturevalue("tmp_path") / "store.db").lstrip("/")
+    else:
+        url = request.getfixturevalue("postgres_url")
+    if lease is not None:
+        url += f"?lease={lease}"
+    return await open_sql_store(store_url.parse(url), create=True, name="test")
 
 
 class LanesOverMemory:

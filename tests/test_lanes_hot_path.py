@@ -24,8 +24,10 @@ from lanemon.lanes import InvariantChecker, Scheduler, SimulatedWork
 ROOT = str(Path(lanemon.__file__).parent) + "/"
 JOBS = 2000
 #: Python calls into lanemon per job: 53.1 before issue 13, 67.6 after its
-#: reshape, 56.6 after the hot-path work (a little slack for small edits)
-CALLS_PER_JOB_BUDGET = 58.0
+#: reshape, 56.6 after the hot-path work, 59.6 since the records' bookkeeping after a
+#: write (``RecordStore._accept``) is one method shared with the SQL engines (a
+#: little slack for small edits)
+CALLS_PER_JOB_BUDGET = 61.0
 
 
 async def _counted_burst() -> tuple[Counter, Scheduler, InvariantChecker]:

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from engines import LanesOverMemory
+import pytest_asyncio
+from engines import LanesOverMemory, open_test_store
 
 import lanemon
 from lanemon.lanes import (
@@ -45,7 +46,7 @@ def memory_engine() -> Engine:
     return Engine(memory_lanes, MemoryRecords)
 
 
-ENGINES = [pytest.param(memory_engine, id="memory")]
+ENGINES = ["memory", "sqlite", "postgresql"]
 
 
 class Clock:
@@ -78,9 +79,18 @@ def _rec(id: int, state: State = State.QUEUED, ws: str = "A", **changes) -> Rese
                        created_at=1.0, updated_at=1.0, **changes)
 
 
-@pytest.fixture(params=ENGINES)
-def engine(request) -> Engine:
-    return request.param()
+@pytest_asyncio.fixture(params=ENGINES)
+async def engine(request):
+    """Each engine, on a fresh store (SQLite: a file in the test's folder;
+    PostgreSQL: a fresh database of the throwaway cluster)."""
+    if request.param == "memory":
+        yield memory_engine()
+        return
+    store = await open_test_store(request, request.param)
+    try:
+        yield Engine(store.lanes, store.records)
+    finally:
+        await store.close()
 
 
 @pytest.fixture(params=[False, True], ids=["now", "awaited"])

@@ -64,6 +64,7 @@ from .events import EventHub
 __all__ = [
     "State", "TERMINAL", "Reservation", "RecordStore", "SaveHold",
     "SaveError", "SaveFailed", "StaleWrite", "InvalidTransition", "KEEP_FINISHED",
+    "transition_allowed",
 ]
 
 #: terminal records a :class:`RecordStore` keeps by default (the newest ones)
@@ -95,6 +96,12 @@ _ALLOWED: dict[State | None, frozenset[State]] = {
     State.FAILED: frozenset(),
     State.CANCELLED: frozenset(),
 }
+
+
+def transition_allowed(prev: State | None, new: State) -> bool:
+    """May a record in state ``prev`` (``None``: no record yet) be written as
+    ``new``?  The one rule every engine applies (see the module docstring)."""
+    return new in _ALLOWED[prev]
 
 
 class Reservation(NamedTuple):
@@ -309,6 +316,15 @@ class RecordStore:
             await self._slow_path(record)
         return self._write(record, fence)
 
+    def has_controls(self) -> bool:
+        """Does a hold, an injected failure or a ``before_write`` hook apply to saves now?"""
+        return bool(self._holds or self._fails or self.before_write is not None)
+
+    async def _controls(self, record: Reservation) -> None:
+        """The test controls, in their order (hook, holds, injected failure), before a write."""
+        if self._holds or self._fails or self.before_write is not None:
+            await self._slow_path(record)
+
     def save_nowait(self, record: Reservation, fence: Iterable[Any] = ()) -> bool:
         """Write ``record`` now if no hold, injected failure or hook applies.
 
@@ -339,6 +355,13 @@ class RecordStore:
             self.invalid_transitions += 1
             raise InvalidTransition(
                 f"record {rid}: {prev.state.value if prev else 'new'} -> {state.value}")
+        return self._accept(record)
+
+    def _accept(self, record: Reservation) -> Reservation:
+        """``record`` was written: keep it (bounded), count it, announce it."""
+        rid = record.id
+        state = record.state
+        records = self._records
         records[rid] = record
         if state in self._bounded:  # a terminal record, and the window is bounded
             done = self._finished_ids

@@ -1,0 +1,149 @@
+"""SQL engines of the store seam: SQLite (one machine) and PostgreSQL (several hosts).
+
+An opened :class:`SqlStore` is one **session**: one connection (SQLite) or
+pool (PostgreSQL) of one process, with an id the store records as the owner
+of every lane it claims. It makes the seam's objects, all on that session:
+
+* ``store.lanes(name, clock=, emit=)`` -- a :class:`~lanemon.store.lanes.LanesFactory`;
+* ``store.records(events=, keep_finished=)`` -- a :class:`~lanemon.store.records.RecordsFactory`;
+* ``store.claims(counters=, clock=, default_ttl=, events=)`` -- a claim-store factory.
+
+so ``Scheduler(lanes=store.lanes, store=store.records(events=hub,
+keep_finished=None), events=hub)`` runs the scheduler on the store.
+
+Leases: a lane is its owner's until ``lease_until`` (store clock). The
+**keeper** (``start_keeper()``, a task on the running loop) renews this
+session's lanes every third of the lease and reaps the lanes of others whose
+lease ran out. A process that stops running its loop for longer than the lease
+-- SIGSTOP, a long GC pause, a laptop lid -- loses its lanes to the next
+claimer, and its late writes are refused by the fence. A session that never
+starts its keeper keeps its lanes for one lease only.
+
+``close()`` stops the keeper, ends the session and closes its connections; the
+lanes it still holds are left to their lease (a closing scheduler releases
+them first).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from lanemon.events import EventHub
+from lanemon.store.sql.adapters import SqlLanes, SqlRecords
+from lanemon.store.sql.backend import Backend, JobSpec
+from lanemon.store.url import StoreError, StoreUrl
+
+__all__ = ["SqlStore", "open_sql_store"]
+
+log = logging.getLogger(__name__)
+
+
+class SqlStore:
+    """One session on a SQL store (see the module docstring)."""
+
+    def __init__(self, url: StoreUrl, backend: Backend) -> None:
+        self.url = url
+        self.backend = backend
+        self._keeper: asyncio.Task | None = None
+        self.keeper_errors = 0
+        self.last_keeper_error: str | None = None
+
+    @property
+    def session(self) -> str:
+        return self.backend.session
+
+    @property
+    def engine(self) -> str:
+        return self.url.engine
+
+    def __repr__(self) -> str:
+        return f"SqlStore({self.url.redacted()!r}, session={self.session!r})"
+
+    # -- the seam's factories ---------------------------------------------------------
+    def lanes(self, name: str, *, clock: Callable[[], float],
+              emit: Callable[..., None] | None) -> SqlLanes:
+        return SqlLanes(self.backend, name, clock=clock, emit=emit)
+
+    def records(self, *, events: EventHub | None = None, keep_finished: int | None = None,
+                writer: str = "") -> SqlRecords:
+        return SqlRecords(self.backend, events=events, keep_finished=keep_finished, writer=writer)
+
+    def claims(self, *, counters: int, clock: Callable[[], float] | None = None, default_ttl: float = 1.0,
+               events: EventHub | None = None):
+        from lanemon.store.sql.claims import SqlClaims
+        return SqlClaims.create(self.backend, counters=counters, default_ttl=default_ttl, events=events)
+
+    # -- leases -------------------------------------------------------------------------
+    def start_keeper(self) -> asyncio.Task:
+        """Renew this session's leases and reap expired ones, every third of the lease."""
+        if self._keeper is None or self._keeper.done():
+            self._keeper = asyncio.get_running_loop().create_task(self._keep(), name="lanemon-store-keeper")
+        return self._keeper
+
+    async def _keep(self) -> None:
+        period = self.backend.lease / 3
+        while True:
+            try:
+                await self.backend.renew()
+                await self.backend.reap()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a lost connection: try again next period
+                self.keeper_errors += 1
+                self.last_keeper_error = str(exc)
+                log.warning("store keeper: %s", exc)
+            await asyncio.sleep(period)
+
+    # -- whole-store operations (the CLI) -------------------------------------------------
+    async def submit(self, specs: list[JobSpec]) -> list[int]:
+        """Add queued jobs; returns their ids (the store's)."""
+        return await self.backend.add_jobs(specs)
+
+    async def dump(self) -> dict[str, Any]:
+        """Lanes, jobs, the refused-write ledger, the lane history and the counts."""
+        return await self.backend.dump()
+
+    async def reset(self) -> None:
+        """Drop every lanemon table of the store (then ``init`` makes them again)."""
+        await self.backend.reset()
+
+    async def close(self) -> None:
+        keeper, self._keeper = self._keeper, None
+        if keeper is not None:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
+        await self.backend.close()
+
+    async def __aenter__(self) -> SqlStore:
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+
+async def open_sql_store(url: StoreUrl, *, create: bool = False, name: str = "") -> SqlStore:
+    """Open a session on the SQLite or PostgreSQL store ``url``.
+
+    ``create``: make the schema in an empty store (idempotent on a lanemon
+    store of this version). Refused with :class:`StoreError` (one line, no
+    password): an unreachable server, a refused login, a read-only or foreign
+    file, a store of another schema version.
+    """
+    if url.engine == "sqlite":
+        from lanemon.store.sql.sqlite import SqliteBackend
+        backend: Any = SqliteBackend(url.path, lease=url.lease, name=name)
+    elif url.engine == "postgresql":
+        try:
+            from lanemon.store.sql.postgres import PostgresBackend
+        except ImportError as exc:  # psycopg missing
+            raise StoreError(f"PostgreSQL stores need psycopg 3: {exc}") from None
+        backend = PostgresBackend(url, lease=url.lease, name=name)
+    else:
+        raise StoreError(f"{url.redacted()!r} is not a SQL store")
+    await backend.open(create=create)
+    return SqlStore(url, backend)

@@ -1,0 +1,165 @@
+"""What a SQL engine's backend does: one operation per method, each atomic in the store.
+
+A backend (:class:`lanemon.store.sql.sqlite.SqliteBackend`,
+:class:`lanemon.store.sql.postgres.PostgresBackend`) is the only code that
+speaks SQL. Every method is one transaction (or one statement / one server
+function) in its database, so every rule below is **enforced by the store**,
+whatever process calls it. The adapters (:mod:`lanemon.store.sql.adapters`)
+turn these rows into the seam's types (``LaneToken``, ``Reservation`` ...),
+keep the process's own view for the synchronous reads, and emit events.
+
+Every method is a coroutine. ``answers_now`` tells whether the backend
+completes them without suspending (SQLite: the file is local, so an
+operation runs to its end inside the call; it may block the thread up to the
+busy timeout under heavy write contention) or does network I/O (PostgreSQL).
+
+The store clock
+---------------
+Every time a backend writes or compares (claimed_at, lease_until,
+store_started, store_ended, ledger ``at``, claim expiry) is the store's
+clock in seconds since the Unix epoch: PostgreSQL ``clock_timestamp()`` (not
+``now()``, which is the transaction's start), SQLite ``julianday('now')``
+(one machine: one clock), plus ``clock_skew`` (a test control, 0 in use).
+
+Schema (version :data:`SCHEMA_VERSION`; PostgreSQL keeps it in schema ``lanemon``)
+--------------------------------------------------------------------------------------
+``meta(key, value)`` holds ``schema_version``; a store of a newer version is
+refused (:class:`~lanemon.store.url.StoreError`), an older one is refused too
+(no migrations yet), a database with a ``lanemon`` schema/tables that are not
+ours is refused. Tables: ``lanes`` (one row per held lane: name, workspace,
+owner, session, epoch, claimed_at, lease_until, stop_requested,
+stop_reason), ``lane_history`` (every ownership ever granted: epoch, name,
+workspace, owner, session, claimed_at, ended_at, end_reason), ``jobs``,
+``ledger`` (refused writes), ``stats`` (store-wide counts), ``board`` (the
+counter claims), ``sessions`` (who is connected: session, pid, host, name,
+started, last_seen). The epoch counter: a PostgreSQL sequence; a row of
+``meta`` in SQLite.
+
+Rules every backend enforces
+----------------------------
+* **claim_lane**: a free lane is taken with a fresh epoch (strictly larger
+  than any before, from the store's counter; a refused claim takes none). A
+  held lane whose lease ran out (``lease_until <= now``), or on PostgreSQL
+  whose owner's session is gone (its advisory lock is free), is first
+  **expired** (history ``expired``; counted ``lease_expired``; its running
+  jobs reaped, below) and then taken. Otherwise ``None``.
+* **release_lane(name, ws, epoch)**: only the current epoch's release frees
+  the lane (history ``released``); any other changes nothing but
+  ``stale_releases`` (+1) and returns False.
+* **revoke_lane**: clears the lane whatever its owner (history ``revoked``,
+  ``revoked`` +1); jobs are not touched: the old owner's writes are refused.
+* **save_job**: checks every fence ``(name, workspace, epoch)`` against the
+  lane rows *in the same transaction as the write* (PostgreSQL: the lane rows
+  are read ``FOR SHARE``, so a revoke or an expiry waits for a save in flight
+  and a save waits for them). A fence that is not current: nothing written,
+  ``stale_writes`` +1, a ledger row (writer, job, state written, epoch held,
+  epoch current or NULL when the lane is free, lane, at) -> ``STALE``. Then
+  the transition rule of :mod:`lanemon.lanes.records` (a terminal job is
+  never overwritten; a new job must be queued): ``invalid_transitions`` +1 ->
+  ``INVALID``. Else the row is written with ``owner`` = the writer,
+  ``store_started`` set when it becomes running, ``store_ended`` when it
+  becomes terminal -> ``OK``.
+* **renew**: this session's lanes get ``lease_until = now + lease``.
+* **reap**: expires every lane whose lease ran out (and, on PostgreSQL, every
+  lane of a session whose advisory lock is free).
+* **A lost owner's job** (reaped with its lane): its running job goes back
+  to ``queued`` (attempts kept; run_id, epoch, owner cleared) while
+  ``attempts < MAX_ATTEMPTS``; else it ends ``failed`` with error
+  ``owner died``. Either way the lost owner's later writes are refused by
+  the fence.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from lanemon.lanes.records import Reservation
+
+__all__ = [
+    "Backend", "JobSpec", "LaneRow", "MAX_ATTEMPTS", "SCHEMA_VERSION", "SaveOutcome",
+    "STATS_KEYS",
+]
+
+#: the schema this lanemon writes and reads
+SCHEMA_VERSION = 1
+
+#: a job reaped from a dead owner is re-queued while its attempts are below this
+MAX_ATTEMPTS = 3
+
+#: the store-wide counts kept in ``stats``
+STATS_KEYS = ("claims", "stale_releases", "revoked", "lease_expired", "saves", "stale_writes",
+              "invalid_transitions", "requeued", "owner_died")
+
+
+@dataclass(frozen=True, slots=True)
+class LaneRow:
+    """One held lane as the store has it (times on the store clock)."""
+
+    name: str
+    workspace: str
+    owner: str
+    session: str
+    epoch: int
+    claimed_at: float
+    lease_until: float
+    stop_requested: bool
+    stop_reason: str | None
+
+
+class SaveOutcome(str, enum.Enum):
+    OK = "ok"
+    STALE = "stale"        # a fence was not current: refused, in the ledger
+    INVALID = "invalid"    # the transition is not allowed: refused
+
+
+@dataclass(frozen=True, slots=True)
+class SaveResult:
+    outcome: SaveOutcome
+    #: STALE: the refused fence (name, workspace, epoch held) and the lane's current epoch (None: free)
+    fence: tuple[str, str, int] | None = None
+    current_epoch: int | None = None
+    #: INVALID: the stored state ("new" when there is no row)
+    current_state: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """A job to add to the store (``lanemon store submit``): simulated seconds or CPU ms."""
+
+    workspace: str
+    queue: str
+    seconds: float = 0.0
+    cpu_ms: float = 0.0
+    fail: bool = False
+
+
+class Backend(Protocol):
+    answers_now: bool
+    session: str
+    lease: float
+    clock_skew: float
+
+    async def open(self, *, create: bool) -> None: ...
+    async def close(self) -> None: ...
+    async def reset(self) -> None: ...
+    async def now(self) -> float: ...
+
+    # lanes
+    async def claim_lane(self, name: str, workspace: str, owner: str) -> LaneRow | None: ...
+    async def release_lane(self, name: str, workspace: str, epoch: int) -> bool: ...
+    async def revoke_lane(self, name: str, workspace: str) -> LaneRow | None: ...
+    async def request_stop(self, name: str, workspace: str, reason: str | None) -> LaneRow | None: ...
+    async def renew(self) -> int: ...
+    async def reap(self) -> list[LaneRow]: ...
+    async def lane_rows(self) -> list[LaneRow]: ...
+
+    # jobs
+    async def save_job(self, record: Reservation, fence: list[tuple[str, str, int]],
+                       writer: str) -> SaveResult: ...
+    async def load_job(self, id: int) -> Reservation | None: ...
+    async def add_jobs(self, specs: list[JobSpec]) -> list[int]: ...
+
+    # everything, for ``lanemon store dump`` and the invariant checks
+    async def dump(self) -> dict[str, Any]: ...

@@ -1,0 +1,510 @@
+"""The SQLite backend: several processes on one machine share one file.
+
+Every operation is one ``BEGIN IMMEDIATE`` transaction (the write lock is
+taken at its start, so the reads that decide and the write they allow are one
+atomic step across processes), in WAL mode (readers never wait for the
+writer), with a busy timeout (:data:`BUSY_TIMEOUT_S`): a writer waits at most
+that long for another process's transaction, then the operation fails with
+:class:`~lanemon.store.url.StoreError`. The store clock is this machine's
+clock (``time.time()``), read after the write lock is taken. The epoch counter
+is the ``epoch`` row of ``meta``, in the file: it survives every restart.
+
+The operations complete without suspending (``answers_now``): the lane and
+record adapters use them from their immediate forms too. The rules are the
+ones of :mod:`lanemon.store.sql.backend`.
+
+Change feed: triggers append ``(table, key)`` to ``changes`` in the writing
+transaction (so in commit order: SQLite has one writer at a time); a reader
+polls ``PRAGMA data_version`` on its own connection (it changes when another
+connection commits) and reads ``changes`` after the last ``seq`` it saw.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+import time
+import uuid
+from typing import Any
+
+from lanemon.lanes.records import Reservation, State, transition_allowed
+from lanemon.store.sql.backend import (
+    MAX_ATTEMPTS,
+    SCHEMA_VERSION,
+    STATS_KEYS,
+    JobSpec,
+    LaneRow,
+    SaveOutcome,
+    SaveResult,
+)
+from lanemon.store.url import StoreError
+
+__all__ = ["BUSY_TIMEOUT_S", "SqliteBackend", "SqliteFeed"]
+
+#: how long a write waits for another process's transaction before failing
+BUSY_TIMEOUT_S = 5.0
+
+#: change rows kept for readers that fell behind (older ones are pruned; a reader
+#: that missed some reads a fresh snapshot)
+KEEP_CHANGES = 20_000
+
+_LANE_COLS = "name, workspace, owner, session, epoch, claimed_at, lease_until, stop_requested, stop_reason"
+_JOB_COLS = ("id, workspace, queue, state, created_at, updated_at, run_id, error, started_at, "
+             "finished_at, attempts, epoch")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS lanes (
+    name TEXT NOT NULL, workspace TEXT NOT NULL, owner TEXT NOT NULL, session TEXT NOT NULL,
+    epoch INTEGER NOT NULL UNIQUE, claimed_at REAL NOT NULL, lease_until REAL NOT NULL,
+    stop_requested INTEGER NOT NULL DEFAULT 0, stop_reason TEXT,
+    PRIMARY KEY (name, workspace));
+CREATE INDEX IF NOT EXISTS lanes_session ON lanes (session);
+CREATE INDEX IF NOT EXISTS lanes_lease ON lanes (lease_until);
+CREATE TABLE IF NOT EXISTS lane_history (
+    epoch INTEGER PRIMARY KEY, name TEXT NOT NULL, workspace TEXT NOT NULL, owner TEXT NOT NULL,
+    session TEXT NOT NULL, claimed_at REAL NOT NULL, ended_at REAL, end_reason TEXT);
+CREATE TABLE IF NOT EXISTS jobs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, workspace TEXT NOT NULL, queue TEXT NOT NULL,
+    state TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL, run_id TEXT, error TEXT,
+    started_at REAL, finished_at REAL, attempts INTEGER NOT NULL DEFAULT 0, epoch INTEGER,
+    owner TEXT, store_started REAL, store_ended REAL,
+    seconds REAL NOT NULL DEFAULT 0, cpu_ms REAL NOT NULL DEFAULT 0, fail INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS jobs_queued ON jobs (state, queue, id);
+CREATE INDEX IF NOT EXISTS jobs_epoch ON jobs (epoch);
+CREATE TABLE IF NOT EXISTS ledger (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, writer TEXT NOT NULL,
+    job_id INTEGER NOT NULL, state TEXT NOT NULL, lane TEXT NOT NULL, workspace TEXT NOT NULL,
+    epoch_held INTEGER NOT NULL, epoch_current INTEGER);
+CREATE TABLE IF NOT EXISTS stats (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions (
+    session TEXT PRIMARY KEY, pid INTEGER NOT NULL, host TEXT NOT NULL, name TEXT NOT NULL,
+    started REAL NOT NULL, last_seen REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, tbl TEXT NOT NULL,
+    key TEXT NOT NULL);
+""" + "".join(
+    f"""
+CREATE TRIGGER IF NOT EXISTS {tbl}_{op.lower()}_feed AFTER {op} ON {tbl}
+BEGIN INSERT INTO changes (tbl, key) VALUES ('{tbl}', {key.replace('ROW', 'OLD' if op == 'DELETE' else 'NEW')}); END;"""
+    for tbl, key in (("lanes", "ROW.name || ':' || ROW.workspace"), ("jobs", "ROW.id"),
+                     ("ledger", "ROW.id"))
+    for op in ("INSERT", "UPDATE", "DELETE")
+)
+
+
+def _lane(row: tuple) -> LaneRow:
+    return LaneRow(name=row[0], workspace=row[1], owner=row[2], session=row[3], epoch=row[4],
+                   claimed_at=row[5], lease_until=row[6], stop_requested=bool(row[7]),
+                   stop_reason=row[8])
+
+
+def job_record(row: tuple) -> Reservation:
+    """A ``jobs`` row (``_JOB_COLS``) as the seam's record."""
+    return Reservation(id=row[0], workspace=row[1], queue=row[2], state=State(row[3]),
+                       created_at=row[4], updated_at=row[5], run_id=row[6], error=row[7],
+                       started_at=row[8], finished_at=row[9], attempts=row[10], epoch=row[11])
+
+
+def new_session(name: str = "") -> str:
+    """A session id: host, pid and a random part (unique per opened store)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}" + (f":{name}" if name else "")
+
+
+class SqliteBackend:
+    """One connection to one SQLite store file (see the module docstring)."""
+
+    answers_now = True
+
+    def __init__(self, path: str, *, lease: float, name: str = "") -> None:
+        self.path = path
+        self.lease = lease
+        self.name = name or "lanemon"
+        self.session = new_session(name)
+        self.clock_skew = 0.0
+        self._db: sqlite3.Connection | None = None
+
+    # -- connection and schema -----------------------------------------------------
+    async def open(self, *, create: bool) -> None:
+        path = self.path
+        folder = os.path.dirname(path) or "."
+        if not os.path.isdir(folder):
+            raise StoreError(f"sqlite store {path}: the folder {folder} does not exist")
+        exists = os.path.exists(path)
+        if not exists and not create:
+            raise StoreError(f"sqlite store {path} does not exist: create it with "
+                             f"`lanemon store init --store sqlite:///{path.lstrip('/')}`")
+        try:
+            db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_S,
+                                 check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StoreError(f"sqlite store {path}: cannot open: {exc}") from None
+        self._db = db
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+            self._check_or_create(create)
+            now = self._now()
+            with self._tx() as cur:
+                cur.execute("INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?, ?)",
+                            (self.session, os.getpid(), socket.gethostname(), self.name, now, now))
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            self._db = None
+            raise StoreError(_explain(path, exc)) from None
+        except StoreError:
+            db.close()
+            self._db = None
+            raise
+
+    def _check_or_create(self, create: bool) -> None:
+        db = self._db
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "meta" in tables:
+            row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if row is None:
+                raise StoreError(f"sqlite store {self.path}: has a meta table but no schema_version: "
+                                 "not a lanemon store")
+            _check_version(int(row[0]), self.path)
+            return
+        if tables - {"sqlite_sequence"}:
+            raise StoreError(f"sqlite store {self.path}: holds other tables ({', '.join(sorted(tables)[:4])}): "
+                             "not a lanemon store")
+        if not create:
+            raise StoreError(f"sqlite store {self.path} is empty: run `lanemon store init` first")
+        with self._tx() as cur:
+            for stmt in SCHEMA.split(";\n"):
+                if stmt.strip():
+                    cur.execute(stmt)
+            cur.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            cur.execute("INSERT INTO meta VALUES ('epoch', '0')")
+            cur.executemany("INSERT INTO stats VALUES (?, 0)", [(k,) for k in STATS_KEYS])
+
+    async def close(self) -> None:
+        db, self._db = self._db, None
+        if db is not None:
+            try:
+                with _Tx(db) as cur:
+                    cur.execute("DELETE FROM sessions WHERE session=?", (self.session,))
+            except sqlite3.Error:
+                pass
+            db.close()
+
+    async def reset(self) -> None:
+        """Drop every lanemon table (the file stays); ``open(create=True)`` makes them again."""
+        db = self._require()
+        with self._tx() as cur:
+            for (name,) in cur.execute("SELECT name FROM sqlite_master WHERE type='trigger'").fetchall():
+                cur.execute(f'DROP TRIGGER IF EXISTS "{name}"')
+            for name in ("changes", "sessions", "stats", "ledger", "jobs", "lane_history", "lanes",
+                         "board", "meta"):
+                cur.execute(f"DROP TABLE IF EXISTS {name}")
+        del db
+
+    def _require(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise StoreError(f"sqlite store {self.path} is closed")
+        return self._db
+
+    def _tx(self) -> _Tx:
+        return _Tx(self._require())
+
+    def _now(self) -> float:
+        return time.time() + self.clock_skew
+
+    async def now(self) -> float:
+        return self._now()
+
+    # -- lanes ---------------------------------------------------------------------
+    async def claim_lane(self, name: str, workspace: str, owner: str) -> LaneRow | None:
+        with self._tx() as cur:
+            now = self._now()
+            row = cur.execute(f"SELECT {_LANE_COLS} FROM lanes WHERE name=? AND workspace=?",
+                              (name, workspace)).fetchone()
+            if row is not None:
+                held = _lane(row)
+                if held.lease_until > now:
+                    return None
+                self._expire(cur, held, now)
+            epoch = int(cur.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 "
+                                    "WHERE key='epoch' RETURNING value").fetchone()[0])
+            lane = LaneRow(name=name, workspace=workspace, owner=owner, session=self.session,
+                           epoch=epoch, claimed_at=now, lease_until=now + self.lease,
+                           stop_requested=False, stop_reason=None)
+            cur.execute("INSERT INTO lanes VALUES (?, ?, ?, ?, ?, ?, ?, 0, NULL)",
+                        (name, workspace, owner, self.session, epoch, now, lane.lease_until))
+            cur.execute("INSERT INTO lane_history VALUES (?, ?, ?, ?, ?, ?, NULL, NULL)",
+                        (epoch, name, workspace, owner, self.session, now))
+            _bump(cur, "claims")
+            return lane
+
+    def _expire(self, cur: sqlite3.Cursor, lane: LaneRow, now: float) -> None:
+        """End ``lane`` (its lease ran out): history, count, reap its running jobs."""
+        cur.execute("DELETE FROM lanes WHERE name=? AND workspace=?", (lane.name, lane.workspace))
+        cur.execute("UPDATE lane_history SET ended_at=?, end_reason='expired' WHERE epoch=?",
+                    (now, lane.epoch))
+        _bump(cur, "lease_expired")
+        for jid, attempts in cur.execute("SELECT id, attempts FROM jobs WHERE epoch=? AND state='running'",
+                                         (lane.epoch,)).fetchall():
+            if attempts < MAX_ATTEMPTS:
+                cur.execute("UPDATE jobs SET state='queued', run_id=NULL, epoch=NULL, owner=NULL, "
+                            "store_started=NULL, error=? WHERE id=?",
+                            (f"re-queued: owner {lane.owner} lost its lane (lease expired)", jid))
+                _bump(cur, "requeued")
+            else:
+                cur.execute("UPDATE jobs SET state='failed', error='owner died', store_ended=? WHERE id=?",
+                            (now, jid))
+                _bump(cur, "owner_died")
+
+    async def release_lane(self, name: str, workspace: str, epoch: int) -> bool:
+        with self._tx() as cur:
+            now = self._now()
+            gone = cur.execute("DELETE FROM lanes WHERE name=? AND workspace=? AND epoch=? RETURNING epoch",
+                               (name, workspace, epoch)).fetchone()
+            if gone is None:
+                _bump(cur, "stale_releases")
+                return False
+            cur.execute("UPDATE lane_history SET ended_at=?, end_reason='released' WHERE epoch=?",
+                        (now, epoch))
+            return True
+
+    async def revoke_lane(self, name: str, workspace: str) -> LaneRow | None:
+        with self._tx() as cur:
+            now = self._now()
+            row = cur.execute(f"DELETE FROM lanes WHERE name=? AND workspace=? RETURNING {_LANE_COLS}",
+                              (name, workspace)).fetchone()
+            if row is None:
+                return None
+            lane = _lane(row)
+            cur.execute("UPDATE lane_history SET ended_at=?, end_reason='revoked' WHERE epoch=?",
+                        (now, lane.epoch))
+            _bump(cur, "revoked")
+            return lane
+
+    async def request_stop(self, name: str, workspace: str, reason: str | None) -> LaneRow | None:
+        with self._tx() as cur:
+            row = cur.execute(f"UPDATE lanes SET stop_requested=1, stop_reason=? WHERE name=? AND workspace=? "
+                              f"RETURNING {_LANE_COLS}", (reason, name, workspace)).fetchone()
+            return None if row is None else _lane(row)
+
+    async def renew(self) -> int:
+        with self._tx() as cur:
+            now = self._now()
+            cur.execute("UPDATE sessions SET last_seen=? WHERE session=?", (now, self.session))
+            return cur.execute("UPDATE lanes SET lease_until=? WHERE session=?",
+                               (now + self.lease, self.session)).rowcount
+
+    async def reap(self) -> list[LaneRow]:
+        with self._tx() as cur:
+            now = self._now()
+            rows = [_lane(r) for r in cur.execute(
+                f"SELECT {_LANE_COLS} FROM lanes WHERE lease_until <= ?", (now,)).fetchall()]
+            for lane in rows:
+                self._expire(cur, lane, now)
+            if rows or int(now) % 10 == 0:
+                cur.execute("DELETE FROM changes WHERE seq <= (SELECT max(seq) FROM changes) - ?",
+                            (KEEP_CHANGES,))
+            return rows
+
+    async def lane_rows(self) -> list[LaneRow]:
+        db = self._require()
+        return [_lane(r) for r in db.execute(f"SELECT {_LANE_COLS} FROM lanes ORDER BY name, workspace")]
+
+    # -- jobs ----------------------------------------------------------------------
+    async def save_job(self, record: Reservation, fence: list[tuple[str, str, int]],
+                       writer: str) -> SaveResult:
+        with self._tx() as cur:
+            now = self._now()
+            for lane_name, ws, epoch in fence:
+                row = cur.execute("SELECT epoch FROM lanes WHERE name=? AND workspace=?",
+                                  (lane_name, ws)).fetchone()
+                current = None if row is None else row[0]
+                if current != epoch:
+                    cur.execute("INSERT INTO ledger (at, writer, job_id, state, lane, workspace, epoch_held, "
+                                "epoch_current) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                                (now, writer, record.id, record.state.value, lane_name, ws, epoch, current))
+                    _bump(cur, "stale_writes")
+                    return SaveResult(SaveOutcome.STALE, fence=(lane_name, ws, epoch), current_epoch=current)
+            row = cur.execute("SELECT state FROM jobs WHERE id=?", (record.id,)).fetchone()
+            prev = None if row is None else State(row[0])
+            state = record.state
+            if not transition_allowed(prev, state):
+                _bump(cur, "invalid_transitions")
+                return SaveResult(SaveOutcome.INVALID, current_state="new" if prev is None else prev.value)
+            values = (record.workspace, record.queue, state.value, record.created_at, record.updated_at,
+                      record.run_id, record.error, record.started_at, record.finished_at,
+                      record.attempts, record.epoch)
+            if prev is None:
+                cur.execute(f"INSERT INTO jobs ({_JOB_COLS}, owner, store_started, store_ended) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL)",
+                            (record.id, *values, writer))
+            else:
+                cur.execute("UPDATE jobs SET workspace=?, queue=?, state=?, created_at=?, updated_at=?, "
+                            "run_id=?, error=?, started_at=?, finished_at=?, attempts=?, epoch=?, owner=?, "
+                            "store_started = CASE WHEN ?='running' THEN ? ELSE store_started END, "
+                            "store_ended = CASE WHEN ? IN ('succeeded','failed','cancelled') THEN ? "
+                            "ELSE store_ended END WHERE id=?",
+                            (*values, writer, state.value, now, state.value, now, record.id))
+            _bump(cur, "saves")
+            return SaveResult(SaveOutcome.OK)
+
+    async def load_job(self, id: int) -> Reservation | None:
+        row = self._require().execute(f"SELECT {_JOB_COLS} FROM jobs WHERE id=?", (id,)).fetchone()
+        return None if row is None else job_record(row)
+
+    async def add_jobs(self, specs: list[JobSpec]) -> list[int]:
+        with self._tx() as cur:
+            now = self._now()
+            ids = []
+            for s in specs:
+                ids.append(cur.execute(
+                    "INSERT INTO jobs (workspace, queue, state, created_at, updated_at, seconds, cpu_ms, fail) "
+                    "VALUES (?, ?, 'queued', ?, ?, ?, ?, ?) RETURNING id",
+                    (s.workspace, s.queue, now, now, s.seconds, s.cpu_ms, int(s.fail))).fetchone()[0])
+            return ids
+
+    # -- everything --------------------------------------------------------------------
+    async def dump(self) -> dict[str, Any]:
+        db = self._require()
+        cur = db.cursor()
+        cur.execute("BEGIN")  # one snapshot for every table (WAL: a reader never waits)
+        try:
+            return dump_rows(lambda sql: cur.execute(sql).fetchall(), self._now())
+        finally:
+            cur.execute("COMMIT")
+
+
+def dump_rows(fetch, now: float) -> dict[str, Any]:
+    """Every table as plain data (shared by both backends; ``fetch(sql) -> rows``)."""
+    lanes = [dict(zip(("lane", "workspace", "owner", "session", "epoch", "since", "lease_until",
+                       "stop_requested", "stop_reason"), r))
+             for r in fetch(f"SELECT {_LANE_COLS} FROM lanes ORDER BY name, workspace")]
+    for lane in lanes:
+        lane["stop_requested"] = bool(lane["stop_requested"])
+    jobs = [dict(zip(("id", "workspace", "queue", "state", "run_id", "error", "attempts", "start", "end",
+                      "owner", "epoch", "seconds", "cpu_ms", "fail"), r))
+            for r in fetch("SELECT id, workspace, queue, state, run_id, error, attempts, store_started, "
+                           "store_ended, owner, epoch, seconds, cpu_ms, fail FROM jobs ORDER BY id")]
+    for job in jobs:
+        job["fail"] = bool(job["fail"])
+    ledger = [dict(zip(("at", "writer", "job", "state", "lane", "workspace", "epoch_held", "epoch_current"), r))
+              for r in fetch("SELECT at, writer, job_id, state, lane, workspace, epoch_held, epoch_current "
+                             "FROM ledger ORDER BY id")]
+    history = [dict(zip(("epoch", "lane", "workspace", "owner", "session", "claimed_at", "ended_at",
+                         "end_reason"), r))
+               for r in fetch("SELECT epoch, name, workspace, owner, session, claimed_at, ended_at, end_reason "
+                              "FROM lane_history ORDER BY epoch")]
+    stats = {k: int(v) for k, v in fetch("SELECT key, value FROM stats ORDER BY key")}
+    sessions = [dict(zip(("session", "pid", "host", "name", "started", "last_seen"), r))
+                for r in fetch("SELECT session, pid, host, name, started, last_seen FROM sessions ORDER BY started")]
+    return {"now": now, "lanes": lanes, "jobs": jobs, "ledger": ledger, "history": history,
+            "stats": stats, "stale_releases": stats.get("stale_releases", 0), "sessions": sessions}
+
+
+def _bump(cur: sqlite3.Cursor, key: str) -> None:
+    cur.execute("UPDATE stats SET value = value + 1 WHERE key=?", (key,))
+
+
+def _check_version(version: int, where: str) -> None:
+    if version > SCHEMA_VERSION:
+        raise StoreError(f"store {where} has schema version {version}, newer than this lanemon's "
+                         f"({SCHEMA_VERSION}): upgrade lanemon to use it")
+    if version < SCHEMA_VERSION:
+        raise StoreError(f"store {where} has schema version {version}, older than this lanemon's "
+                         f"({SCHEMA_VERSION}): `lanemon store reset` it (its data is lost)")
+
+
+def _explain(path: str, exc: sqlite3.Error) -> str:
+    text = str(exc)
+    if "readonly" in text or "read-only" in text:
+        return f"sqlite store {path} is read-only (file or folder permissions): {text}"
+    if "not a database" in text:
+        return f"{path} is not an SQLite database"
+    if "locked" in text or "busy" in text:
+        return f"sqlite store {path} is busy: another process held it longer than {BUSY_TIMEOUT_S:g} s"
+    return f"sqlite store {path}: {text}"
+
+
+class _Tx:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on any exception); SQLite
+    errors become :class:`StoreError`."""
+
+    __slots__ = ("_db", "_cur")
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> sqlite3.Cursor:
+        cur = self._cur = self._db.cursor()
+        try:
+            cur.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise StoreError(_explain(self._db_path(), exc)) from None
+        return cur
+
+    def _db_path(self) -> str:
+        for _, name, file in self._db.execute("PRAGMA database_list"):
+            if name == "main":
+                return file
+        return "?"
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        cur = self._cur
+        if kind is None:
+            try:
+                cur.execute("COMMIT")
+                return False
+            except sqlite3.Error as err:
+                cur.execute("ROLLBACK")
+                raise StoreError(_explain(self._db_path(), err)) from None
+        try:
+            cur.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+        if isinstance(exc, sqlite3.Error):
+            raise StoreError(_explain(self._db_path(), exc)) from None
+        return False
+
+
+class SqliteFeed:
+    """The change feed of an SQLite store, on its own connection.
+
+    ``poll()`` (cheap: ``PRAGMA data_version``, ~12 us) returns the
+    ``(table, key)`` pairs committed since the last poll, each once, in commit
+    order, or ``None`` when the reader fell behind the kept changes (it must
+    read a fresh snapshot then). The first poll returns ``None`` (start from
+    a snapshot)."""
+
+    def __init__(self, path: str) -> None:
+        self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
+                                   check_same_thread=False)
+        self._version: int | None = None
+        self._seq: int | None = None
+
+    def poll(self) -> list[tuple[str, str]] | None:
+        db = self._db
+        version = db.execute("PRAGMA data_version").fetchone()[0]
+        if self._seq is None:
+            self._version = version
+            self._seq = db.execute("SELECT coalesce(max(seq), 0) FROM changes").fetchone()[0]
+            return None
+        if version == self._version:
+            return []
+        self._version = version
+        rows = db.execute("SELECT seq, tbl, key FROM changes WHERE seq > ? ORDER BY seq",
+                          (self._seq,)).fetchall()
+        if rows and rows[0][0] != self._seq + 1:
+            oldest = db.execute("SELECT min(seq) FROM changes").fetchone()[0]
+            if oldest is not None and oldest > self._seq + 1:
+                self._seq = rows[-1][0]
+                return None
+        if rows:
+            self._seq = rows[-1][0]
+        seen: dict[tuple[str, str], None] = {}
+        for _, tbl, key in rows:
+            seen[(tbl, str(key))] = None
+        return list(seen)
+
+    def close(self) -> None:
+        self._db.close()
