@@ -210,6 +210,15 @@ class SqliteBackend:
     def _tx(self) -> _Tx:
         return _Tx(self._require())
 
+    def transaction(self) -> _Tx:
+        """``with backend.transaction() as cur:`` one ``BEGIN IMMEDIATE`` transaction
+        (for the other tables' operations, e.g. the counter board)."""
+        return self._tx()
+
+    def clock(self) -> float:
+        """The store clock now (seconds; read it inside the transaction that decides)."""
+        return self._now()
+
     def _now(self) -> float:
         return time.time() + self.clock_skew
 
