@@ -187,7 +187,7 @@ class SqliteBackend:
             try:
                 with _Tx(db) as cur:
                     cur.execute("DELETE FROM sessions WHERE session=?", (self.session,))
-            except sqlite3.Error:
+            except (sqlite3.Error, StoreError):  # _Tx words errors as StoreError (gone after reset)
                 pass
             db.close()
 
