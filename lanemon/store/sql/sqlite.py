@@ -187,7 +187,7 @@ class SqliteBackend:
             try:
                 with _Tx(db) as cur:
                     cur.execute("DELETE FROM sessions WHERE session=?", (self.session,))
-            except sqlite3.Error:
+            except (sqlite3.Error, StoreError):  # (a reset store has no sessions table)
                 pass
             db.close()
 
