@@ -160,3 +160,27 @@ async def test_a_revoked_owners_writes_are_refused_and_in_the_ledger(request, en
     finally:
         await a.close()
         await b.close()
+
+
+async def test_outside_occupancy_is_checked_inside_the_claim(request, engine):
+    a, b = await _sessions(request, engine)
+    try:
+        lanes_a = a.lanes("scheduled", clock=_clock, emit=None)
+        queue_b = b.lanes("cafe", clock=_clock, emit=None)
+        held = await lanes_a.aclaim("H", "A#1")
+        assert await b.mark_busy("W", "a user edits it") is True
+        assert await b.mark_busy("W", "still editing") is False
+        assert await b.mark_busy("H", "outside") is True  # a held lane is not taken away ...
+        assert await lanes_a.aclaim("W", "A#2") is None   # ... but no lane of a busy workspace is granted
+        assert await queue_b.aclaim("W", "B#1") is None
+        assert await lanes_a.arelease(held) is True
+        assert await lanes_a.aclaim("H", "A#3") is None
+        dumped = await a.dump()
+        assert [(o["workspace"], o["reason"]) for o in dumped["busy"]] == \
+            [("H", "outside"), ("W", "still editing")]
+        assert dumped["stats"]["busy_refusals"] == 3
+        assert await a.clear_busy("W") is True and await a.clear_busy("W") is False
+        assert await queue_b.aclaim("W", "B#1") is not None
+    finally:
+        await a.close()
+        await b.close()
