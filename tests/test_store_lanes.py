@@ -351,3 +351,29 @@ async def test_the_scheduler_names_only_the_seam_never_the_memory_classes():
     # the memory engine is only the default, imported when none is given
     top_level = {n.module for n in tree.body if isinstance(n, ast.ImportFrom)}
     assert "lanemon.store.memory" not in top_level
+
+
+async def test_a_stop_from_the_window_reaches_an_engine_that_cannot_answer_now():
+    """``Scheduler.request_stop`` (the window's Stop, synchronous) on an engine
+    whose stop request must be awaited: it answers True at once for a held
+    lane, the request lands through ``arequest_stop`` and the run stops."""
+    made: list[WaitingLanes] = []
+
+    def lanes(name, *, clock, emit):
+        made.append(WaitingLanes(name, clock=clock, emit=emit))
+        return made[-1]
+
+    s = Scheduler(lanes=lanes)
+    gate = GatedWork()
+    jid = await s.submit("cafe", "ws0", gate)
+    while s.job(jid).phase != "running":
+        await asyncio.sleep(0)
+    assert s.request_stop("nobody") is False
+    assert s.request_stop("ws0", "from the window") is True
+    while not any("request_stop" in m.awaited for m in made):
+        await asyncio.sleep(0)
+    assert made[0].name == "scheduled" and made[0].inner.views()[0].stop_reason == "from the window"
+    gate.open()
+    await s.join()
+    assert s.store.get(jid).state in (State.CANCELLED, State.SUCCEEDED, State.FAILED)
+    await s.aclose()
