@@ -101,7 +101,7 @@ POOL_MIN, POOL_MAX = 1, 4
 #: advisory lock (two-int key space, apart from the sessions' bigint keys) held while making the schema
 _INIT_LOCK = "pg_advisory_xact_lock(1818324581, 1)"
 
-_TABLES = ("meta", "lanes", "lane_history", "jobs", "ledger", "stats", "sessions")
+_TABLES = ("meta", "lanes", "lane_history", "jobs", "ledger", "stats", "occupancy", "sessions")
 
 SCHEMA = f"""
 CREATE SCHEMA IF NOT EXISTS lanemon;
@@ -131,6 +131,7 @@ CREATE TABLE ledger (
     job_id bigint NOT NULL, state text NOT NULL, lane text NOT NULL, workspace text NOT NULL,
     epoch_held bigint NOT NULL, epoch_current bigint);
 CREATE TABLE stats (key text PRIMARY KEY, value bigint NOT NULL);
+CREATE TABLE occupancy (workspace text PRIMARY KEY, reason text NOT NULL, since float8 NOT NULL);
 CREATE TABLE sessions (
     session text PRIMARY KEY, pid integer NOT NULL, host text NOT NULL, name text NOT NULL,
     started float8 NOT NULL, last_seen float8 NOT NULL);
@@ -171,6 +172,12 @@ CREATE FUNCTION claim_lane(p_name text, p_ws text, p_owner text, p_session text,
                            p_skew float8) RETURNS SETOF lanemon.lanes LANGUAGE plpgsql AS $$
 DECLARE held lanemon.lanes; t float8; e bigint; got boolean;
 BEGIN
+    -- (FOR SHARE: a mark_busy made meanwhile waits for this claim, then sees its lane)
+    PERFORM 1 FROM lanemon.occupancy WHERE workspace = p_ws FOR SHARE;
+    IF FOUND THEN
+        PERFORM lanemon.bump('busy_refusals');
+        RETURN;
+    END IF;
     SELECT * INTO held FROM lanemon.lanes WHERE name = p_name AND workspace = p_ws FOR UPDATE;
     got := FOUND;
     t := lanemon.clock(p_skew);  -- after the row lock: the time this claim decides at
@@ -223,6 +230,18 @@ CREATE FUNCTION request_stop(p_name text, p_ws text, p_reason text)
     UPDATE lanemon.lanes SET stop_requested = true, stop_reason = p_reason
         WHERE name = p_name AND workspace = p_ws RETURNING *
 $$;
+
+CREATE FUNCTION mark_busy(p_ws text, p_reason text, p_skew float8) RETURNS boolean LANGUAGE sql AS $$
+    INSERT INTO lanemon.occupancy VALUES (p_ws, p_reason, lanemon.clock(p_skew))
+        ON CONFLICT (workspace) DO UPDATE SET reason = excluded.reason
+        RETURNING xmax = 0
+$$;
+
+CREATE FUNCTION clear_busy(p_ws text) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM lanemon.occupancy WHERE workspace = p_ws;
+    RETURN FOUND;
+END $$;
 
 CREATE FUNCTION renew(p_session text, p_lease float8, p_skew float8) RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE t float8 := lanemon.clock(p_skew); n integer;
@@ -335,6 +354,8 @@ BEGIN
     IF TG_OP = 'DELETE' THEN r := OLD; ELSE r := NEW; END IF;
     IF TG_TABLE_NAME = 'lanes' THEN
         PERFORM pg_notify('{FEED_CHANNEL}', 'lanes:' || r.name || ':' || r.workspace);
+    ELSIF TG_TABLE_NAME = 'occupancy' THEN
+        PERFORM pg_notify('{FEED_CHANNEL}', 'occupancy:' || r.workspace);
     ELSE
         PERFORM pg_notify('{FEED_CHANNEL}', TG_TABLE_NAME || ':' || r.id);
     END IF;
@@ -343,7 +364,7 @@ END $$;
 """ + "".join(
     f"\nCREATE TRIGGER {tbl}_feed AFTER INSERT OR UPDATE OR DELETE ON {tbl} "
     "FOR EACH ROW EXECUTE FUNCTION feed();"
-    for tbl in ("lanes", "jobs", "ledger"))
+    for tbl in ("lanes", "jobs", "ledger", "occupancy"))
 
 _SQL = {
     "claim": f"SELECT {_LANE_COLS} FROM lanemon.claim_lane(%s::text, %s::text, %s::text, %s::text, "
@@ -351,6 +372,8 @@ _SQL = {
     "release": "SELECT lanemon.release_lane(%s::text, %s::text, %s::bigint, %s::float8)",
     "revoke": f"SELECT {_LANE_COLS} FROM lanemon.revoke_lane(%s::text, %s::text, %s::float8)",
     "stop": f"SELECT {_LANE_COLS} FROM lanemon.request_stop(%s::text, %s::text, %s::text)",
+    "busy": "SELECT lanemon.mark_busy(%s::text, %s::text, %s::float8)",
+    "unbusy": "SELECT lanemon.clear_busy(%s::text)",
     "renew": "SELECT lanemon.renew(%s::text, %s::float8, %s::float8)",
     "reap": f"SELECT {_LANE_COLS} FROM lanemon.reap(%s::text, %s::float8)",
     "save": "SELECT * FROM lanemon.save_job(%s::bigint, %s::text, %s::text, %s::text, %s::float8, "
@@ -591,6 +614,13 @@ class PostgresBackend:
     async def request_stop(self, name: str, workspace: str, reason: str | None) -> LaneRow | None:
         row = await self._call(_SQL["stop"], (name, workspace, reason), fetch="one")
         return None if row is None else _lane(row)
+
+    async def mark_busy(self, workspace: str, reason: str) -> bool:
+        """Mark ``workspace`` busy outside; False if it already was (the reason is updated)."""
+        return bool((await self._call(_SQL["busy"], (workspace, reason, self.clock_skew), fetch="one"))[0])
+
+    async def clear_busy(self, workspace: str) -> bool:
+        return bool((await self._call(_SQL["unbusy"], (workspace,), fetch="one"))[0])
 
     async def renew(self) -> int:
         await self._relock()
