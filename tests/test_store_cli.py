@@ -476,6 +476,16 @@ def test_a_read_only_sqlite_file_is_refused_and_unchanged(capsys, tmp_path):
     assert job_rows(url) == 1
 
 
+def test_init_in_a_read_only_folder_is_refused_and_creates_nothing(capsys, tmp_path):
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    url = "sqlite:///" + str(folder / "store.db").lstrip("/")
+    with read_only(folder):
+        line = refused(capsys, "store", "init", "--store", url)
+        assert str(folder / "store.db") in line
+    assert list(folder.iterdir()) == []
+
+
 # --- PostgreSQL only: the server and the login -----------------------------------------------
 
 
