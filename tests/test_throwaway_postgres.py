@@ -136,6 +136,8 @@ def test_an_exception_inside_with_leaves_no_process_and_no_directory(exc_type):
     assert [pid for pid in sorted(seen["family"]) if _running(pid)] == []
     assert not os.path.exists(seen["dir"])
     assert not pg.running
+    pg.stop()       # idempotent
+    assert not os.path.exists(seen["dir"])
 
 
 def _first_line(path: str) -> str:

@@ -57,7 +57,7 @@ __all__ = ["Availability", "ClusterError", "ThrowawayCluster", "available", "fin
 
 _DEBIAN_GLOB_ROOT = "/usr/lib/postgresql"
 _NAME_RX = re.compile(r"[a-z_][a-z0-9_]{0,62}\Z")
-_BINARIES = ("initdb", "postgres", "psql")
+_BINARIES = ("initdb", "pg_ctl", "postgres", "psql")
 _START_TIMEOUT_S = 60.0
 _STOP_TIMEOUT_S = 30.0
 _PORT_ATTEMPTS = 5
@@ -73,7 +73,7 @@ class Availability:
     """Whether a throwaway cluster can run here; true when it can.
 
     ``reason`` is empty when it can, else one sentence saying why not;
-    ``bindir`` is the directory of ``initdb``/``postgres``/``psql`` (None when not found);
+    ``bindir`` is the directory of ``initdb``/``pg_ctl``/``postgres``/``psql`` (None when not found);
     ``run_as`` is the user the server runs as through ``runuser`` (None: this process's user).
     """
 
@@ -96,7 +96,7 @@ def _has_binaries(bindir: str) -> bool:
 
 
 def find_bindir(search_root: str = _DEBIAN_GLOB_ROOT) -> str | None:
-    """The directory holding ``initdb``, ``postgres`` and ``psql``: Debian's
+    """The directory holding ``initdb``, ``pg_ctl``, ``postgres`` and ``psql``: Debian's
     ``<search_root>/<version>/bin``, highest version first, else the directory of
     ``initdb`` on ``PATH`` (symbolic links followed); None when there is none."""
     try:
@@ -119,11 +119,11 @@ def available(bindir: str | None = None) -> Availability:
     if bindir is None:
         bindir = find_bindir()
         if bindir is None:
-            return Availability(False, "PostgreSQL's initdb/postgres/psql were not found in "
+            return Availability(False, "PostgreSQL's initdb/pg_ctl/postgres/psql were not found in "
                                 f"{_DEBIAN_GLOB_ROOT}/*/bin or on PATH (Debian: apt-get install postgresql-15)",
                                 None, None)
     elif not _has_binaries(bindir):
-        return Availability(False, f"{bindir} does not hold initdb, postgres and psql", None, None)
+        return Availability(False, f"{bindir} does not hold initdb, pg_ctl, postgres and psql", None, None)
     if os.name != "posix":
         return Availability(False, "the throwaway cluster runs only on POSIX systems", bindir, None)
     if os.geteuid() != 0:
@@ -314,9 +314,10 @@ class ThrowawayCluster:
             raise
 
     def stop(self) -> None:
-        """Stop the server (immediate shutdown: ``SIGQUIT`` to the postmaster, ``SIGKILL`` to what
-        still runs after 30 s) and remove the directory. Idempotent; never raises for a server
-        that already exited."""
+        """Stop the server and remove the directory; returns once the postmaster has exited.
+        The stop is ``pg_ctl -m immediate stop -w``; if that fails or leaves it running (no pid
+        file yet: an interrupted start), ``SIGQUIT`` (the same immediate shutdown), then
+        ``SIGKILL`` after 30 s. Idempotent; never raises for a server that already exited."""
         t0 = time.perf_counter()
         self._stopped = True
         self._stop_server()
@@ -404,21 +405,26 @@ class ThrowawayCluster:
         return int(lines[0]) if lines and lines[0].strip().isdigit() else None
 
     def _server_pids(self) -> set[int]:
-        """Live processes of this cluster's server: the postmaster named by ``postmaster.pid``
-        (or remembered from the start), and any process whose command line names the data
-        directory (a postmaster whose pid file was not written yet, or the shell that
-        ``pg_ctl`` starts it with)."""
-        pids = {p for p in (self._pid, self._pid_from_file()) if p is not None and _alive(p)}
-        if self._dir is not None and os.path.isdir("/proc"):
-            needle = self._data_dir().encode()
-            for name in os.listdir("/proc"):
-                if name.isdigit():
-                    try:
-                        with open(f"/proc/{name}/cmdline", "rb") as fh:
-                            if needle in fh.read() and _alive(int(name)):
-                                pids.add(int(name))
-                    except OSError:
-                        continue
+        """Live processes of this cluster's server: those whose command line names its data
+        directory (the postmaster, even before its pid file exists, and the shell ``pg_ctl``
+        starts it with; never a later process that reused a pid). Without ``/proc``: the pid
+        in ``postmaster.pid``."""
+        if self._dir is None:
+            return set()
+        from_file = self._pid_from_file()
+        if not os.path.isdir("/proc"):
+            return {from_file} if from_file is not None and _alive(from_file) else set()
+        pids = set()
+        needle = self._data_dir().encode()
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as fh:
+                    if needle in fh.read() and _alive(int(name)):
+                        pids.add(int(name))
+            except OSError:
+                continue
         return pids
 
     def _wait_gone(self, pids: set[int], timeout: float) -> set[int]:
@@ -438,7 +444,10 @@ class ThrowawayCluster:
             res = self._pg_ctl(["stop", "-m", "immediate", "-w", "-t", str(int(_STOP_TIMEOUT_S))],
                                timeout=_STOP_TIMEOUT_S + 10)
         left = self._server_pids()
-        if res is not None and res.returncode == 0 and not left:
+        if res is not None and res.returncode == 0:
+            # The postmaster removes its pid file (what pg_ctl waits for) just before it exits.
+            left = self._wait_gone(left, _STOP_TIMEOUT_S)
+        if not left:
             return
         # pg_ctl could not do it (no pid file yet, or it did not finish): signal directly.
         for sig in (signal.SIGQUIT, signal.SIGKILL):
