@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import time
-from types import SimpleNamespace
 
 import psycopg
 import pytest
@@ -51,9 +51,24 @@ def _children(pid: int) -> set[int]:
     return found
 
 
-def _exists(pid: int) -> bool:
-    """``pid`` is in the process table (a zombie counts: it was not reaped)."""
-    return os.path.exists(f"/proc/{pid}")
+def _ancestors(pid: int) -> list[int]:
+    """The parent of ``pid``, its parent, ... up to PID 1."""
+    chain = []
+    while pid > 1:
+        with open(f"/proc/{pid}/stat") as fh:
+            pid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        chain.append(pid)
+    return chain
+
+
+def _running(pid: int) -> bool:
+    """``pid`` is a process that has not exited. The server is a daemon, reaped by PID 1
+    (maybe late): a zombie has exited."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def test_psycopg_async_answers_on_the_qasync_loop(qapp, postgres_url):
@@ -110,15 +125,27 @@ def test_an_exception_inside_with_leaves_no_process_and_no_directory(exc_type):
         conn = psycopg.connect(pg.url(), autocommit=True)   # a backend with a client still connected
         seen["backend"] = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
         seen["family"] = {pg.postmaster_pid} | _children(pg.postmaster_pid)
+        # A daemon, not our descendant: "no child process left" checks elsewhere are not disturbed.
+        assert os.getpid() not in _ancestors(pg.postmaster_pid)
         assert os.path.isdir(seen["dir"])
-        assert _exists(seen["postmaster"])
+        assert _running(seen["postmaster"])
         raise exc_type("inside the block")
     conn.close()
     assert seen["backend"] in seen["family"]
     assert len(seen["family"]) >= 4      # the postmaster, its helpers (checkpointer, ...) and the backend
-    assert [pid for pid in sorted(seen["family"]) if _exists(pid)] == []
+    assert [pid for pid in sorted(seen["family"]) if _running(pid)] == []
     assert not os.path.exists(seen["dir"])
     assert not pg.running
+    pg.stop()       # idempotent
+    assert not os.path.exists(seen["dir"])
+
+
+def _first_line(path: str) -> str:
+    try:
+        with open(path) as fh:
+            return fh.readline().strip()
+    except OSError:
+        return ""
 
 
 def _processes_mentioning(text: str) -> list[int]:
@@ -136,28 +163,40 @@ def _processes_mentioning(text: str) -> list[int]:
     return found
 
 
-def test_a_keyboard_interrupt_while_the_server_starts_leaves_nothing(monkeypatch):
-    """The interrupt lands right after the server process was spawned, before it is ready
-    (the readiness wait's first clock read), where neither ``with`` nor ``__exit__`` runs."""
+def test_a_keyboard_interrupt_while_pg_ctl_starts_the_server_leaves_nothing(monkeypatch):
+    """The interrupt lands while ``pg_ctl start`` runs, once the postmaster exists (its pid file
+    is written): neither the ``with`` body nor ``__exit__`` runs, and pg_ctl is killed."""
     _need_cluster()
     from lanemon.store import throwaway
 
-    spawned: list[bool] = []
+    seen: dict = {}
+    real_popen = subprocess.Popen
 
-    def interrupted() -> float:
-        spawned.append(True)
-        raise KeyboardInterrupt
+    class InterruptedPgCtlStart(real_popen):
+        def communicate(self, *args, **kwargs):
+            if not (any(a.endswith("pg_ctl") for a in self.args) and "start" in self.args):
+                return super().communicate(*args, **kwargs)
+            pidfile = os.path.join(self.args[self.args.index("-D") + 1], "postmaster.pid")
+            deadline = time.monotonic() + 60
+            while not _first_line(pidfile).isdigit():
+                assert time.monotonic() < deadline, "pg_ctl start made no postmaster in 60 s"
+                time.sleep(0.002)
+            seen["postmaster"] = int(_first_line(pidfile))
+            seen["pg_ctl"] = self.pid
+            raise KeyboardInterrupt
 
-    monkeypatch.setattr(throwaway, "time", SimpleNamespace(perf_counter=time.perf_counter, sleep=time.sleep,
-                                                           monotonic=interrupted))
+    monkeypatch.setattr(throwaway.subprocess, "Popen", InterruptedPgCtlStart)
     ours_before = _children(os.getpid())
     pg = ThrowawayCluster()
     with pytest.raises(KeyboardInterrupt):
         pg.start()
-    assert spawned == [True]
+    monkeypatch.undo()
+    assert set(seen) == {"postmaster", "pg_ctl"}
+    assert not _running(seen["postmaster"]) and not _running(seen["pg_ctl"])
     assert pg.directory is not None and not os.path.exists(pg.directory)
     assert _processes_mentioning(pg.directory) == []
     assert _children(os.getpid()) - ours_before == set()
+    assert not pg.running
 
 
 def test_a_failed_start_says_why_and_leaves_nothing():
@@ -167,7 +206,7 @@ def test_a_failed_start_says_why_and_leaves_nothing():
         pg.start()
     assert 'unrecognized configuration parameter "lanemon_no_such_setting"' in str(err.value)
     assert pg.directory is not None and not os.path.exists(pg.directory)
-    assert pg.postmaster_pid is None or not _exists(pg.postmaster_pid)
+    assert pg.postmaster_pid is None or not _running(pg.postmaster_pid)
     with pytest.raises(ClusterError, match="not running"):
         pg.url()
 

@@ -11,28 +11,30 @@ PostgreSQL server for the length of the block:
   the Unix socket directory and the server log); when running as root the
   directory is given to the ``postgres`` user and ``initdb`` and the server run
   through ``runuser -u postgres --`` (both refuse to run as root);
-- ``initdb -A trust --no-sync -U postgres -E UTF8 --locale=C``, then the server
-  on a free TCP port of 127.0.0.1 only, its socket in the private directory
-  (never ``/var/run/postgresql``, never port 5432: a stock cluster on the same
-  machine is left alone), with ``fsync``, ``synchronous_commit`` and
-  ``full_page_writes`` off: nothing here survives a crash, by design;
+- ``initdb -A trust --no-sync -U postgres -E UTF8 --locale=C``, then
+  ``pg_ctl -w -l LOG start`` with the server on a free TCP port of 127.0.0.1
+  only, its socket in the private directory (never ``/var/run/postgresql``,
+  never port 5432: a stock cluster on the same machine is left alone), with
+  ``fsync``, ``synchronous_commit`` and ``full_page_writes`` off: nothing here
+  survives a crash, by design;
 - ``url(dbname)`` is ``postgresql://postgres@127.0.0.1:PORT/dbname`` (trust
   authentication: no password); ``create_database`` / ``drop_database`` run
   ``psql`` (no Python driver needed);
 - leaving the block, an exception or ``KeyboardInterrupt`` included, stops the
-  server with an immediate shutdown and removes the directory; a server that
-  fails to start raises ``ClusterError`` carrying the last lines of its log,
-  after the same clean-up. ``stop()`` is idempotent and also registered with
-  ``atexit``. Not covered: a ``SIGKILL`` of this Python process (nothing runs
-  then; the server and the directory stay).
+  server (``pg_ctl -m immediate stop -w``; if that cannot, ``SIGQUIT`` then
+  ``SIGKILL`` to the postmaster) and removes the directory; ``stop()`` returns
+  once the postmaster has exited. A server that fails to start raises
+  ``ClusterError`` carrying the last lines of its log, after the same clean-up;
+  so does an interruption during the start. ``stop()`` is idempotent and also
+  registered with ``atexit``. Not covered: a ``SIGKILL`` or an unhandled
+  ``SIGTERM`` of this Python process (nothing runs then; the server and the
+  directory stay).
 
-The server is this process's own child, not a daemon: ``pg_ctl start``
-daemonizes the postmaster, which then belongs to PID 1 and, where PID 1 reaps
-orphans late or never (containers), lingers as a zombie after the stop. Here
-the readiness wait is ``pg_ctl -w``'s (the ``postmaster.pid`` status line reads
-``ready``) and the stop is ``pg_ctl -m immediate stop -w``'s (``SIGQUIT`` to the
-postmaster, which ends its backends, then waiting for it), so the process is
-reaped by us and gone when ``stop()`` returns.
+The server is a daemon (``pg_ctl`` starts it in its own session), not a child
+of this process: tests that check a window or a run leaves no child process
+behind are not disturbed by a cluster that lives for the whole test session.
+Its exit is reaped by PID 1 (a late-reaping PID 1 shows it as ``<defunct>`` for
+a moment; it has exited).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import atexit
 import contextlib
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -54,7 +57,7 @@ __all__ = ["Availability", "ClusterError", "ThrowawayCluster", "available", "fin
 
 _DEBIAN_GLOB_ROOT = "/usr/lib/postgresql"
 _NAME_RX = re.compile(r"[a-z_][a-z0-9_]{0,62}\Z")
-_BINARIES = ("initdb", "postgres", "psql")
+_BINARIES = ("initdb", "pg_ctl", "postgres", "psql")
 _START_TIMEOUT_S = 60.0
 _STOP_TIMEOUT_S = 30.0
 _PORT_ATTEMPTS = 5
@@ -70,7 +73,7 @@ class Availability:
     """Whether a throwaway cluster can run here; true when it can.
 
     ``reason`` is empty when it can, else one sentence saying why not;
-    ``bindir`` is the directory of ``initdb``/``postgres``/``psql`` (None when not found);
+    ``bindir`` is the directory of ``initdb``/``pg_ctl``/``postgres``/``psql`` (None when not found);
     ``run_as`` is the user the server runs as through ``runuser`` (None: this process's user).
     """
 
@@ -93,7 +96,7 @@ def _has_binaries(bindir: str) -> bool:
 
 
 def find_bindir(search_root: str = _DEBIAN_GLOB_ROOT) -> str | None:
-    """The directory holding ``initdb``, ``postgres`` and ``psql``: Debian's
+    """The directory holding ``initdb``, ``pg_ctl``, ``postgres`` and ``psql``: Debian's
     ``<search_root>/<version>/bin``, highest version first, else the directory of
     ``initdb`` on ``PATH`` (symbolic links followed); None when there is none."""
     try:
@@ -116,11 +119,11 @@ def available(bindir: str | None = None) -> Availability:
     if bindir is None:
         bindir = find_bindir()
         if bindir is None:
-            return Availability(False, "PostgreSQL's initdb/postgres/psql were not found in "
+            return Availability(False, "PostgreSQL's initdb/pg_ctl/postgres/psql were not found in "
                                 f"{_DEBIAN_GLOB_ROOT}/*/bin or on PATH (Debian: apt-get install postgresql-15)",
                                 None, None)
     elif not _has_binaries(bindir):
-        return Availability(False, f"{bindir} does not hold initdb, postgres and psql", None, None)
+        return Availability(False, f"{bindir} does not hold initdb, pg_ctl, postgres and psql", None, None)
     if os.name != "posix":
         return Availability(False, "the throwaway cluster runs only on POSIX systems", bindir, None)
     if os.geteuid() != 0:
@@ -192,7 +195,8 @@ class ThrowawayCluster:
         self._tmp_root = tmp_root
         self._dir: str | None = None
         self._port: int | None = None
-        self._proc: subprocess.Popen | None = None
+        self._started = False
+        self._stopped = False
         self._pid: int | None = None
         self._run_as: str | None = None
         self._bindir: str | None = None
@@ -220,8 +224,8 @@ class ThrowawayCluster:
 
     @property
     def running(self) -> bool:
-        """The server was started and has not been stopped."""
-        return self._proc is not None and self._proc.poll() is None
+        """The server was started, has not been stopped and its postmaster is alive."""
+        return self._started and not self._stopped and self._pid is not None and _alive(self._pid)
 
     @property
     def timings(self) -> dict[str, float]:
@@ -302,6 +306,7 @@ class ThrowawayCluster:
             self._initdb()
             t1 = time.perf_counter()
             self._start_server()
+            self._started = True
             self._timings.initdb_s = t1 - t0
             self._timings.start_s = time.perf_counter() - t1
         except BaseException:
@@ -309,10 +314,12 @@ class ThrowawayCluster:
             raise
 
     def stop(self) -> None:
-        """Stop the server (immediate shutdown: ``SIGQUIT`` to the postmaster, ``SIGKILL`` to what
-        still runs after 30 s) and remove the directory. Idempotent; never raises for a server
-        that already exited."""
+        """Stop the server and remove the directory; returns once the postmaster has exited.
+        The stop is ``pg_ctl -m immediate stop -w``; if that fails or leaves it running (no pid
+        file yet: an interrupted start), ``SIGQUIT`` (the same immediate shutdown), then
+        ``SIGKILL`` after 30 s. Idempotent; never raises for a server that already exited."""
         t0 = time.perf_counter()
+        self._stopped = True
         self._stop_server()
         if self._dir is not None and os.path.exists(self._dir):
             shutil.rmtree(self._dir, ignore_errors=True)
@@ -382,67 +389,89 @@ class ThrowawayCluster:
     def _start_server(self) -> None:
         for attempt in range(_PORT_ATTEMPTS):
             self._port = _free_port()
-            if self._spawn_and_wait():
+            res = self._pg_ctl(["start", "-w", "-t", str(int(_START_TIMEOUT_S)), "-l", self.log_path,
+                                "-o", self._server_command_options()], timeout=_START_TIMEOUT_S + 30)
+            self._pid = self._pid_from_file()
+            if res.returncode == 0 and self._pid is not None:
                 return
             log = self._read_log()
             if "Address already in use" not in log or attempt == _PORT_ATTEMPTS - 1:
-                raise ClusterError(f"the PostgreSQL server did not start; the end of its log:\n{self._tail(log)}")
+                raise ClusterError(f"the PostgreSQL server did not start ({res.stdout.strip()}); "
+                                   f"the end of its log:\n{self._tail(log)}")
             # Another process took the port between our probe and the server's bind: try another.
+            self._stop_server()
 
-    def _spawn_and_wait(self) -> bool:
-        """Start the server and wait until ``postmaster.pid`` says ``ready``; False if it exited first."""
-        data = os.path.join(self._dir, "data")
-        cmd = [os.path.join(self._bindir, "postgres"), "-D", data, "-p", str(self._port),
-               "-k", os.path.join(self._dir, "socket"),
-               "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
-               "-c", "full_page_writes=off"]
-        for name, value in self._server_options.items():
-            cmd += ["-c", f"{name}={value}"]
-        with open(self.log_path, "ab") as log:
-            self._proc = subprocess.Popen(self._as_server_user(cmd), stdin=subprocess.DEVNULL, stdout=log,
-                                          stderr=subprocess.STDOUT, cwd=self._dir, env=_clean_env(),
-                                          start_new_session=True)
-        deadline = time.monotonic() + _START_TIMEOUT_S
-        pidfile = os.path.join(data, "postmaster.pid")
-        while True:
-            if self._proc.poll() is not None:
-                self._proc = None
-                return False
-            lines = self._read_lines(pidfile)
-            if len(lines) >= 8 and lines[0].strip().isdigit():
-                self._pid = int(lines[0])
-                if lines[7].strip() == "ready":
-                    return True
-            if time.monotonic() > deadline:
-                raise ClusterError(f"the PostgreSQL server was not ready after {_START_TIMEOUT_S:.0f} s; "
-                                   f"the end of its log:\n{self._tail(self._read_log())}")
+    def _server_command_options(self) -> str:
+        opts = [f"-p {self._port}", f"-k {shlex.quote(os.path.join(self._dir, 'socket'))}",
+                "-c listen_addresses=127.0.0.1", "-c fsync=off", "-c synchronous_commit=off",
+                "-c full_page_writes=off"]
+        opts += [f"-c {shlex.quote(f'{name}={value}')}" for name, value in self._server_options.items()]
+        return " ".join(opts)
+
+    def _pg_ctl(self, args: Sequence[str], *, timeout: float) -> subprocess.CompletedProcess:
+        cmd = [os.path.join(self._bindir, "pg_ctl"), "-D", self._data_dir(), *args]
+        return self._run(cmd, timeout=timeout, as_server_user=True)
+
+    def _data_dir(self) -> str:
+        return os.path.join(self._dir, "data")
+
+    def _pid_from_file(self) -> int | None:
+        lines = self._read_lines(os.path.join(self._data_dir(), "postmaster.pid"))
+        return int(lines[0]) if lines and lines[0].strip().isdigit() else None
+
+    def _server_pids(self) -> set[int]:
+        """Live processes of this cluster's server: those whose command line names its data
+        directory (the postmaster, even before its pid file exists, and the shell ``pg_ctl``
+        starts it with; never a later process that reused a pid). Without ``/proc``: the pid
+        in ``postmaster.pid``."""
+        if self._dir is None:
+            return set()
+        from_file = self._pid_from_file()
+        if not os.path.isdir("/proc"):
+            return {from_file} if from_file is not None and _alive(from_file) else set()
+        pids = set()
+        needle = self._data_dir().encode()
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as fh:
+                    if needle in fh.read() and _alive(int(name)):
+                        pids.add(int(name))
+            except OSError:
+                continue
+        return pids
+
+    def _wait_gone(self, pids: set[int], timeout: float) -> set[int]:
+        """Poll until none of ``pids`` is alive (a zombie has exited) or ``timeout``; those left."""
+        deadline = time.monotonic() + timeout
+        left = {p for p in pids if _alive(p)}
+        while left and time.monotonic() < deadline:
             time.sleep(0.01)
+            left = {p for p in left if _alive(p)}
+        return left
 
     def _stop_server(self) -> None:
-        proc = self._proc
-        if proc is None:
+        if self._dir is None or not self._server_pids():
             return
-        try:
-            if proc.poll() is None:
-                # The postmaster's own pid: as root the child is runuser, which waits for it.
-                pid = self._pid
-                if pid is not None and _alive(pid):
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGQUIT)     # pg_ctl -m immediate
-                else:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(proc.pid, signal.SIGQUIT)
-                try:
-                    proc.wait(timeout=_STOP_TIMEOUT_S)
-                except subprocess.TimeoutExpired:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    if pid is not None:
-                        with contextlib.suppress(ProcessLookupError):
-                            os.kill(pid, signal.SIGKILL)
-                    proc.wait()
-        finally:
-            self._proc = None
+        res = None
+        with contextlib.suppress(ClusterError, OSError, subprocess.SubprocessError):
+            res = self._pg_ctl(["stop", "-m", "immediate", "-w", "-t", str(int(_STOP_TIMEOUT_S))],
+                               timeout=_STOP_TIMEOUT_S + 10)
+        left = self._server_pids()
+        if res is not None and res.returncode == 0:
+            # The postmaster removes its pid file (what pg_ctl waits for) just before it exits.
+            left = self._wait_gone(left, _STOP_TIMEOUT_S)
+        if not left:
+            return
+        # pg_ctl could not do it (no pid file yet, or it did not finish): signal directly.
+        for sig in (signal.SIGQUIT, signal.SIGKILL):
+            for pid in left:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, sig)
+            left = self._wait_gone(left, _STOP_TIMEOUT_S) | self._server_pids()
+            if not left:
+                return
 
     @staticmethod
     def _read_lines(path: str) -> list[str]:
