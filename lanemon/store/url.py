@@ -63,6 +63,8 @@ class StoreUrl:
 
 def redact(url: str) -> str:
     """``url`` with any password replaced by ``***`` (also inside the query)."""
+    if url.partition(":")[0].lower() in ("sqlite", "memory"):
+        return url  # (no password in a file path; shown as the user wrote it)
     try:
         parts = urlsplit(url)
     except ValueError:
