@@ -208,3 +208,35 @@ async def test_the_simulation_runs_on_a_sqlite_claim_store(request):
         assert (await store.dump())["stats"]["board_finalized"] == tallies.served
     finally:
         await store.close()
+
+
+async def test_board_changes_reach_the_change_feed(sessions, request):
+    """SQLite: ``('board', counter)`` rows of the polled feed; PostgreSQL: ``NOTIFY lanemon,
+    'board:<counter>'`` at commit."""
+    a = await sessions()
+    if sessions.name == "sqlite":
+        from lanemon.store.sql.sqlite import SqliteFeed
+
+        feed = SqliteFeed(str(request.getfixturevalue("tmp_path") / "store.db"))
+        try:
+            assert feed.poll() is None  # the first poll: start from a snapshot
+            claim = await a.claim(1, "A", "a")
+            assert feed.poll() == [("board", "1")]
+            await a.finalize(claim)
+            await a.vacate(1, "a")
+            assert feed.poll() == [("board", "1")]
+            assert feed.poll() == []
+        finally:
+            feed.close()
+        return
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(request.getfixturevalue("postgres_url"),
+                                                     autocommit=True) as conn:
+        await conn.execute("LISTEN lanemon")
+        await a.claim(2, "A", "a")
+        await a.expire(2)
+        got = []
+        async for note in conn.notifies(timeout=30, stop_after=2):
+            got.append(note.payload)
+        assert got == ["board:2", "board:2"]

@@ -19,6 +19,10 @@ expires_at         ``now < expires_at``
 expiry_reported    its expiry was noticed and counted (once per claim)
 =================  ==========================================================
 
+Change feed: every change of a board row is announced as ``('board',
+counter)`` (SQLite: a row of ``changes``, by triggers; PostgreSQL: ``NOTIFY
+lanemon, 'board:<counter>'``, delivered at commit).
+
 Counts live in ``stats`` under :data:`BOARD_STATS` (``board_claims`` ...,
 one per field of :class:`~lanemon.store.claims.ClaimCounts`): store-wide
 running totals over every session since the board was made.
@@ -71,7 +75,7 @@ from typing import Any
 from lanemon.store.url import StoreError
 
 __all__ = [
-    "BOARD_STATS", "BoardReply", "BoardRow", "Expiry", "PG_BOARD_DDL", "PG_EPOCH_SEQUENCE",
+    "BOARD_STATS", "BoardReply", "BoardRow", "Expiry", "PG_BOARD_DDL", "PG_EPOCH_SEQUENCE", "PG_FEED_CHANNEL",
     "PgBoard", "SQLITE_BOARD_DDL", "SqliteBoard",
 ]
 
@@ -82,6 +86,9 @@ BOARD_STATS = ("board_claims", "board_claim_refused", "board_finalized", "board_
 
 #: the PostgreSQL backend's epoch counter (``lanemon.store.sql.postgres``: ``epoch_seq``)
 PG_EPOCH_SEQUENCE = "lanemon.epoch_seq"
+
+#: the change feed's NOTIFY channel (``lanemon.store.sql.postgres.FEED_CHANNEL``)
+PG_FEED_CHANNEL = "lanemon"
 
 #: advisory lock keys (two-int space; ``postgres.py`` uses (1818324581, 1) while making its schema)
 _PG_INSTALL_LOCK = (1818324581, 2)
@@ -339,6 +346,16 @@ CREATE TABLE IF NOT EXISTS lanemon.stats (key text PRIMARY KEY, value bigint NOT
 INSERT INTO lanemon.stats (key, value)
     SELECT k, 0 FROM unnest(ARRAY[{', '.join(f"'{k}'" for k in BOARD_STATS)}]) AS k
     ON CONFLICT (key) DO NOTHING;
+
+-- the change feed: NOTIFY lanemon, 'board:<counter>' (delivered at commit), as the backend's tables do
+CREATE OR REPLACE FUNCTION lanemon.board_feed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('{PG_FEED_CHANNEL}', 'board:' || CASE WHEN TG_OP = 'DELETE' THEN OLD.counter
+                                                        ELSE NEW.counter END);
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER board_feed AFTER INSERT OR UPDATE OR DELETE ON lanemon.board
+    FOR EACH ROW EXECUTE FUNCTION lanemon.board_feed();
 
 CREATE OR REPLACE FUNCTION lanemon.board_sql_version() RETURNS integer LANGUAGE sql IMMUTABLE AS
 $$ SELECT {BOARD_SQL_VERSION} $$;
