@@ -206,6 +206,10 @@ async def test_the_simulation_runs_on_a_sqlite_claim_store(request):
         expired = [e.epoch for e in seen if e.kind == ev.EXPIRED]
         assert len(expired) == len(set(expired)) == counts.expired  # each announced once
         assert (await store.dump())["stats"]["board_finalized"] == tallies.served
+        # the board's events are on the simulation's timeline, as its own are
+        board_kinds = {ev.CLAIMED, ev.FINALIZED, ev.RELEASED, ev.EXPIRED, ev.FINALIZE_REFUSED, ev.VACATED}
+        times = [e.time for e in seen if e.kind in board_kinds]
+        assert times and all(-config.ttl <= t <= tallies.elapsed for t in times)
     finally:
         await store.close()
 

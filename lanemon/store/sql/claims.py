@@ -20,8 +20,13 @@ Guaranteed, beyond the ``ClaimStore`` contract:
   as ``stats`` ``board_*``).
 * **Events** (``lanemon.counters.events.Event``) are emitted by the session
   whose operation made the change, after the store committed it; an expiry is
-  announced once store-wide, by the session whose operation noticed it,
-  stamped with its ``expires_at``. Event times are store-clock seconds.
+  announced once store-wide, by the session whose operation noticed it.
+  Event times: with a ``clock`` (the simulation's, as a
+  ``ClaimStoreFactory`` passes it) an operation's event is stamped
+  ``clock()`` when it is emitted and an expiry ``clock()`` minus the store
+  seconds between its ``expires_at`` and the operation that noticed it (the
+  simulation's timeline); without one, store-clock seconds (``expires_at``
+  itself for an expiry).
 * **The clock.** ``now()`` is synchronous: the store clock as last known,
   kept as an offset between the store clock (without the skew) and this
   process's ``time.monotonic()`` taken from every reply (SQLite: read in the
@@ -50,6 +55,7 @@ non-positive or infinite TTL (``ValueError``).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from lanemon.counters import events as ev
@@ -77,7 +83,7 @@ class SqlClaims:
     """A ``ClaimStore`` kept in a SQL store (see the module docstring)."""
 
     def __init__(self, board: Any, backend: Any, *, counters: int, default_ttl: float,
-                 events: EventHub | None) -> None:
+                 events: EventHub | None, clock: Callable[[], float] | None = None) -> None:
         if not isinstance(counters, int) or isinstance(counters, bool) or counters < 1:
             raise ValueError(f"a board needs at least one counter, not {counters!r}")
         _check_ttl(default_ttl)
@@ -86,6 +92,7 @@ class SqlClaims:
         self._n = counters
         self.default_ttl = float(default_ttl)
         self.events = events if events is not None else EventHub()
+        self._clock = clock
         self._ensured = False
         self._serial = bool(backend.answers_now)  # no two operations of this session overlap
         self._rows: tuple[BoardRow, ...] = tuple(
@@ -98,13 +105,15 @@ class SqlClaims:
 
     @classmethod
     def create(cls, backend: Any, *, counters: int, default_ttl: float = 1.0,
-               events: EventHub | None = None) -> SqlClaims:
+               events: EventHub | None = None, clock: Callable[[], float] | None = None) -> SqlClaims:
         """The claims of ``backend``'s store with a board of ``counters`` counters
-        (SQLite: ensured now; PostgreSQL: at the first operation)."""
+        (SQLite: ensured now; PostgreSQL: at the first operation). ``clock``: the
+        timeline events are stamped on (see the module docstring); TTLs are judged
+        by the store's clock whatever it is."""
         from lanemon.store.sql.sqlite import SqliteBackend
 
         board: Any = SqliteBoard(backend) if isinstance(backend, SqliteBackend) else PgBoard(backend)
-        store = cls(board, backend, counters=counters, default_ttl=default_ttl, events=events)
+        store = cls(board, backend, counters=counters, default_ttl=default_ttl, events=events, clock=clock)
         if backend.answers_now:
             completed_now(store.refresh())
         return store
@@ -272,11 +281,17 @@ class SqlClaims:
             self._base = order - reply.mono
             self._views = None
         for gone in reply.expired:
-            self._emit(gone.expires_at, ev.EXPIRED, gone.counter, gone.owner, gone.customer, gone.epoch)
+            self._emit(reply.now, ev.EXPIRED, gone.counter, gone.owner, gone.customer, gone.epoch,
+                       at=gone.expires_at)
 
-    def _emit(self, t: float, kind: str, counter: int, owner: str | None, customer: str | None,
-              epoch: int | None, detail: str = "") -> None:
+    def _emit(self, now: float, kind: str, counter: int, owner: str | None, customer: str | None,
+              epoch: int | None, detail: str = "", *, at: float | None = None) -> None:
+        """Announce a change the store made at ``now`` (store clock) that happened at ``at``
+        (an expiry's ``expires_at``; default ``now``), on the events' timeline."""
         if self.events.active:
+            at = now if at is None else at
+            clock = self._clock
+            t = at if clock is None else clock() - (now - at)
             self.events.publish(Event(time=t, kind=kind, counter=counter, owner=owner,
                                       customer=customer, epoch=epoch, detail=detail))
 
