@@ -61,10 +61,14 @@ async def open_test_claims(request, engine: str, *, counters: int, ttl: float,
     events = events if events is not None else EventHub()
     if engine == "sqlite" or _real_postgres_backend():
         store = await open_test_store(request, engine)
-        claims = store.claims(counters=counters, default_ttl=ttl, events=events)
+        backend, close = store.backend, store.close
+    else:
+        backend = await open_pg_stand_in(request.getfixturevalue("postgres_url"))
+        close = backend.pool.close
+    try:
+        claims = SqlClaims.create(backend, counters=counters, default_ttl=ttl, events=events)
         await claims.refresh()
-        return store.backend, claims, store.close
-    backend = await open_pg_stand_in(request.getfixturevalue("postgres_url"))
-    claims = SqlClaims.create(backend, counters=counters, default_ttl=ttl, events=events)
-    await claims.refresh()
-    return backend, claims, backend.pool.close
+    except BaseException:
+        await close()
+        raise
+    return backend, claims, close
