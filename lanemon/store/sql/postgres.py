@@ -627,11 +627,22 @@ class PostgresBackend:
         return int((await self._call(_SQL["renew"], (self.session, self.lease, self.clock_skew),
                                      fetch="one"))[0])
 
+    @property
+    def lock_pid(self) -> int | None:
+        """The server process id of the connection holding the session's advisory lock."""
+        conn = self._lock_conn
+        return None if conn is None or conn.closed else conn.info.backend_pid
+
     async def _relock(self) -> None:
-        """Take the session's advisory lock again if its connection was lost."""
+        """Take the session's advisory lock again if its connection was lost (a server
+        restart, a dropped TCP connection): until then other sessions see this one as gone."""
         conn = self._lock_conn
         if conn is not None and not conn.closed and not conn.broken:
-            return
+            try:
+                await conn.execute("SELECT 1")
+                return
+            except psycopg.Error:
+                pass
         self._lock_conn = None
         if conn is not None:
             await conn.close()
