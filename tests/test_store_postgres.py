@@ -33,7 +33,7 @@ from engines import open_test_store
 from postgres import skip_or_fail
 from procs import Lines
 
-from lanemon.lanes import Reservation, State
+from lanemon.lanes import Reservation, StaleWrite, State
 from lanemon.store import url as store_url
 from lanemon.store.lanes import WouldBlock
 from lanemon.store.sql import open_sql_store
@@ -404,8 +404,11 @@ async def test_a_revoke_waits_for_a_save_in_flight_then_the_next_save_is_refused
                         await asyncio.sleep(0.001)
                 assert waiting and not revoke.done(), "the revoke did not wait for the save in flight"
             assert (await revoke).epoch == token.epoch   # the save committed first, then the revoke
+        with pytest.raises(StaleWrite):
+            await records.save(rec._replace(state=State.SUCCEEDED, epoch=token.epoch), fence=(token,))
         dumped = await store.dump()
         assert dumped["jobs"][0]["state"] == "running" and dumped["lanes"] == []
         assert [h["end_reason"] for h in dumped["history"]] == ["revoked"]
+        assert [(e["writer"], e["state"]) for e in dumped["ledger"]] == [(store.session, "succeeded")]
     finally:
         await store.close()
