@@ -40,7 +40,7 @@ Change = tuple[str, str]
 
 
 class Feed(Protocol):
-    async def wait(self, timeout: float) -> list[Change] | None: ...
+    async def wait(self, timeout: float) -> list[Change] | None: ...  # noqa: ASYNC109
     async def close(self) -> None: ...
 
 
