@@ -484,6 +484,8 @@ class PostgresBackend:
         self.lock_key: int | None = None
         self._lock_conn: psycopg.AsyncConnection | None = None
         self._pool: AsyncConnectionPool | None = None
+        self._own: psycopg.AsyncConnection | None = None   # taken from the pool for the session's life
+        self._own_busy = False
 
     # -- connection and schema -------------------------------------------------------
     async def open(self, *, create: bool) -> None:
@@ -501,6 +503,7 @@ class PostgresBackend:
                 await pool.close()
                 raise StoreError(explain(self.url, exc)) from None
             self._pool = pool
+            self._own = await pool.getconn()
             t = await self.now()
             await self._call("INSERT INTO lanemon.sessions VALUES (%s, %s, %s, %s, %s, %s) "
                              "ON CONFLICT (session) DO NOTHING",
@@ -561,7 +564,10 @@ class PostgresBackend:
 
     async def close(self) -> None:
         pool, self._pool = self._pool, None
+        own, self._own = self._own, None
         if pool is not None:
+            if own is not None:
+                await pool.putconn(own)
             try:
                 async with pool.connection(timeout=2) as conn:
                     await conn.execute("DELETE FROM lanemon.sessions WHERE session = %s", (self.session,))
@@ -577,19 +583,33 @@ class PostgresBackend:
         await self._call("DROP SCHEMA IF EXISTS lanemon CASCADE", fetch=False)
 
     async def _call(self, sql: str, params: Any = None, *, fetch: bool | str = True) -> Any:
-        """Run ``sql`` on a pooled connection (one round trip); ``fetch``: True -> every row,
-        "one" -> the first row, False -> nothing. Failures -> :class:`StoreError`."""
+        """Run ``sql`` (one round trip) on the session's own pooled connection, or on another
+        one of the pool while that one is busy (operations in flight at once: the scheduler's
+        and the keeper's). ``fetch``: True -> every row, "one" -> the first row, False ->
+        nothing. Failures -> :class:`StoreError`; a broken connection goes back to the pool,
+        which replaces it."""
         pool = self._pool
         if pool is None:
             raise StoreError(f"postgresql store {self.url.redacted()} is closed")
         try:
-            async with pool.connection() as conn:
-                cur = await conn.execute(sql, params)
-                if fetch == "one":
-                    return await cur.fetchone()
-                if fetch:
-                    return await cur.fetchall()
-                return None
+            conn = self._own
+            if conn is None and not self._own_busy:   # (lost with a broken connection: take another)
+                self._own_busy = True
+                try:
+                    conn = self._own = await pool.getconn()
+                finally:
+                    self._own_busy = False
+            if conn is None or self._own_busy:
+                async with pool.connection() as conn:
+                    return await _run(conn, sql, params, fetch)
+            self._own_busy = True
+            try:
+                return await _run(conn, sql, params, fetch)
+            finally:
+                self._own_busy = False
+                if conn.broken or conn.closed:
+                    self._own = None
+                    await pool.putconn(conn)
         except psycopg.Error as exc:
             raise StoreError(explain(self.url, exc)) from None
         except (PoolTimeout, PoolClosed) as exc:
@@ -708,6 +728,15 @@ class PostgresBackend:
         except psycopg.Error as exc:
             raise StoreError(explain(self.url, exc)) from None
         return dump_rows(results.__getitem__, now)
+
+
+async def _run(conn: psycopg.AsyncConnection, sql: str, params: Any, fetch: bool | str) -> Any:
+    cur = await conn.execute(sql, params)
+    if fetch == "one":
+        return await cur.fetchone()
+    if fetch:
+        return await cur.fetchall()
+    return None
 
 
 async def _configure(conn: psycopg.AsyncConnection) -> None:
