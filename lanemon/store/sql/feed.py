@@ -40,7 +40,7 @@ Change = tuple[str, str]
 
 
 class Feed(Protocol):
-    async def wait(self, timeout: float) -> list[Change] | None: ...
+    async def wait(self, timeout: float) -> list[Change] | None: ...  # noqa: ASYNC109
     async def close(self) -> None: ...
 
 
@@ -78,7 +78,7 @@ class SqliteChangeFeed:
             raise StoreError(f"sqlite store {url.path}: cannot read its changes: {exc}") from None
         self._path = url.path
 
-    async def wait(self, timeout: float) -> list[Change] | None:
+    async def wait(self, timeout: float) -> list[Change] | None:  # noqa: ASYNC109 (a poll: [] when nothing came)
         import sqlite3
 
         feed = self._feed
@@ -134,7 +134,7 @@ class PostgresFeed:
         self._fresh = True
         self.last_error = None
 
-    async def wait(self, timeout: float) -> list[Change] | None:
+    async def wait(self, timeout: float) -> list[Change] | None:  # noqa: ASYNC109 (a poll: [] when nothing came)
         import psycopg
 
         if self._closed:
