@@ -578,6 +578,14 @@ class PostgresBackend:
         if conn is not None:
             await conn.close()  # frees the advisory lock
 
+    @property
+    def pool(self) -> AsyncConnectionPool:
+        """The session's pool (autocommit connections, ``search_path`` lanemon), for the
+        other tables' operations (the counter board)."""
+        if self._pool is None:
+            raise StoreError(f"postgresql store {self.url.redacted()} is closed")
+        return self._pool
+
     async def reset(self) -> None:
         """Drop the schema ``lanemon`` (tables, sequence, functions); ``open(create=True)`` makes it again."""
         await self._call("DROP SCHEMA IF EXISTS lanemon CASCADE", fetch=False)
