@@ -336,16 +336,15 @@ class ThrowawayCluster:
         ``synchronous_commit=off``). Raises ``ClusterError`` (after a full ``stop()``) when the
         server does not come back."""
         self._require_running()
-        proc, pid = self._proc, self._pid
         try:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGINT)
-            try:
-                proc.wait(timeout=_STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self._stop_server()
-            self._proc = None
-            if not self._spawn_and_wait():
+            res = self._pg_ctl(["stop", "-m", "fast", "-w", "-t", str(int(_STOP_TIMEOUT_S))],
+                               timeout=_STOP_TIMEOUT_S + 30)
+            if res.returncode != 0:
+                raise ClusterError(f"the PostgreSQL server did not stop for a restart: {res.stdout.strip()}")
+            res = self._pg_ctl(["start", "-w", "-t", str(int(_START_TIMEOUT_S)), "-l", self.log_path,
+                                "-o", self._server_command_options()], timeout=_START_TIMEOUT_S + 30)
+            self._pid = self._pid_from_file()
+            if res.returncode != 0 or self._pid is None:
                 raise ClusterError("the PostgreSQL server did not start again; the end of its log:\n"
                                    f"{self._tail(self._read_log())}")
         except BaseException:

@@ -90,7 +90,7 @@ from lanemon.store.sql.backend import (
     SaveOutcome,
     SaveResult,
 )
-from lanemon.store.sql.sqlite import _JOB_COLS, _LANE_COLS, _check_version, dump_rows, job_record, new_session
+from lanemon.store.sql.common import JOB_COLS, LANE_COLS, check_version, dump_rows, job_record, lane_row, new_session
 from lanemon.store.url import StoreError, StoreUrl
 
 __all__ = ["CONNECT_TIMEOUT_S", "FEED_CHANNEL", "PostgresBackend", "connect", "explain"]
@@ -368,23 +368,23 @@ END $$;
     for tbl in ("lanes", "jobs", "ledger", "occupancy"))
 
 _SQL = {
-    "claim": f"SELECT {_LANE_COLS} FROM lanemon.claim_lane(%s::text, %s::text, %s::text, %s::text, "
+    "claim": f"SELECT {LANE_COLS} FROM lanemon.claim_lane(%s::text, %s::text, %s::text, %s::text, "
              "%s::float8, %s::float8)",
     "release": "SELECT lanemon.release_lane(%s::text, %s::text, %s::bigint, %s::float8)",
-    "revoke": f"SELECT {_LANE_COLS} FROM lanemon.revoke_lane(%s::text, %s::text, %s::float8)",
-    "stop": f"SELECT {_LANE_COLS} FROM lanemon.request_stop(%s::text, %s::text, %s::text)",
+    "revoke": f"SELECT {LANE_COLS} FROM lanemon.revoke_lane(%s::text, %s::text, %s::float8)",
+    "stop": f"SELECT {LANE_COLS} FROM lanemon.request_stop(%s::text, %s::text, %s::text)",
     "busy": "SELECT lanemon.mark_busy(%s::text, %s::text, %s::float8)",
     "unbusy": "SELECT lanemon.clear_busy(%s::text)",
     "renew": "SELECT lanemon.renew(%s::text, %s::float8, %s::float8)",
-    "reap": f"SELECT {_LANE_COLS} FROM lanemon.reap(%s::text, %s::float8)",
+    "reap": f"SELECT {LANE_COLS} FROM lanemon.reap(%s::text, %s::float8)",
     "save": "SELECT * FROM lanemon.save_job(%s::bigint, %s::text, %s::text, %s::text, %s::float8, "
             "%s::float8, %s::text, %s::text, %s::float8, %s::float8, %s::integer, %s::bigint, "
             "%s::text[], %s::text[], %s::bigint[], %s::text, %s::text[], %s::float8)",
     "add": "SELECT * FROM lanemon.add_jobs(%s::text[], %s::text[], %s::float8[], %s::float8[], "
            "%s::boolean[], %s::float8)",
     "clock": "SELECT lanemon.clock(%s::float8)",
-    "load": f"SELECT {_JOB_COLS} FROM lanemon.jobs WHERE id = %s::bigint",
-    "lanes": f"SELECT {_LANE_COLS} FROM lanemon.lanes ORDER BY name, workspace",
+    "load": f"SELECT {JOB_COLS} FROM lanemon.jobs WHERE id = %s::bigint",
+    "lanes": f"SELECT {LANE_COLS} FROM lanemon.lanes ORDER BY name, workspace",
 }
 
 #: for each state written, the stored states it may follow ("new": no row yet): records.transition_allowed
@@ -392,10 +392,7 @@ _ALLOWED_FROM = {new: ["new" if prev is None else prev.value for prev in (None, 
                        if transition_allowed(prev, new)] for new in State}
 
 
-def _lane(row: tuple) -> LaneRow:
-    return LaneRow(name=row[0], workspace=row[1], owner=row[2], session=row[3], epoch=row[4],
-                   claimed_at=row[5], lease_until=row[6], stop_requested=bool(row[7]),
-                   stop_reason=row[8])
+
 
 
 def _first_line(text: str) -> str:
@@ -539,7 +536,7 @@ class PostgresBackend:
                     if row is None or not str(row[0]).isdigit():
                         raise StoreError(f"postgresql store {where}: schema lanemon has a meta table but no "
                                          "schema_version: not a lanemon store")
-                    _check_version(int(row[0]), where)
+                    check_version(int(row[0]), where)
                     missing = set(_TABLES) - set(tables)
                     if missing:
                         raise StoreError(f"postgresql store {where}: schema lanemon lacks "
@@ -630,7 +627,7 @@ class PostgresBackend:
     async def claim_lane(self, name: str, workspace: str, owner: str) -> LaneRow | None:
         row = await self._call(_SQL["claim"], (name, workspace, owner, self.session, self.lease,
                                                self.clock_skew), fetch="one")
-        return None if row is None else _lane(row)
+        return None if row is None else lane_row(row)
 
     async def release_lane(self, name: str, workspace: str, epoch: int) -> bool:
         return bool((await self._call(_SQL["release"], (name, workspace, epoch, self.clock_skew),
@@ -638,11 +635,11 @@ class PostgresBackend:
 
     async def revoke_lane(self, name: str, workspace: str) -> LaneRow | None:
         row = await self._call(_SQL["revoke"], (name, workspace, self.clock_skew), fetch="one")
-        return None if row is None else _lane(row)
+        return None if row is None else lane_row(row)
 
     async def request_stop(self, name: str, workspace: str, reason: str | None) -> LaneRow | None:
         row = await self._call(_SQL["stop"], (name, workspace, reason), fetch="one")
-        return None if row is None else _lane(row)
+        return None if row is None else lane_row(row)
 
     async def mark_busy(self, workspace: str, reason: str) -> bool:
         """Mark ``workspace`` busy outside; False if it already was (the reason is updated)."""
@@ -684,10 +681,10 @@ class PostgresBackend:
         self._lock_conn = new
 
     async def reap(self) -> list[LaneRow]:
-        return [_lane(r) for r in await self._call(_SQL["reap"], (self.session, self.clock_skew))]
+        return [lane_row(r) for r in await self._call(_SQL["reap"], (self.session, self.clock_skew))]
 
     async def lane_rows(self) -> list[LaneRow]:
-        return [_lane(r) for r in await self._call(_SQL["lanes"])]
+        return [lane_row(r) for r in await self._call(_SQL["lanes"])]
 
     # -- jobs ----------------------------------------------------------------------
     async def save_job(self, record: Reservation, fence: list[tuple[str, str, int]],

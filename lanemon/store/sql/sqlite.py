@@ -25,7 +25,6 @@ import os
 import socket
 import sqlite3
 import time
-import uuid
 from typing import Any
 
 from lanemon.lanes.records import Reservation, State, transition_allowed
@@ -38,6 +37,7 @@ from lanemon.store.sql.backend import (
     SaveOutcome,
     SaveResult,
 )
+from lanemon.store.sql.common import JOB_COLS, LANE_COLS, check_version, dump_rows, job_record, lane_row, new_session
 from lanemon.store.url import StoreError
 
 __all__ = ["BUSY_TIMEOUT_S", "SqliteBackend", "SqliteFeed"]
@@ -49,9 +49,6 @@ BUSY_TIMEOUT_S = 5.0
 #: that missed some reads a fresh snapshot)
 KEEP_CHANGES = 20_000
 
-_LANE_COLS = "name, workspace, owner, session, epoch, claimed_at, lease_until, stop_requested, stop_reason"
-_JOB_COLS = ("id, workspace, queue, state, created_at, updated_at, run_id, error, started_at, "
-             "finished_at, attempts, epoch")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -92,24 +89,6 @@ BEGIN INSERT INTO changes (tbl, key) VALUES ('{tbl}', {key.replace('ROW', 'OLD' 
                      ("ledger", "ROW.id"), ("occupancy", "ROW.workspace"))
     for op in ("INSERT", "UPDATE", "DELETE")
 )
-
-
-def _lane(row: tuple) -> LaneRow:
-    return LaneRow(name=row[0], workspace=row[1], owner=row[2], session=row[3], epoch=row[4],
-                   claimed_at=row[5], lease_until=row[6], stop_requested=bool(row[7]),
-                   stop_reason=row[8])
-
-
-def job_record(row: tuple) -> Reservation:
-    """A ``jobs`` row (``_JOB_COLS``) as the seam's record."""
-    return Reservation(id=row[0], workspace=row[1], queue=row[2], state=State(row[3]),
-                       created_at=row[4], updated_at=row[5], run_id=row[6], error=row[7],
-                       started_at=row[8], finished_at=row[9], attempts=row[10], epoch=row[11])
-
-
-def new_session(name: str = "") -> str:
-    """A session id: host, pid and a random part (unique per opened store)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}" + (f":{name}" if name else "")
 
 
 class SqliteBackend:
@@ -167,7 +146,7 @@ class SqliteBackend:
             if row is None:
                 raise StoreError(f"sqlite store {self.path}: has a meta table but no schema_version: "
                                  "not a lanemon store")
-            _check_version(int(row[0]), self.path)
+            check_version(int(row[0]), self.path)
             return
         if tables - {"sqlite_sequence"}:
             raise StoreError(f"sqlite store {self.path}: holds other tables ({', '.join(sorted(tables)[:4])}): "
@@ -233,10 +212,10 @@ class SqliteBackend:
             if cur.execute("SELECT 1 FROM occupancy WHERE workspace=?", (workspace,)).fetchone():
                 _bump(cur, "busy_refusals")
                 return None
-            row = cur.execute(f"SELECT {_LANE_COLS} FROM lanes WHERE name=? AND workspace=?",
+            row = cur.execute(f"SELECT {LANE_COLS} FROM lanes WHERE name=? AND workspace=?",
                               (name, workspace)).fetchone()
             if row is not None:
-                held = _lane(row)
+                held = lane_row(row)
                 if held.lease_until > now:
                     return None
                 self._expire(cur, held, now)
@@ -285,11 +264,11 @@ class SqliteBackend:
     async def revoke_lane(self, name: str, workspace: str) -> LaneRow | None:
         with self._tx() as cur:
             now = self._now()
-            row = cur.execute(f"DELETE FROM lanes WHERE name=? AND workspace=? RETURNING {_LANE_COLS}",
+            row = cur.execute(f"DELETE FROM lanes WHERE name=? AND workspace=? RETURNING {LANE_COLS}",
                               (name, workspace)).fetchone()
             if row is None:
                 return None
-            lane = _lane(row)
+            lane = lane_row(row)
             cur.execute("UPDATE lane_history SET ended_at=?, end_reason='revoked' WHERE epoch=?",
                         (now, lane.epoch))
             _bump(cur, "revoked")
@@ -298,8 +277,8 @@ class SqliteBackend:
     async def request_stop(self, name: str, workspace: str, reason: str | None) -> LaneRow | None:
         with self._tx() as cur:
             row = cur.execute(f"UPDATE lanes SET stop_requested=1, stop_reason=? WHERE name=? AND workspace=? "
-                              f"RETURNING {_LANE_COLS}", (reason, name, workspace)).fetchone()
-            return None if row is None else _lane(row)
+                              f"RETURNING {LANE_COLS}", (reason, name, workspace)).fetchone()
+            return None if row is None else lane_row(row)
 
     async def mark_busy(self, workspace: str, reason: str) -> bool:
         """Mark ``workspace`` busy outside; False if it already was (the reason is updated)."""
@@ -323,8 +302,8 @@ class SqliteBackend:
     async def reap(self) -> list[LaneRow]:
         with self._tx() as cur:
             now = self._now()
-            rows = [_lane(r) for r in cur.execute(
-                f"SELECT {_LANE_COLS} FROM lanes WHERE lease_until <= ?", (now,)).fetchall()]
+            rows = [lane_row(r) for r in cur.execute(
+                f"SELECT {LANE_COLS} FROM lanes WHERE lease_until <= ?", (now,)).fetchall()]
             for lane in rows:
                 self._expire(cur, lane, now)
             if rows or int(now) % 10 == 0:
@@ -334,7 +313,7 @@ class SqliteBackend:
 
     async def lane_rows(self) -> list[LaneRow]:
         db = self._require()
-        return [_lane(r) for r in db.execute(f"SELECT {_LANE_COLS} FROM lanes ORDER BY name, workspace")]
+        return [lane_row(r) for r in db.execute(f"SELECT {LANE_COLS} FROM lanes ORDER BY name, workspace")]
 
     # -- jobs ----------------------------------------------------------------------
     async def save_job(self, record: Reservation, fence: list[tuple[str, str, int]],
@@ -361,7 +340,7 @@ class SqliteBackend:
                       record.run_id, record.error, record.started_at, record.finished_at,
                       record.attempts, record.epoch)
             if prev is None:
-                cur.execute(f"INSERT INTO jobs ({_JOB_COLS}, owner, store_started, store_ended) "
+                cur.execute(f"INSERT INTO jobs ({JOB_COLS}, owner, store_started, store_ended) "
                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL)",
                             (record.id, *values, writer))
             else:
@@ -375,7 +354,7 @@ class SqliteBackend:
             return SaveResult(SaveOutcome.OK)
 
     async def load_job(self, id: int) -> Reservation | None:
-        row = self._require().execute(f"SELECT {_JOB_COLS} FROM jobs WHERE id=?", (id,)).fetchone()
+        row = self._require().execute(f"SELECT {JOB_COLS} FROM jobs WHERE id=?", (id,)).fetchone()
         return None if row is None else job_record(row)
 
     async def add_jobs(self, specs: list[JobSpec]) -> list[int]:
@@ -400,47 +379,8 @@ class SqliteBackend:
             cur.execute("COMMIT")
 
 
-def dump_rows(fetch, now: float) -> dict[str, Any]:
-    """Every table as plain data (shared by both backends; ``fetch(sql) -> rows``)."""
-    lanes = [dict(zip(("lane", "workspace", "owner", "session", "epoch", "since", "lease_until",
-                       "stop_requested", "stop_reason"), r))
-             for r in fetch(f"SELECT {_LANE_COLS} FROM lanes ORDER BY name, workspace")]
-    for lane in lanes:
-        lane["stop_requested"] = bool(lane["stop_requested"])
-    jobs = [dict(zip(("id", "workspace", "queue", "state", "run_id", "error", "attempts", "start", "end",
-                      "owner", "epoch", "seconds", "cpu_ms", "fail"), r))
-            for r in fetch("SELECT id, workspace, queue, state, run_id, error, attempts, store_started, "
-                           "store_ended, owner, epoch, seconds, cpu_ms, fail FROM jobs ORDER BY id")]
-    for job in jobs:
-        job["fail"] = bool(job["fail"])
-    ledger = [dict(zip(("at", "writer", "job", "state", "lane", "workspace", "epoch_held", "epoch_current"), r))
-              for r in fetch("SELECT at, writer, job_id, state, lane, workspace, epoch_held, epoch_current "
-                             "FROM ledger ORDER BY id")]
-    history = [dict(zip(("epoch", "lane", "workspace", "owner", "session", "claimed_at", "ended_at",
-                         "end_reason"), r))
-               for r in fetch("SELECT epoch, name, workspace, owner, session, claimed_at, ended_at, end_reason "
-                              "FROM lane_history ORDER BY epoch")]
-    stats = {k: int(v) for k, v in fetch("SELECT key, value FROM stats ORDER BY key")}
-    busy = [dict(zip(("workspace", "reason", "since"), r))
-            for r in fetch("SELECT workspace, reason, since FROM occupancy ORDER BY workspace")]
-    sessions = [dict(zip(("session", "pid", "host", "name", "started", "last_seen"), r))
-                for r in fetch("SELECT session, pid, host, name, started, last_seen FROM sessions ORDER BY started")]
-    return {"now": now, "lanes": lanes, "jobs": jobs, "ledger": ledger, "history": history,
-            "stats": stats, "stale_releases": stats.get("stale_releases", 0), "sessions": sessions,
-            "busy": busy}
-
-
 def _bump(cur: sqlite3.Cursor, key: str) -> None:
     cur.execute("UPDATE stats SET value = value + 1 WHERE key=?", (key,))
-
-
-def _check_version(version: int, where: str) -> None:
-    if version > SCHEMA_VERSION:
-        raise StoreError(f"store {where} has schema version {version}, newer than this lanemon's "
-                         f"({SCHEMA_VERSION}): upgrade lanemon to use it")
-    if version < SCHEMA_VERSION:
-        raise StoreError(f"store {where} has schema version {version}, older than this lanemon's "
-                         f"({SCHEMA_VERSION}): `lanemon store reset` it (its data is lost)")
 
 
 def _explain(path: str, exc: sqlite3.Error) -> str:
