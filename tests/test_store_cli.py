@@ -400,9 +400,6 @@ def test_a_newer_schema_version_is_refused_and_left_alone(capsys, url):
     assert sql(url, "SELECT value FROM meta WHERE key = 'schema_version'") == [("2",)]
 
 
-@pytest.mark.xfail(strict=True, reason="the refusal of an older schema version says to run `lanemon store reset`, "
-                   "but reset opens the store first and that open refuses it too (open_sql_store checks the "
-                   "version; the decision belongs to the store engines)")
 def test_an_older_schema_version_can_be_reset_as_its_refusal_says(capsys, url):
     init(capsys, url)
     sql(url, "UPDATE meta SET value = '0' WHERE key = 'schema_version'")

@@ -216,9 +216,9 @@ def _scrub(message: str, text: str | None) -> str:
     return message
 
 
-async def _open(url: StoreUrl, *, create: bool):
+async def _open(url: StoreUrl, *, create: bool, older_ok: bool = False):
     from lanemon.store.sql import open_sql_store
-    return await open_sql_store(url, create=create, name="lanemon-cli")
+    return await open_sql_store(url, create=create, name="lanemon-cli", older_ok=older_ok)
 
 
 async def _init(url: StoreUrl, args: argparse.Namespace) -> int:
@@ -276,8 +276,13 @@ async def _dump(url: StoreUrl, args: argparse.Namespace) -> int:
 async def _reset_question(url: StoreUrl) -> str:
     """What ``reset`` asks before dropping (opening the store first: a store that reset
     would refuse is refused before anything is asked)."""
-    store = await _open(url, create=False)
+    from lanemon.store.sql.backend import SCHEMA_VERSION
+
+    store = await _open(url, create=False, older_ok=True)
     try:
+        version = store.backend.schema_version
+        if version != SCHEMA_VERSION:
+            return f"drop every lanemon table of {url.redacted()} (an older store, schema v{version})? [y/N] "
         data = await store.dump()
     finally:
         await store.close()
@@ -296,7 +301,7 @@ def _confirmed(url: StoreUrl) -> bool:
 
 
 async def _reset(url: StoreUrl, args: argparse.Namespace) -> int:
-    store = await _open(url, create=False)
+    store = await _open(url, create=False, older_ok=True)
     try:
         await store.reset()
     finally:

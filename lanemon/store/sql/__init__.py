@@ -135,13 +135,15 @@ class SqlStore:
         await self.close()
 
 
-async def open_sql_store(url: StoreUrl, *, create: bool = False, name: str = "") -> SqlStore:
+async def open_sql_store(url: StoreUrl, *, create: bool = False, name: str = "",
+                         older_ok: bool = False) -> SqlStore:
     """Open a session on the SQLite or PostgreSQL store ``url``.
 
     ``create``: make the schema in an empty store (idempotent on a lanemon
     store of this version). Refused with :class:`StoreError` (one line, no
     password): an unreachable server, a refused login, a read-only or foreign
-    file, a store of another schema version.
+    file, a store of another schema version -- except, with ``older_ok`` (for
+    ``reset`` only), an older one: that session can only ``reset`` and ``close``.
     """
     if url.engine == "sqlite":
         from lanemon.store.sql.sqlite import SqliteBackend
@@ -154,5 +156,5 @@ async def open_sql_store(url: StoreUrl, *, create: bool = False, name: str = "")
         backend = PostgresBackend(url, lease=url.lease, name=name)
     else:
         raise StoreError(f"{url.redacted()!r} is not a SQL store")
-    await backend.open(create=create)
+    await backend.open(create=create, older_ok=older_ok)
     return SqlStore(url, backend)

@@ -478,6 +478,7 @@ class PostgresBackend:
         self.name = name or "lanemon"
         self.session = new_session(name)
         self.clock_skew = 0.0
+        self.schema_version: int | None = None  # the store's, once opened
         self.lock_key: int | None = None
         self._lock_conn: psycopg.AsyncConnection | None = None
         self._pool: AsyncConnectionPool | None = None
@@ -485,10 +486,19 @@ class PostgresBackend:
         self._own_busy = False
 
     # -- connection and schema -------------------------------------------------------
-    async def open(self, *, create: bool) -> None:
+    async def open(self, *, create: bool, older_ok: bool = False) -> None:
+        """Connect, check (or with ``create`` make) the schema, lock and register the
+        session. ``older_ok``: accept a lanemon store of an older schema version, for
+        ``reset`` only (``schema_version`` says which; no session is registered in it)."""
         conn = await connect(self.url)  # the session's own: the advisory lock lives on it
         try:
-            await self._check_or_create(conn, create)
+            await self._check_or_create(conn, create, older_ok)
+            if self.schema_version != SCHEMA_VERSION:
+                self._lock_conn = conn
+                self._pool = AsyncConnectionPool(self.url.dsn, min_size=1, max_size=1, open=False,
+                                                 kwargs=_conninfo_kwargs(self.url), configure=_configure)
+                await self._pool.open(wait=True, timeout=CONNECT_TIMEOUT_S + 2)
+                return
             await self._lock(conn)
             self._lock_conn = conn
             pool = AsyncConnectionPool(self.url.dsn, min_size=POOL_MIN, max_size=POOL_MAX, open=False,
@@ -518,7 +528,7 @@ class PostgresBackend:
         except psycopg.Error as exc:
             raise StoreError(explain(self.url, exc)) from None
 
-    async def _check_or_create(self, conn: psycopg.AsyncConnection, create: bool) -> None:
+    async def _check_or_create(self, conn: psycopg.AsyncConnection, create: bool, older_ok: bool = False) -> None:
         where = self.url.redacted()
         try:
             async with conn.transaction():
@@ -536,7 +546,10 @@ class PostgresBackend:
                     if row is None or not str(row[0]).isdigit():
                         raise StoreError(f"postgresql store {where}: schema lanemon has a meta table but no "
                                          "schema_version: not a lanemon store")
-                    check_version(int(row[0]), where)
+                    self.schema_version = int(row[0])
+                    if older_ok and self.schema_version < SCHEMA_VERSION:
+                        return
+                    check_version(self.schema_version, where)
                     missing = set(_TABLES) - set(tables)
                     if missing:
                         raise StoreError(f"postgresql store {where}: schema lanemon lacks "
@@ -554,6 +567,7 @@ class PostgresBackend:
                 await conn.execute(SCHEMA)
                 await conn.execute("INSERT INTO lanemon.meta VALUES ('schema_version', %s)",
                                    (str(SCHEMA_VERSION),))
+                self.schema_version = SCHEMA_VERSION
                 for k in STATS_KEYS:
                     await conn.execute("INSERT INTO lanemon.stats VALUES (%s, 0)", (k,))
         except psycopg.Error as exc:

@@ -102,10 +102,14 @@ class SqliteBackend:
         self.name = name or "lanemon"
         self.session = new_session(name)
         self.clock_skew = 0.0
+        self.schema_version: int | None = None  # the store's, once opened
         self._db: sqlite3.Connection | None = None
 
     # -- connection and schema -----------------------------------------------------
-    async def open(self, *, create: bool) -> None:
+    async def open(self, *, create: bool, older_ok: bool = False) -> None:
+        """Connect, check (or with ``create`` make) the schema, register the session.
+        ``older_ok``: accept a lanemon store of an older schema version, for ``reset``
+        only (``schema_version`` says which; no session is registered in it)."""
         path = self.path
         folder = os.path.dirname(path) or "."
         if not os.path.isdir(folder):
@@ -124,7 +128,9 @@ class SqliteBackend:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
-            self._check_or_create(create)
+            self._check_or_create(create, older_ok)
+            if self.schema_version != SCHEMA_VERSION:
+                return
             now = self._now()
             with self._tx() as cur:
                 cur.execute("INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?, ?)",
@@ -138,7 +144,7 @@ class SqliteBackend:
             self._db = None
             raise
 
-    def _check_or_create(self, create: bool) -> None:
+    def _check_or_create(self, create: bool, older_ok: bool = False) -> None:
         db = self._db
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if "meta" in tables:
@@ -146,7 +152,9 @@ class SqliteBackend:
             if row is None:
                 raise StoreError(f"sqlite store {self.path}: has a meta table but no schema_version: "
                                  "not a lanemon store")
-            check_version(int(row[0]), self.path)
+            self.schema_version = int(row[0])
+            if not (older_ok and self.schema_version < SCHEMA_VERSION):
+                check_version(self.schema_version, self.path)
             return
         if tables - {"sqlite_sequence"}:
             raise StoreError(f"sqlite store {self.path}: holds other tables ({', '.join(sorted(tables)[:4])}): "
@@ -158,6 +166,7 @@ class SqliteBackend:
                 if stmt.strip():
                     cur.execute(stmt)
             cur.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            self.schema_version = SCHEMA_VERSION
             cur.execute("INSERT INTO meta VALUES ('epoch', '0')")
             cur.executemany("INSERT INTO stats VALUES (?, 0)", [(k,) for k in STATS_KEYS])
 
