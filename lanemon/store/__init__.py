@@ -28,11 +28,27 @@ What every engine guarantees (details in each module):
 - drawing reads (views, counts) are synchronous and answer from the state
   the engine knows, so the window never waits on a round trip.
 
-Engines: ``memory`` (``memory.py`` for lanes and records, ``memory_claims.py``
-for claims) is today's in-process code and the default. A second engine
-(SQLite for several processes on one machine, PostgreSQL across hosts) is a
-new module beside it that passes the same suites; nothing in the scheduler,
-the strategies or the UI changes for it.
+Engines (each passes the same conformance suites; nothing in the scheduler,
+the strategies or the UI changes between them):
+
+- ``memory`` -- ``memory.py`` (lanes, records), ``memory_claims.py`` (claims):
+  in-process, the window's default, nothing survives the process;
+- ``sqlite`` -- ``sql/sqlite.py``: several processes on one machine share a
+  file (WAL, one ``BEGIN IMMEDIATE`` transaction per operation, the epoch
+  counter a row in the file); its operations complete without suspending;
+- ``postgresql`` -- ``sql/postgres.py``: several hosts share a database
+  (psycopg 3 async with psycopg_pool; one plpgsql function per operation, one
+  round trip; the epoch a sequence; the store clock ``clock_timestamp()``; a
+  session advisory lock that tells the others at once when a process died).
+
+The SQL engines share ``sql/adapters.py`` (the lanes and records seam over a
+backend), ``sql/claims.py`` + ``sql/board.py`` (the counter claims),
+``sql/feed.py`` (the change feed: PostgreSQL NOTIFY, SQLite ``data_version``)
+and ``sql/backend.py`` (the contract every backend keeps: leases, the lost
+owner's job, the ledger of refused writes, outside occupancy checked inside
+the claim). ``churn.py`` is a worker process of the multi-process tests and
+``lanemon bench store``; ``throwaway.py`` a private PostgreSQL cluster for
+tests and benchmarks; ``cli.py`` is ``lanemon store init|submit|dump|reset``.
 
 Opening a store by URL
 ----------------------
