@@ -15,6 +15,7 @@ steady_process_settings()  # as the window and the benchmarks run
 
 
 import pytest  # noqa: E402
+from postgres import postgres_cluster, postgres_url  # noqa: E402, F401  (PostgreSQL fixtures)
 
 
 @pytest.fixture
