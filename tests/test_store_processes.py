@@ -132,7 +132,7 @@ async def _writable(store) -> bool:
     lock, or PostgreSQL row locks, are held until it runs again; no lease ends that)."""
     try:
         await asyncio.wait_for(store.backend.renew(), 8)
-    except (StoreError, asyncio.TimeoutError):
+    except (TimeoutError, StoreError):
         return False
     return True
 

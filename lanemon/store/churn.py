@@ -5,6 +5,7 @@ Used by the multi-process test (``tests/test_store_processes.py``) and by
 
     python -m lanemon.store.churn --store URL (--seconds S | --cycles N)
         (--jobs FILE | --workspaces A,B,C) [--seed N] [--hold S] [--name NAME] [--stats FILE]
+        [--start-at UNIX_TIME]
 
 One **cycle** is what the scheduler does for one job, each step one operation
 of the store (:mod:`lanemon.store.sql.backend`):
@@ -100,19 +101,23 @@ async def churn(store_url: str, *, seconds: float | None = None, cycles: int | N
                 jobs: Iterable[tuple[int, str]] | None = None, workspaces: Sequence[str] = (),
                 seed: int = 0, hold_s: float = 0.0, name: str = "churn",
                 stop: asyncio.Event | None = None, stats_path: str | None = None,
-                started: asyncio.Event | None = None) -> ChurnStats:
+                started: asyncio.Event | None = None, start_at: float | None = None) -> ChurnStats:
     """Run cycles on the store ``store_url`` (see the module docstring) and return the counts.
 
     Exactly one of ``jobs`` / ``workspaces`` says where jobs come from; at least
     one of ``seconds`` / ``cycles`` / ``jobs`` bounds the run. ``started`` is set
-    once the session is open. Raises :class:`StoreError` when the store cannot be
-    opened; a failing operation later is counted (``errors``) and the run goes on.
+    once the session is open; ``start_at`` (``time.time()`` seconds) delays the
+    first cycle until then, so that workers started together begin together
+    (``seconds`` and ``elapsed_s`` count from the first cycle). Raises
+    :class:`StoreError` when the store cannot be opened; a failing operation
+    later is counted (``errors``) and the run goes on.
     """
     if (jobs is None) == (not workspaces):
         raise ValueError("give either jobs (shared, from the parent) or workspaces (self-fed)")
     if jobs is None and seconds is None and cycles is None:
         raise ValueError("a self-fed worker needs seconds or cycles")
     url = parse(store_url)
+    stop = stop or asyncio.Event()
     stats = ChurnStats(name=name, pid=os.getpid())
     store = await open_sql_store(url, name=name)
     stats.session = store.session
@@ -121,8 +126,12 @@ async def churn(store_url: str, *, seconds: float | None = None, cycles: int | N
         store.start_keeper()
         if started is not None:
             started.set()
+        if start_at is not None and start_at > time.time():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), start_at - time.time())
+        t0 = time.monotonic()
         worker = _Worker(store, stats, jobs=jobs, workspaces=workspaces, seed=seed, hold_s=hold_s,
-                         stop=stop or asyncio.Event())
+                         stop=stop)
         stats.ended_by = await worker.run(None if seconds is None else t0 + seconds, cycles)
     finally:
         stats.elapsed_s = time.monotonic() - t0
@@ -241,7 +250,7 @@ class _Worker:
         try:
             await self._records.save(running, fence=(token,))
             if self._hold_s > 0:  # "mid-save": the job is running, the lane held
-                with contextlib.suppress(asyncio.TimeoutError):
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stop.wait(), self._hold_s)
             now = time.time()
             await self._records.save(running._replace(state=State.SUCCEEDED, finished_at=now, updated_at=now),
@@ -285,6 +294,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--hold", type=float, default=0.0, help="seconds between the running and the final save")
     p.add_argument("--name", default="churn")
     p.add_argument("--stats", help="write the counts as JSON to this file on exit")
+    p.add_argument("--start-at", type=float, help="begin at this time.time() (after opening the store)")
     return p
 
 
@@ -302,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
             loop.add_signal_handler(sig, stop.set)
         return await churn(args.store, seconds=args.seconds, cycles=args.cycles, jobs=jobs,
                            workspaces=workspaces, seed=args.seed, hold_s=args.hold, name=args.name,
-                           stop=stop, stats_path=args.stats)
+                           stop=stop, stats_path=args.stats, start_at=args.start_at)
 
     try:
         asyncio.run(go())
