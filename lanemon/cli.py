@@ -4,6 +4,8 @@
     lanemon measure [...]         run whole / sliced / worker, write the report
     lanemon place --cpu-ms X      say where a job belongs (word, then reason)
     lanemon bench [NAME|all]      print measured figures
+    lanemon store init|submit|dump|reset --store URL   a SQLite / PostgreSQL store
+                                  (``lanemon.store.cli``)
     lanemon install-desktop       add a launcher entry (--uninstall removes it)
     lanemon --version
 
@@ -108,6 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--store", metavar="URL", help="store only: measure this store (adds jobs to it) instead of "
                    "a throwaway PostgreSQL cluster")
     b.add_argument("--json", help="also write the figures to this JSON file")
+
+    from lanemon.store.cli import add_parser as add_store_parser
+
+    add_store_parser(sub, _Parser)
 
     d = sub.add_parser("install-desktop", help="add lanemon to the desktop's application launcher")
     d.add_argument("--uninstall", action="store_true", help="remove the launcher entry and icons")
@@ -255,6 +261,12 @@ def cmd_install_desktop(args) -> int:
     return 0
 
 
+def cmd_store(args) -> int:
+    from lanemon.store.cli import cmd_store as run
+
+    return run(args, BadInput)
+
+
 X11_SOCKET_DIR = "/tmp/.X11-unix"
 X11_TCP_BASE = 6000  # display N listens on TCP port 6000 + N
 
@@ -322,6 +334,7 @@ COMMANDS = {
     "place": cmd_place,
     "bench": cmd_bench,
     "install-desktop": cmd_install_desktop,
+    "store": cmd_store,
     None: cmd_window,
 }
 

@@ -74,6 +74,13 @@ async def release(lanes, token, awaited: bool) -> bool:
     return await lanes.arelease(token) if awaited else lanes.release(token)
 
 
+async def save_now_or_awaited(store, record: Reservation, fence=()) -> None:
+    """The immediate save, or the awaitable one where the engine cannot answer now
+    (``save_nowait`` returned False having done nothing)."""
+    if not store.save_nowait(record, fence=fence):
+        await store.save(record, fence=fence)
+
+
 def _rec(id: int, state: State = State.QUEUED, ws: str = "A", **changes) -> Reservation:
     return Reservation(id=id, workspace=ws, queue="reservations", state=state,
                        created_at=1.0, updated_at=1.0, **changes)
@@ -86,6 +93,10 @@ async def engine(request):
     if request.param == "memory":
         yield memory_engine()
         return
+    if request.param == "postgresql" and getattr(request.node, "callspec", None) is not None \
+            and request.node.callspec.params.get("awaited") is False:
+        pytest.skip("PostgreSQL answers no operation now (the immediate forms raise WouldBlock: "
+                    "tests/test_store_postgres.py)")
     store = await open_test_store(request, request.param)
     try:
         yield Engine(store.lanes, store.records)
@@ -188,7 +199,7 @@ async def test_a_fenced_write_is_refused_after_revoke_and_counted(engine, awaite
     with pytest.raises(StaleWrite):
         await store.save(running, fence=(t,))
     with pytest.raises(StaleWrite):
-        store.save_nowait(running, fence=(t,))
+        await save_now_or_awaited(store, running, fence=(t,))
     assert store.stale_writes == 2
     assert (await store.load(1)).state is State.QUEUED and store.get(1).state is State.QUEUED
     assert [ev.kind for ev in seen] == ["saved", "stale_write", "stale_write"]
@@ -213,7 +224,7 @@ async def test_terminal_records_are_never_overwritten(engine):
     await store.save(_rec(2))
     await store.save(_rec(2, State.CANCELLED))  # queued -> cancelled is terminal too
     with pytest.raises(InvalidTransition):
-        store.save_nowait(_rec(2, State.RUNNING))
+        await save_now_or_awaited(store, _rec(2, State.RUNNING))
     assert store.get(2).state is State.CANCELLED
 
 
@@ -351,3 +362,29 @@ async def test_the_scheduler_names_only_the_seam_never_the_memory_classes():
     # the memory engine is only the default, imported when none is given
     top_level = {n.module for n in tree.body if isinstance(n, ast.ImportFrom)}
     assert "lanemon.store.memory" not in top_level
+
+
+async def test_a_stop_from_the_window_reaches_an_engine_that_cannot_answer_now():
+    """``Scheduler.request_stop`` (the window's Stop, synchronous) on an engine
+    whose stop request must be awaited: it answers True at once for a held
+    lane, the request lands through ``arequest_stop`` and the run stops."""
+    made: list[WaitingLanes] = []
+
+    def lanes(name, *, clock, emit):
+        made.append(WaitingLanes(name, clock=clock, emit=emit))
+        return made[-1]
+
+    s = Scheduler(lanes=lanes)
+    gate = GatedWork()
+    jid = await s.submit("cafe", "ws0", gate)
+    while s.job(jid).phase != "running":
+        await asyncio.sleep(0)
+    assert s.request_stop("nobody") is False
+    assert s.request_stop("ws0", "from the window") is True
+    while not any("request_stop" in m.awaited for m in made):
+        await asyncio.sleep(0)
+    assert made[0].name == "scheduled" and made[0].inner.views()[0].stop_reason == "from the window"
+    gate.open()
+    await s.join()
+    assert s.store.get(jid).state in (State.CANCELLED, State.SUCCEEDED, State.FAILED)
+    await s.aclose()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
+from types import SimpleNamespace
 
 import psycopg
 import pytest
@@ -117,6 +119,45 @@ def test_an_exception_inside_with_leaves_no_process_and_no_directory(exc_type):
     assert [pid for pid in sorted(seen["family"]) if _exists(pid)] == []
     assert not os.path.exists(seen["dir"])
     assert not pg.running
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    """Live processes whose command line holds ``text``."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as fh:
+                if text.encode() in fh.read():
+                    found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
+def test_a_keyboard_interrupt_while_the_server_starts_leaves_nothing(monkeypatch):
+    """The interrupt lands right after the server process was spawned, before it is ready
+    (the readiness wait's first clock read), where neither ``with`` nor ``__exit__`` runs."""
+    _need_cluster()
+    from lanemon.store import throwaway
+
+    spawned: list[bool] = []
+
+    def interrupted() -> float:
+        spawned.append(True)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(throwaway, "time", SimpleNamespace(perf_counter=time.perf_counter, sleep=time.sleep,
+                                                           monotonic=interrupted))
+    ours_before = _children(os.getpid())
+    pg = ThrowawayCluster()
+    with pytest.raises(KeyboardInterrupt):
+        pg.start()
+    assert spawned == [True]
+    assert pg.directory is not None and not os.path.exists(pg.directory)
+    assert _processes_mentioning(pg.directory) == []
+    assert _children(os.getpid()) - ours_before == set()
 
 
 def test_a_failed_start_says_why_and_leaves_nothing():

@@ -381,6 +381,7 @@ class Scheduler:
         self._finishing: _Job | None = None
         self._handoff: _Job | None = None
         self._claims: dict[str, asyncio.Task] = {}  # workspace -> its awaited claim (WouldBlock)
+        self._stops: set[asyncio.Task] = set()  # awaited stop requests (WouldBlock)
         self._seq = 0
         self._idle: asyncio.Future | None = None
         self._loop_ref: asyncio.AbstractEventLoop | None = None
@@ -877,8 +878,22 @@ class Scheduler:
         return "stop_requested" if requested else "finished"
 
     def request_stop(self, workspace: str, reason: str | None = "stop") -> bool:
-        """Ask whatever runs in ``workspace`` (either queue) to stop."""
-        return self.scheduled_lanes.request_stop(workspace, reason)
+        """Ask whatever runs in ``workspace`` (either queue) to stop.
+
+        ``True`` when its lane is held and the request was made -- or, on an
+        engine that cannot answer now (``WouldBlock``), when this scheduler
+        holds the lane and the request is on its way (a task awaits the
+        engine's ``arequest_stop``; the owner sees it when it lands)."""
+        lanes = self.scheduled_lanes
+        try:
+            return lanes.request_stop(workspace, reason)
+        except WouldBlock:
+            if workspace not in lanes:
+                return False
+            task = asyncio.get_running_loop().create_task(lanes.arequest_stop(workspace, reason))
+            self._stops.add(task)
+            task.add_done_callback(self._stops.discard)
+            return True
 
     # -- save controls (delegated to the store) ---------------------------------------
     def hold_save(self, **criteria: Any):
@@ -1016,6 +1031,7 @@ class Scheduler:
                     if job.phase is Phase.WAITING:
                         await self._close_waiting(job)
             tasks: dict[asyncio.Task, None] = dict.fromkeys(self._claims.values())
+            tasks.update(dict.fromkeys(self._stops))  # stop requests on their way finish
             for j in list(self._live.values()):
                 t = j.task
                 if t is not None and not t.done():

@@ -321,6 +321,21 @@ class ThrowawayCluster:
             self._atexit_registered = False
         self._timings.stop_s = time.perf_counter() - t0
 
+    def restart(self) -> None:
+        """Stop the server with an immediate shutdown (as a crash would: the next start replays
+        the WAL) and start it again on the same port and data directory. Every connection is
+        lost; the data committed before stays. Raises ``ClusterError`` (after a full ``stop()``)
+        when the server does not come back."""
+        self._require_running()
+        self._stop_server()
+        try:
+            if not self._spawn_and_wait():
+                raise ClusterError("the PostgreSQL server did not start again; the end of its log:\n"
+                                   f"{self._tail(self._read_log())}")
+        except BaseException:
+            self.stop()
+            raise
+
     # ----- internals -----------------------------------------------------------------------------
 
     def _require_running(self) -> None:

@@ -98,6 +98,14 @@ class SqlStore:
                 log.warning("store keeper: %s", exc)
             await asyncio.sleep(period)
 
+    # -- outside occupancy (checked inside every claim, by the store) ----------------------
+    async def mark_busy(self, workspace: str, reason: str = "outside") -> bool:
+        """No lane of ``workspace`` is granted until ``clear_busy``; False if already busy."""
+        return await self.backend.mark_busy(workspace, reason)
+
+    async def clear_busy(self, workspace: str) -> bool:
+        return await self.backend.clear_busy(workspace)
+
     # -- whole-store operations (the CLI) -------------------------------------------------
     async def submit(self, specs: list[JobSpec]) -> list[int]:
         """Add queued jobs; returns their ids (the store's)."""

@@ -30,7 +30,8 @@ ours is refused. Tables: ``lanes`` (one row per held lane: name, workspace,
 owner, session, epoch, claimed_at, lease_until, stop_requested,
 stop_reason), ``lane_history`` (every ownership ever granted: epoch, name,
 workspace, owner, session, claimed_at, ended_at, end_reason), ``jobs``,
-``ledger`` (refused writes), ``stats`` (store-wide counts), ``board`` (the
+``ledger`` (refused writes), ``stats`` (store-wide counts), ``occupancy``
+(workspaces busy outside: workspace, reason, since), ``board`` (the
 counter claims), ``sessions`` (who is connected: session, pid, host, name,
 started, last_seen). The epoch counter: a PostgreSQL sequence; a row of
 ``meta`` in SQLite.
@@ -43,6 +44,12 @@ Rules every backend enforces
   whose owner's session is gone (its advisory lock is free), is first
   **expired** (history ``expired``; counted ``lease_expired``; its running
   jobs reaped, below) and then taken. Otherwise ``None``.
+* **Outside occupancy** (``mark_busy(ws, reason)`` / ``clear_busy(ws)``:
+  the workspace is in use by something outside lanemon, e.g. a user editing
+  it) is checked **inside** ``claim_lane``: no lane of a busy workspace is
+  granted (``None``, counted ``busy_refusals``), whatever process asks. A
+  lane already held when the mark is made is not taken away (its owner may be
+  asked to stop).
 * **release_lane(name, ws, epoch)**: only the current epoch's release frees
   the lane (history ``released``); any other changes nothing but
   ``stale_releases`` (+1) and returns False.
@@ -90,7 +97,7 @@ MAX_ATTEMPTS = 3
 
 #: the store-wide counts kept in ``stats``
 STATS_KEYS = ("claims", "stale_releases", "revoked", "lease_expired", "saves", "stale_writes",
-              "invalid_transitions", "requeued", "owner_died")
+              "invalid_transitions", "requeued", "owner_died", "busy_refusals")
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +158,8 @@ class Backend(Protocol):
     async def release_lane(self, name: str, workspace: str, epoch: int) -> bool: ...
     async def revoke_lane(self, name: str, workspace: str) -> LaneRow | None: ...
     async def request_stop(self, name: str, workspace: str, reason: str | None) -> LaneRow | None: ...
+    async def mark_busy(self, workspace: str, reason: str) -> bool: ...
+    async def clear_busy(self, workspace: str) -> bool: ...
     async def renew(self) -> int: ...
     async def reap(self) -> list[LaneRow]: ...
     async def lane_rows(self) -> list[LaneRow]: ...

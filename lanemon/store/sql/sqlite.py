@@ -78,6 +78,7 @@ CREATE TABLE IF NOT EXISTS ledger (
     job_id INTEGER NOT NULL, state TEXT NOT NULL, lane TEXT NOT NULL, workspace TEXT NOT NULL,
     epoch_held INTEGER NOT NULL, epoch_current INTEGER);
 CREATE TABLE IF NOT EXISTS stats (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS occupancy (workspace TEXT PRIMARY KEY, reason TEXT NOT NULL, since REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions (
     session TEXT PRIMARY KEY, pid INTEGER NOT NULL, host TEXT NOT NULL, name TEXT NOT NULL,
     started REAL NOT NULL, last_seen REAL NOT NULL);
@@ -88,7 +89,7 @@ CREATE TABLE IF NOT EXISTS changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, tbl T
 CREATE TRIGGER IF NOT EXISTS {tbl}_{op.lower()}_feed AFTER {op} ON {tbl}
 BEGIN INSERT INTO changes (tbl, key) VALUES ('{tbl}', {key.replace('ROW', 'OLD' if op == 'DELETE' else 'NEW')}); END;"""
     for tbl, key in (("lanes", "ROW.name || ':' || ROW.workspace"), ("jobs", "ROW.id"),
-                     ("ledger", "ROW.id"))
+                     ("ledger", "ROW.id"), ("occupancy", "ROW.workspace"))
     for op in ("INSERT", "UPDATE", "DELETE")
 )
 
@@ -187,7 +188,7 @@ class SqliteBackend:
             try:
                 with _Tx(db) as cur:
                     cur.execute("DELETE FROM sessions WHERE session=?", (self.session,))
-            except sqlite3.Error:
+            except (sqlite3.Error, StoreError):  # (a reset store has no sessions table)
                 pass
             db.close()
 
@@ -197,7 +198,7 @@ class SqliteBackend:
         with self._tx() as cur:
             for (name,) in cur.execute("SELECT name FROM sqlite_master WHERE type='trigger'").fetchall():
                 cur.execute(f'DROP TRIGGER IF EXISTS "{name}"')
-            for name in ("changes", "sessions", "stats", "ledger", "jobs", "lane_history", "lanes",
+            for name in ("changes", "sessions", "occupancy", "stats", "ledger", "jobs", "lane_history", "lanes",
                          "board", "meta"):
                 cur.execute(f"DROP TABLE IF EXISTS {name}")
         del db
@@ -229,6 +230,9 @@ class SqliteBackend:
     async def claim_lane(self, name: str, workspace: str, owner: str) -> LaneRow | None:
         with self._tx() as cur:
             now = self._now()
+            if cur.execute("SELECT 1 FROM occupancy WHERE workspace=?", (workspace,)).fetchone():
+                _bump(cur, "busy_refusals")
+                return None
             row = cur.execute(f"SELECT {_LANE_COLS} FROM lanes WHERE name=? AND workspace=?",
                               (name, workspace)).fetchone()
             if row is not None:
@@ -296,6 +300,18 @@ class SqliteBackend:
             row = cur.execute(f"UPDATE lanes SET stop_requested=1, stop_reason=? WHERE name=? AND workspace=? "
                               f"RETURNING {_LANE_COLS}", (reason, name, workspace)).fetchone()
             return None if row is None else _lane(row)
+
+    async def mark_busy(self, workspace: str, reason: str) -> bool:
+        """Mark ``workspace`` busy outside; False if it already was (the reason is updated)."""
+        with self._tx() as cur:
+            new = cur.execute("SELECT 1 FROM occupancy WHERE workspace=?", (workspace,)).fetchone() is None
+            cur.execute("INSERT INTO occupancy VALUES (?, ?, ?) ON CONFLICT (workspace) DO UPDATE "
+                        "SET reason=excluded.reason", (workspace, reason, self._now()))
+            return new
+
+    async def clear_busy(self, workspace: str) -> bool:
+        with self._tx() as cur:
+            return cur.execute("DELETE FROM occupancy WHERE workspace=?", (workspace,)).rowcount == 1
 
     async def renew(self) -> int:
         with self._tx() as cur:
@@ -405,10 +421,13 @@ def dump_rows(fetch, now: float) -> dict[str, Any]:
                for r in fetch("SELECT epoch, name, workspace, owner, session, claimed_at, ended_at, end_reason "
                               "FROM lane_history ORDER BY epoch")]
     stats = {k: int(v) for k, v in fetch("SELECT key, value FROM stats ORDER BY key")}
+    busy = [dict(zip(("workspace", "reason", "since"), r))
+            for r in fetch("SELECT workspace, reason, since FROM occupancy ORDER BY workspace")]
     sessions = [dict(zip(("session", "pid", "host", "name", "started", "last_seen"), r))
                 for r in fetch("SELECT session, pid, host, name, started, last_seen FROM sessions ORDER BY started")]
     return {"now": now, "lanes": lanes, "jobs": jobs, "ledger": ledger, "history": history,
-            "stats": stats, "stale_releases": stats.get("stale_releases", 0), "sessions": sessions}
+            "stats": stats, "stale_releases": stats.get("stale_releases", 0), "sessions": sessions,
+            "busy": busy}
 
 
 def _bump(cur: sqlite3.Cursor, key: str) -> None:
