@@ -1,15 +1,21 @@
 """Conformance of every claim-store engine to lanemon.store.claims.ClaimStore.
 
-Each engine enters through a harness: ``engine(counters, ttl) -> (store, advance)``
-where ``advance(seconds)`` moves the store's own clock (the one every TTL is
-judged by). Only the memory engine exists today; the next issue adds SQLite and
-PostgreSQL harnesses to ENGINES and this whole module runs against them.
+Each engine enters through a harness, the ``engine`` fixture: ``await
+engine(counters, ttl) -> (store, advance)`` where ``advance(seconds)`` moves
+the store's own clock (the one every TTL is judged by). Opening a store is a
+coroutine, so the harness is awaited. Engines: ``memory`` (a manual clock:
+time moves only by ``advance``), ``sqlite`` (a store file in the test's
+folder) and ``postgresql`` (a fresh database of the throwaway cluster). The SQL
+stores' clock is real time plus the advanced skew, so the tests keep every
+claim they judge far (seconds) from its expiry unless they advance it past.
 """
 
 import dataclasses
 import random
 
 import pytest
+import pytest_asyncio
+from claims_engines import open_test_claims
 
 from lanemon.counters import ManualClock
 from lanemon.counters import events as ev
@@ -24,27 +30,50 @@ def memory_engine(counters, ttl):
     return store, clock.advance
 
 
-ENGINES = [pytest.param(memory_engine, id="memory")]
+ENGINES = ["memory", "sqlite", "postgresql"]
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.parametrize("engine", ENGINES)]
+
+@pytest_asyncio.fixture(params=ENGINES)
+async def engine(request):
+    """The harness of each engine; the stores it opened are closed after the test."""
+    opened = []
+
+    async def harness(counters, ttl):
+        if request.param == "memory":
+            return memory_engine(counters, ttl)
+        _, claims, close = await open_test_claims(request, request.param, counters=counters, ttl=ttl)
+        opened.append(close)
+        return claims, claims.advance
+
+    harness.name = request.param
+    try:
+        yield harness
+    finally:
+        for close in opened:
+            await close()
+
+
+pytestmark = pytest.mark.asyncio
 
 
 async def test_the_engine_is_a_claim_store_on_one_clock(engine):
-    store, advance = engine(3, 1.0)
+    store, advance = await engine(3, 1.0)
     assert isinstance(store, ClaimStore) and len(store) == 3 and store.default_ttl == 1.0
     t0 = store.now()
     advance(0.25)
-    assert store.now() == pytest.approx(t0 + 0.25)
+    assert store.now() >= t0 + 0.25 - 1e-6  # (a SQL store's clock also runs on)
     claim = await store.claim(0, "A", "a")
-    assert claim.claimed_at == store.now() and claim.expires_at == pytest.approx(store.now() + 1.0)
+    # stamped by the store's clock, the one now() reads (memory: both exactly t0 + 0.25)
+    assert t0 + 0.25 - 1e-6 <= claim.claimed_at <= store.now()
+    assert claim.expires_at == pytest.approx(claim.claimed_at + 1.0, abs=1e-6)
     assert await store.next_expiry() == claim.expires_at
 
 
 async def test_a_claim_is_exclusive_until_its_ttl(engine):
-    store, advance = engine(2, 1.0)
+    store, advance = await engine(2, 100.0)
     first = await store.claim(0, "A", "a")
     assert first is not None and first.counter == 0
-    for step in (0.0, 0.5, 0.499):  # up to 0.999 s: still live
+    for step in (0.0, 50.0, 40.0):  # up to 90 s of its 100: still live
         advance(step)
         assert await store.claim(0, "B", "b") is None
         assert await store.assignable() == [1]
@@ -52,7 +81,7 @@ async def test_a_claim_is_exclusive_until_its_ttl(engine):
         assert store.views()[0].state is CounterState.CLAIMED and store.views()[0].owner == "A"
     refused = store.counts().claim_refused
     assert refused == 3
-    advance(0.001)  # now == expires_at: no longer live
+    advance(10.0)  # now == expires_at (a SQL store: a little later): no longer live
     assert await store.assignable() == [0, 1]
     second = await store.claim(0, "B", "b")
     assert second is not None and second.epoch > first.epoch
@@ -60,9 +89,9 @@ async def test_a_claim_is_exclusive_until_its_ttl(engine):
 
 
 async def test_an_expired_claim_is_taken_and_the_old_holders_finalize_is_refused(engine):
-    store, advance = engine(1, 1.0)
+    store, advance = await engine(1, 10.0)
     old = await store.claim(0, "A", "a")
-    advance(1.5)
+    advance(15.0)
     before = store.counts()
     assert await store.finalize(old) is Outcome.EXPIRED  # still on record, but dead
     assert store.counts().finalize_refused == before.finalize_refused + 1
@@ -78,7 +107,7 @@ async def test_an_expired_claim_is_taken_and_the_old_holders_finalize_is_refused
 
 
 async def test_a_repeated_release_changes_nothing_and_never_raises(engine):
-    store, advance = engine(2, 1.0)
+    store, advance = await engine(2, 10.0)
     claim = await store.claim(1, "A", "a")
     assert await store.release(claim) is True
     views, counts = store.views(), store.counts()
@@ -89,14 +118,14 @@ async def test_a_repeated_release_changes_nothing_and_never_raises(engine):
     assert after == dataclasses.replace(counts, release_refused=counts.release_refused + 3)
     # a late release of a replaced claim leaves the new holder alone
     mine = await store.claim(0, "A", "a")
-    advance(2.0)
+    advance(20.0)
     theirs = await store.claim(0, "B", "b")
     assert await store.release(mine) is False
     assert store.views()[0].owner == "B" and await store.finalize(theirs) is Outcome.OK
 
 
 async def test_expire_ends_a_live_claim_now(engine):
-    store, _ = engine(2, 10.0)
+    store, _ = await engine(2, 10.0)
     claim = await store.claim(0, "A", "a")
     assert await store.expire(1) is False  # nothing to end
     assert await store.expire(0) is True
@@ -106,7 +135,7 @@ async def test_expire_ends_a_live_claim_now(engine):
 
 
 async def test_blind_assign_and_vacate(engine):
-    store, _ = engine(2, 1.0)
+    store, _ = await engine(2, 10.0)
     assert await store.assign(0, "a", "S1") is True
     assert await store.assign(0, "b", "S2") is False  # a double assignment: seated, counted
     assert store.views()[0].customers == ("a", "b") and store.views()[0].conflict
@@ -119,7 +148,7 @@ async def test_blind_assign_and_vacate(engine):
 
 
 async def test_refusals_change_nothing(engine):
-    store, _ = engine(2, 1.0)
+    store, _ = await engine(2, 1.0)
     counts, views = store.counts(), store.views()
     with pytest.raises(IndexError):
         await store.claim(2, "A", "a")
@@ -131,7 +160,7 @@ async def test_refusals_change_nothing(engine):
 
 
 async def test_events_follow_each_change(engine):
-    store, advance = engine(1, 1.0)
+    store, advance = await engine(1, 1.0)
     seen = []
     store.events.subscribe(lambda e: seen.append((e.kind, e.counter, e.owner)))
     claim = await store.claim(0, "A", "a")
@@ -146,9 +175,10 @@ async def test_events_follow_each_change(engine):
 async def test_epochs_strictly_increase_and_one_live_claim_per_counter(engine, seed):
     """Seeded random interleavings of three owners: every granted epoch is larger than
     all before it, a counter never has two live claims, and only the current live
-    token's finalize seats anyone."""
+    token's finalize seats anyone. (TTLs and steps keep every claim at least 5 s
+    from its expiry whenever it is judged: a SQL store's clock also runs on.)"""
     rng = random.Random(seed)
-    store, advance = engine(3, 1.0)
+    store, advance = await engine(3, 1.0)
     held = {}  # owner -> claim
     epochs = []
     for _ in range(300):
@@ -156,7 +186,7 @@ async def test_epochs_strictly_increase_and_one_live_claim_per_counter(engine, s
         op = rng.choice(["claim", "claim", "finalize", "release", "advance", "vacate", "expire"])
         counter = rng.randrange(3)
         if op == "claim":
-            got = await store.claim(counter, owner, owner.lower(), ttl=rng.choice([0.3, 1.0]))
+            got = await store.claim(counter, owner, owner.lower(), ttl=rng.choice([35.0, 105.0]))
             if got is not None:
                 epochs.append(got.epoch)
                 held[owner] = got
@@ -169,7 +199,7 @@ async def test_epochs_strictly_increase_and_one_live_claim_per_counter(engine, s
         elif op == "release" and owner in held:
             await store.release(held.pop(owner))
         elif op == "advance":
-            advance(rng.choice([0.1, 0.4, 1.2]))
+            advance(rng.choice([10.0, 40.0, 120.0]))
         elif op == "vacate":
             for name in store.views()[counter].customers:
                 await store.vacate(counter, name)
@@ -182,10 +212,10 @@ async def test_epochs_strictly_increase_and_one_live_claim_per_counter(engine, s
     assert store.counts().double_assignments == 0  # claims alone never double-assign
 
 
-async def test_memory_operations_complete_without_suspending(engine):
-    if engine is not memory_engine:
-        pytest.skip("only the memory engine promises this")
-    store, _ = engine(2, 1.0)
+async def test_local_operations_complete_without_suspending(engine):
+    if engine.name == "postgresql":
+        pytest.skip("a networked engine suspends: only memory and SQLite promise this")
+    store, _ = await engine(2, 1.0)
     claim = completed_now(store.claim(0, "A", "a"))
     assert claim is not None
     assert completed_now(store.assignable()) == [1]

@@ -75,7 +75,8 @@ class SqlStore:
     def claims(self, *, counters: int, clock: Callable[[], float] | None = None, default_ttl: float = 1.0,
                events: EventHub | None = None):
         from lanemon.store.sql.claims import SqlClaims
-        return SqlClaims.create(self.backend, counters=counters, default_ttl=default_ttl, events=events)
+        return SqlClaims.create(self.backend, counters=counters, default_ttl=default_ttl, events=events,
+                                clock=clock)
 
     # -- leases -------------------------------------------------------------------------
     def start_keeper(self) -> asyncio.Task:
