@@ -6,6 +6,9 @@ Used by the multi-process test (``tests/test_store_processes.py``) and by
     python -m lanemon.store.churn --store URL (--seconds S | --cycles N)
         (--jobs FILE | --workspaces A,B,C) [--seed N] [--hold S] [--name NAME] [--stats FILE]
         [--start-at UNIX_TIME]
+    python -m lanemon.store.churn --store URL --counters N (--seconds S | --cycles N) [--ttl S] ...
+
+The second form churns the store's counter board instead (:func:`churn_counters`).
 
 One **cycle** is what the scheduler does for one job, each step one operation
 of the store (:mod:`lanemon.store.sql.backend`):
@@ -60,7 +63,7 @@ from lanemon.store.sql import open_sql_store
 from lanemon.store.sql.backend import JobSpec
 from lanemon.store.url import StoreError, parse
 
-__all__ = ["BATCH", "ChurnStats", "LANE", "QUEUE", "churn", "main", "read_jobs", "write_jobs"]
+__all__ = ["BATCH", "ChurnStats", "LANE", "QUEUE", "churn", "churn_counters", "main", "read_jobs", "write_jobs"]
 
 #: the lane every cycle claims (the scheduler's per-workspace run lane)
 LANE = "scheduled"
@@ -92,6 +95,11 @@ class ChurnStats:
     claim_ms: list[float] = field(default_factory=list)
     elapsed_s: float = 0.0
     ended_by: str = ""                 # seconds | cycles | jobs done | stop
+    # counters mode (churn_counters)
+    finalized: int = 0                 # claims finalized: the customer seated
+    finalize_refused: int = 0          # finalizes the store refused (expired or stale token)
+    crowded: int = 0                   # finalized, yet the board showed another customer on the counter
+    vacate_failed: int = 0             # own customer not found seated when leaving
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -267,6 +275,84 @@ class _Worker:
         return "done"
 
 
+async def churn_counters(store_url: str, *, counters: int, seconds: float | None = None,
+                         cycles: int | None = None, seed: int = 0, hold_s: float = 0.0, ttl: float = 1.0,
+                         name: str = "churn", stop: asyncio.Event | None = None,
+                         stats_path: str | None = None) -> ChurnStats:
+    """Claim, finalize and vacate counters of the store's board (``counters`` of them).
+
+    One cycle: read the assignable counters, claim one (seeded choice; owner
+    ``name``, a new customer, ``ttl``), wait ``hold_s`` (the "mid-claim" window),
+    finalize; on ``OK`` check the board of the store's reply holds exactly this
+    customer on that counter (``crowded`` otherwise), then vacate it (``vacate_failed``
+    when it was not seated); a refused finalize (expired or stale token) is
+    counted and the claim released (a refused release is counted as stale).
+    Ends as :func:`churn` does (``seconds``, ``cycles``, ``stop``).
+    """
+    if seconds is None and cycles is None:
+        raise ValueError("a counters worker needs seconds or cycles")
+    stop = stop or asyncio.Event()
+    stats = ChurnStats(name=name, pid=os.getpid())
+    store = await open_sql_store(parse(store_url), name=name)
+    stats.session = store.session
+    rng = random.Random(seed)
+    t0 = time.monotonic()
+    try:
+        board = store.claims(counters=counters, default_ttl=ttl)
+        deadline = None if seconds is None else t0 + seconds
+        while not stop.is_set() and (deadline is None or time.monotonic() < deadline) \
+                and (cycles is None or stats.cycles < cycles):
+            try:
+                await _counter_cycle(board, stats, rng, hold_s, ttl, stop)
+            except StoreError as exc:
+                stats.errors += 1
+                stats.last_error = str(exc)
+                await asyncio.sleep(rng.uniform(0, 20 * _BACKOFF_S))
+        stats.ended_by = "stop" if stop.is_set() else "cycles" if cycles is not None and \
+            stats.cycles >= cycles else "seconds"
+    finally:
+        stats.elapsed_s = time.monotonic() - t0
+        await store.close()
+        if stats_path is not None:
+            from lanemon.files import write_json
+            write_json(stats_path, stats.to_json())
+    return stats
+
+
+async def _counter_cycle(board, stats: ChurnStats, rng: random.Random, hold_s: float, ttl: float,
+                         stop: asyncio.Event) -> None:
+    free = await board.assignable()
+    if not free:
+        stats.busy += 1
+        await asyncio.sleep(rng.uniform(0, 2 * _BACKOFF_S))
+        return
+    counter = rng.choice(free)
+    customer = f"{stats.name}-{stats.pid}-{stats.cycles}-{stats.busy}"
+    t0 = time.perf_counter()
+    claim = await board.claim(counter, stats.name, customer, ttl)
+    stats.claim_ms.append((time.perf_counter() - t0) * 1000.0)
+    if claim is None:
+        stats.busy += 1
+        return
+    if hold_s > 0:  # "mid-claim": claimed, not finalized
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), hold_s)
+    outcome = await board.finalize(claim)
+    if not outcome:
+        stats.finalize_refused += 1
+        stats.refused_writes += 1
+        if not await board.release(claim):
+            stats.stale_releases += 1
+        return
+    stats.finalized += 1
+    seated = board.views()[counter].customers
+    if seated != (customer,):
+        stats.crowded += 1
+    if not await board.vacate(counter, customer):
+        stats.vacate_failed += 1
+    stats.cycles += 1
+
+
 # -- files shared with a parent --------------------------------------------------------
 
 def write_jobs(path: str, jobs: Iterable[tuple[int, str]]) -> None:
@@ -295,6 +381,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--name", default="churn")
     p.add_argument("--stats", help="write the counts as JSON to this file on exit")
     p.add_argument("--start-at", type=float, help="begin at this time.time() (after opening the store)")
+    p.add_argument("--counters", type=int, help="claim counters of a board of this many instead of lanes")
+    p.add_argument("--ttl", type=float, default=1.0, help="counters: each claim's TTL in seconds")
     return p
 
 
@@ -310,6 +398,10 @@ def main(argv: list[str] | None = None) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+        if args.counters is not None:
+            return await churn_counters(args.store, counters=args.counters, seconds=args.seconds,
+                                        cycles=args.cycles, seed=args.seed, hold_s=args.hold, ttl=args.ttl,
+                                        name=args.name, stop=stop, stats_path=args.stats)
         return await churn(args.store, seconds=args.seconds, cycles=args.cycles, jobs=jobs,
                            workspaces=workspaces, seed=args.seed, hold_s=args.hold, name=args.name,
                            stop=stop, stats_path=args.stats, start_at=args.start_at)
