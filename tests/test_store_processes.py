@@ -415,3 +415,24 @@ async def test_counter_claims_of_killed_and_stopped_processes_never_double_assig
     assert counts.expired >= 2  # the killed one's claim and the stopped one's
     assert killed_counter in range(COUNTERS)
     assert all(v.customers == () for v in views), views
+
+
+async def test_a_sigterm_after_the_work_ended_still_exits_0(tmp_path):
+    """The worker's SIGTERM handler outlives its event loop: a SIGTERM that lands after the
+    work ended (all jobs done) while the process exits is not death by the signal."""
+    url = "sqlite:///" + str(tmp_path / "s.db").lstrip("/")
+    driver = ("import asyncio, os, signal, sys\n"
+              "from lanemon.store.sql import open_sql_store\n"
+              "from lanemon.store.url import parse\n"
+              "from lanemon.store.churn import main\n"
+              "async def init():\n"
+              "    s = await open_sql_store(parse(sys.argv[1]), create=True)\n"
+              "    await s.close()\n"
+              "asyncio.run(init())\n"
+              "rc = main(['--store', sys.argv[1], '--workspaces', 'a', '--cycles', '3'])\n"
+              "os.kill(os.getpid(), signal.SIGTERM)\n"
+              "print('alive after SIGTERM, main returned', rc, flush=True)\n")
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = await asyncio.to_thread(subprocess.run, [sys.executable, "-c", driver, url], capture_output=True,
+                                   text=True, env=env, cwd=ROOT, timeout=TIMEOUT_S)
+    assert (done.returncode, done.stdout.strip()) == (0, "alive after SIGTERM, main returned 0"), done.stderr

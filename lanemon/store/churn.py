@@ -388,16 +388,29 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m lanemon.store.churn``: exit 0 when done or stopped by SIGTERM/SIGINT
-    (after the current cycle), 2 with one line on a store that cannot be opened."""
+    (after the current cycle; also when the signal lands after the work ended), 2 with
+    one line on a store that cannot be opened."""
     args = _parser().parse_args(argv)
     jobs = read_jobs(args.jobs) if args.jobs else None
     workspaces = [w for w in (args.workspaces or "").split(",") if w]
 
+    stop_now: list = []  # the running loop's stop.set, while there is one
+
+    def on_signal(_sig, _frame) -> None:
+        # a Python-level handler, installed before the loop starts and kept after it closed
+        # (the loop's own add_signal_handler goes back to the default -- death by the signal --
+        # when asyncio.run ends, so a SIGTERM just after the run would kill the process)
+        for wake in stop_now:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing left to stop
+                wake()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, on_signal)
+
     async def go() -> ChurnStats:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
+        stop_now.append(lambda: loop.call_soon_threadsafe(stop.set))
         if args.counters is not None:
             return await churn_counters(args.store, counters=args.counters, seconds=args.seconds,
                                         cycles=args.cycles, seed=args.seed, hold_s=args.hold, ttl=args.ttl,
