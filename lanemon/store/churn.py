@@ -388,8 +388,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m lanemon.store.churn``: exit 0 when done or stopped by SIGTERM/SIGINT
-    (after the current cycle; also when the signal lands after the work ended), 2 with
-    one line on a store that cannot be opened."""
+    (after the current cycle; a signal that lands after the work ended, while the process
+    exits, is ignored), 2 with one line on a store that cannot be opened."""
     args = _parser().parse_args(argv)
     jobs = read_jobs(args.jobs) if args.jobs else None
     workspaces = [w for w in (args.workspaces or "").split(",") if w]
@@ -424,6 +424,12 @@ def main(argv: list[str] | None = None) -> int:
     except (StoreError, ValueError) as exc:
         print(f"lanemon churn: {exc}", file=sys.stderr)
         return 2
+    finally:
+        # the work is over: from now on a stop signal is ignored. (A Python handler is reset
+        # to the default -- death by the signal -- when the interpreter shuts down; an ignored
+        # signal stays ignored, so a SIGTERM during the exit cannot make it a failure.)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, signal.SIG_IGN)
     return 0
 
 
