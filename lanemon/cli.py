@@ -107,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("name", nargs="?", default="all", choices=["all", *BENCHES],
                    help="one benchmark, or all (every one but soak: it takes minutes, run it by name)")
     b.add_argument("--minutes", type=parse_minutes, help="soak only: how long to drive the window (default 10)")
+    b.add_argument("--store", metavar="URL", help="store only: measure this store (adds jobs to it) instead of "
+                   "a throwaway PostgreSQL cluster")
     b.add_argument("--json", help="also write the figures to this JSON file")
 
     from lanemon.store.cli import add_parser as add_store_parser
@@ -215,7 +217,19 @@ def cmd_bench(args) -> int:
         _check_writable(args.json, "--json")
     if args.minutes is not None and args.name != "soak":
         raise BadInput("--minutes is for the soak benchmark only: lanemon bench soak --minutes N")
+    if args.store is not None and args.name != "store":
+        raise BadInput("--store is for the store benchmark only: lanemon bench store --store URL")
     options = {} if args.minutes is None else {"minutes": args.minutes}
+    if args.store is not None:
+        from lanemon.store.url import StoreError, parse
+
+        try:
+            engine = parse(args.store).engine
+        except StoreError as exc:
+            raise BadInput(str(exc)) from None
+        if engine == "memory":
+            raise BadInput("--store: the store benchmark needs a sqlite:/// or postgresql:// store")
+        options["store"] = args.store
     names = bench.in_all() if args.name == "all" else [args.name]
     figures = {}
     for name in names:

@@ -6,7 +6,7 @@ Each benchmark is a module ``lanemon.bench.<name>`` with one function::
 
 ``run`` prints human-readable lines through ``out`` (each figure with how it
 was measured) and returns the figures as a JSON-ready dict. A benchmark may
-take keyword options (``soak``: ``minutes``); ``run(name, out, **options)``
+take keyword options (``soak``: ``minutes``; ``store``: ``store``); ``run(name, out, **options)``
 passes them on. Benchmarks never
 assert timings; they print figures and, where a goal exists, the goal beside
 the figure. A benchmark that checks invariants (e.g. ``sched``) raises
@@ -35,6 +35,7 @@ BENCHES: dict[str, str] = {
     "ui": "lanemon.bench.ui",
     "stalls": "lanemon.bench.stalls",
     "history": "lanemon.bench.history",
+    "store": "lanemon.bench.store",
     "soak": "lanemon.bench.soak",
 }
 OPT_IN = frozenset({"soak"})    # by name only, never in ``all``

@@ -1,0 +1,64 @@
+"""``lanemon bench store`` and the churn worker's own counts (one process, SQLite)."""
+
+from __future__ import annotations
+
+import pytest
+
+from lanemon import bench
+from lanemon.bench.store import _most_owners
+from lanemon.cli import main
+from lanemon.store.churn import churn
+from lanemon.store.sql import open_sql_store
+from lanemon.store.url import parse
+
+
+def _h(epoch, claimed, ended, ws="a", lane="scheduled"):
+    return {"epoch": epoch, "lane": lane, "workspace": ws, "claimed_at": claimed, "ended_at": ended}
+
+
+def test_most_owners_sweeps_each_lanes_history():
+    one_after_another = [_h(1, 0.0, 1.0), _h(2, 1.0, 2.0), _h(3, 2.5, None)]  # an end at a claim's instant
+    assert _most_owners(one_after_another) == 1
+    assert _most_owners(one_after_another + [_h(4, 1.5, 1.6)]) == 2        # inside epoch 2's span
+    assert _most_owners(one_after_another + [_h(4, 3.0, 4.0)]) == 2        # while epoch 3 is still open
+    assert _most_owners(one_after_another + [_h(4, 0.5, 0.7, ws="b")]) == 1  # another workspace
+    assert _most_owners(one_after_another + [_h(4, 0.5, 0.7, lane="cafe")]) == 1
+    assert _most_owners([]) == 0
+
+
+def test_store_bench_is_registered_and_store_option_is_its_own(capsys):
+    assert "store" in bench.available() and "store" in bench.in_all()
+    assert main(["bench", "sched", "--store", "sqlite:///tmp/x.db"]) == 2
+    assert "--store is for the store benchmark only" in capsys.readouterr().err
+    assert main(["bench", "store", "--store", "memory:"]) == 2
+    assert "needs a sqlite:/// or postgresql:// store" in capsys.readouterr().err
+    assert main(["bench", "store", "--store", "postgresql://u:secret@h:99999/d"]) == 2
+    err = capsys.readouterr().err
+    assert "secret" not in err and "not a valid PostgreSQL URL" in err
+
+
+@pytest.mark.asyncio
+async def test_a_self_fed_worker_runs_its_cycles_and_releases_every_lane(tmp_path):
+    url = "sqlite:///" + str(tmp_path / "s.db").lstrip("/")
+    store = await open_sql_store(parse(url), create=True)
+    try:
+        stats = await churn(url, cycles=40, workspaces=["a", "b"], seed=3, name="solo")
+        dump = await store.dump()
+    finally:
+        await store.close()
+    assert (stats.cycles, stats.ended_by, stats.busy, stats.refused_writes, stats.errors) == (40, "cycles", 0, 0, 0)
+    assert len(stats.claim_ms) == 40 and stats.session.endswith(":solo")
+    done = [j for j in dump["jobs"] if j["state"] == "succeeded"]
+    assert sorted(j["id"] for j in done) == sorted(stats.finished)
+    assert {j["owner"] for j in done} == {stats.session} and {j["attempts"] for j in done} == {1}
+    assert dump["lanes"] == [] and len(dump["history"]) == 40
+    assert {h["end_reason"] for h in dump["history"]} == {"released"}
+
+
+@pytest.mark.asyncio
+async def test_churn_refuses_an_unbounded_or_ambiguous_run(tmp_path):
+    url = "sqlite:///" + str(tmp_path / "s.db").lstrip("/")
+    with pytest.raises(ValueError, match="either jobs"):
+        await churn(url, cycles=1, jobs=[(1, "a")], workspaces=["a"])
+    with pytest.raises(ValueError, match="needs seconds or cycles"):
+        await churn(url, workspaces=["a"])
