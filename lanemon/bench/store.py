@@ -5,7 +5,11 @@ cluster (:mod:`lanemon.store.throwaway`) where one can run here and the
 PostgreSQL backend is installed; or the store given with ``--store URL``
 instead of the throwaway one (the bench adds its jobs to that store).
 
-One **cycle** is :mod:`lanemon.store.churn`'s: claim the ``scheduled`` lane of
+The issue's **cycle** (one process, the goal): claim the ``scheduled`` lane of a
+workspace, save one record fenced by that lane (a new queued job), release --
+three operations of the store, all writes, through the seam's objects.
+
+A **job cycle** is :mod:`lanemon.store.churn`'s: claim the ``scheduled`` lane of
 a job's workspace, load the job, save it running, save it succeeded (both
 fenced), release -- five operations of the store, four of them writes. Jobs
 come from each worker in batches of :data:`~lanemon.store.churn.BATCH` (one
@@ -13,9 +17,10 @@ transaction each) over :data:`WORKSPACES` workspaces shared by every worker.
 
 Per engine, measured in this run:
 
-1. **one process**: cycles per second of one worker in this process for
-   :data:`ONE_S` seconds (wall clock). Goals: SQLite >= 2,000, PostgreSQL >= 1,000.
-2. **six processes contending** for :data:`CONTEND_S` seconds (``python -m
+1. **one process**: cycles per second in this process for :data:`ONE_S`
+   seconds (wall clock). Goals: SQLite >= 2,000, PostgreSQL >= 1,000. Then job
+   cycles per second of one churn worker, for comparison.
+2. **six processes contending** (job cycles) for :data:`CONTEND_S` seconds (``python -m
    lanemon.store.churn``, started together with ``--start-at`` after their
    start-up): cycles/s of all together, busy claims, stale releases and refused
    writes (each worker's and the store's counts), claim latency p50/p99 (every
@@ -68,8 +73,9 @@ GOAL_HEARTBEAT_MS = 1.0
 def run(out: Callable[[str], None], *, store: str | None = None) -> dict:
     from lanemon.store.url import parse
 
-    out(f"store: cycles = claim the 'scheduled' lane + load + save running + save succeeded + release "
-        f"(lanemon.store.churn); {len(WORKSPACES)} workspaces; lease 10 s")
+    out(f"store: a cycle = claim a workspace's 'scheduled' lane + one save fenced by it + release; a job "
+        f"cycle = claim + load + save running + save succeeded + release (lanemon.store.churn, six processes); "
+        f"{len(WORKSPACES)} workspaces; lease 10 s")
     figures: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="lanemon-bench-store-") as tmp:
         engines: list[tuple[str, str]] = [("sqlite", "sqlite:///" + os.path.join(tmp, "bench.db").lstrip("/"))]
@@ -121,24 +127,60 @@ def _engine(out, engine: str, url: str, folder: Path) -> dict:
 
     asyncio.run(init())
 
-    # 1. one process
-    one = asyncio.run(churn(url, seconds=ONE_S, workspaces=WORKSPACES, seed=1, name="bench-one"))
-    rate = one.cycles / one.elapsed_s
+    # 1. one process: the issue's cycle (claim + one fenced save + release), then churn's whole job
+    n, elapsed = asyncio.run(_claim_save_release(url, ONE_S))
+    rate = n / elapsed
     want = GOAL_CYCLES.get(engine)
-    out(f"one process: {rate:,.0f} cycles/s ({one.cycles:,} cycles in {one.elapsed_s:.1f} s; "
+    out(f"one process, claim + fenced save + release: {rate:,.0f} cycles/s ({n:,} cycles in {elapsed:.1f} s; "
         f"{1000 / rate if rate else 0:.2f} ms per cycle)"
         + (f"   goal >= {want:,} -> {goal(rate >= want)}" if want else ""))
+    one = asyncio.run(churn(url, seconds=ONE_S, workspaces=WORKSPACES, seed=1, name="bench-one"))
+    job_rate = one.cycles / one.elapsed_s
+    out(f"one process, a whole job (claim + load + save running + save succeeded + release): "
+        f"{job_rate:,.0f} cycles/s ({1000 / job_rate if job_rate else 0:.2f} ms per cycle)")
 
     # 2. + 3. six processes, the heartbeat idle / under churn / following the feed
     lanes_max, contend, beats = _contended(out, engine, url, folder)
     return {
         "one_process_cycles_per_s": round(rate, 1),
+        "one_process_job_cycles_per_s": round(job_rate, 1),
         "one_process_goal": want,
         "one_process_goal_met": None if want is None else rate >= want,
         **contend,
         "most_owners_at_once": lanes_max,
         **beats,
     }
+
+
+async def _claim_save_release(url: str, seconds: float) -> tuple[int, float]:
+    """Claim a workspace's ``scheduled`` lane, save one record fenced by it (a new
+    queued job), release; as many times as ``seconds`` allow, through the seam's
+    objects (the awaitable forms). Returns (cycles, elapsed seconds)."""
+    from lanemon.lanes.records import Reservation, State
+    from lanemon.store.sql import open_sql_store
+    from lanemon.store.url import parse
+
+    store = await open_sql_store(parse(url), name="bench-csr")
+    try:
+        lanes = store.lanes("scheduled", clock=time.monotonic, emit=None)
+        records = store.records(keep_finished=0)
+        base = 1_000_000_000 + int(time.time() * 1000) % 1_000_000 * 1000
+        n = 0
+        t0 = time.perf_counter()
+        end = t0 + seconds
+        while time.perf_counter() < end:
+            ws = WORKSPACES[n % len(WORKSPACES)]
+            token = await lanes.aclaim(ws, f"bench#{n}")
+            if token is None:
+                raise AssertionError(f"bench: {ws} is held by someone else")
+            now = time.monotonic()
+            await records.save(Reservation(id=base + n, workspace=ws, queue="reservations", state=State.QUEUED,
+                                           created_at=now, updated_at=now, epoch=token.epoch), fence=(token,))
+            await lanes.arelease(token)
+            n += 1
+        return n, time.perf_counter() - t0
+    finally:
+        await store.close()
 
 
 def _contended(out, engine: str, url: str, folder: Path):
