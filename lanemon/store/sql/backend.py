@@ -96,7 +96,9 @@ SCHEMA_VERSION = 1
 MAX_ATTEMPTS = 3
 
 #: the store-wide counts kept in ``stats``
-STATS_KEYS = ("claims", "stale_releases", "revoked", "lease_expired", "saves", "stale_writes",
+#: (claims granted are the rows of ``lane_history``; claims and saves are not
+#: counted in ``stats``: one row every session updates would serialize them all)
+STATS_KEYS = ("stale_releases", "revoked", "lease_expired", "stale_writes",
               "invalid_transitions", "requeued", "owner_died", "busy_refusals")
 
 

@@ -57,6 +57,7 @@ def dump_rows(fetch, now: float) -> dict[str, Any]:
                for r in fetch("SELECT epoch, name, workspace, owner, session, claimed_at, ended_at, end_reason "
                               "FROM lane_history ORDER BY epoch")]
     stats = {k: int(v) for k, v in fetch("SELECT key, value FROM stats ORDER BY key")}
+    stats["claims"] = len(history)  # every claim granted has its history row
     busy = [dict(zip(("workspace", "reason", "since"), r))
             for r in fetch("SELECT workspace, reason, since FROM occupancy ORDER BY workspace")]
     sessions = [dict(zip(("session", "pid", "host", "name", "started", "last_seen"), r))

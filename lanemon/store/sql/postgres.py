@@ -201,9 +201,7 @@ BEGIN
         ON CONFLICT (name, workspace) DO NOTHING RETURNING *),
     hist AS (
         INSERT INTO lanemon.lane_history (epoch, name, workspace, owner, session, claimed_at)
-        SELECT i.epoch, i.name, i.workspace, i.owner, i.session, i.claimed_at FROM ins i),
-    counted AS (
-        UPDATE lanemon.stats SET value = value + 1 WHERE key = 'claims' AND EXISTS (SELECT 1 FROM ins))
+        SELECT i.epoch, i.name, i.workspace, i.owner, i.session, i.claimed_at FROM ins i)
     SELECT * FROM ins;
 END $$;
 
@@ -313,7 +311,6 @@ BEGIN
                     p_finished, p_attempts, p_epoch, p_writer)
             ON CONFLICT (id) DO NOTHING;
         IF FOUND THEN
-            UPDATE lanemon.stats SET value = value + 1 WHERE key = 'saves';
             outcome := 'ok';
             RETURN;
         END IF;
@@ -326,7 +323,6 @@ BEGIN
         store_ended = CASE WHEN p_state IN ('succeeded', 'failed', 'cancelled') THEN t ELSE store_ended END
         WHERE id = p_id AND state = ANY (p_allowed_from);
     IF FOUND THEN
-        UPDATE lanemon.stats SET value = value + 1 WHERE key = 'saves';
         outcome := 'ok';
         RETURN;
     END IF;

@@ -237,7 +237,6 @@ class SqliteBackend:
                         (name, workspace, owner, self.session, epoch, now, lane.lease_until))
             cur.execute("INSERT INTO lane_history VALUES (?, ?, ?, ?, ?, ?, NULL, NULL)",
                         (epoch, name, workspace, owner, self.session, now))
-            _bump(cur, "claims")
             return lane
 
     def _expire(self, cur: sqlite3.Cursor, lane: LaneRow, now: float) -> None:
@@ -359,7 +358,6 @@ class SqliteBackend:
                             "store_ended = CASE WHEN ? IN ('succeeded','failed','cancelled') THEN ? "
                             "ELSE store_ended END WHERE id=?",
                             (*values, writer, state.value, now, state.value, now, record.id))
-            _bump(cur, "saves")
             return SaveResult(SaveOutcome.OK)
 
     async def load_job(self, id: int) -> Reservation | None:
