@@ -1,6 +1,6 @@
 """The ``lanemon`` command.
 
-    lanemon                       open the window
+    lanemon [--store URL]         open the window (its lanes on a shared store)
     lanemon measure [...]         run whole / sliced / worker, write the report
     lanemon place --cpu-ms X      say where a job belongs (word, then reason)
     lanemon bench [NAME|all]      print measured figures
@@ -82,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = _Parser(prog="lanemon", description="Make event-loop responsiveness and scheduling contention visible.")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
+    parser.add_argument("--store", metavar="URL", default=None, dest="window_store",
+                        help="the window's Lanes & queues on a shared store (sqlite:///path/file.db or "
+                             "postgresql://host/db; default: its own simulation, memory:)")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     m = sub.add_parser("measure", help="run the job whole, sliced and in a worker; write the report")
@@ -326,7 +329,7 @@ def cmd_window(args) -> int:
     steady_process_settings()  # before numpy and Qt are imported
     from lanemon.ui.shell.app import run_app
 
-    return run_app()
+    return run_app(store_url=args.window_store)
 
 
 COMMANDS = {
@@ -351,6 +354,16 @@ def main(argv: list[str] | None = None) -> int:
                 raise BadInput("--version takes no other arguments")
             print(f"lanemon {__version__}")
             return 0
+        if args.window_store is not None:
+            if args.command is not None:
+                raise BadInput(f"--store before a command is the window's; for {args.command}, put it after: "
+                               f"lanemon {args.command} ... --store URL")
+            from lanemon.store.url import StoreError, parse
+
+            try:
+                parse(args.window_store)
+            except StoreError as exc:
+                raise BadInput(f"--store: {exc}") from None
         return COMMANDS[args.command](args)
     except BadInput as exc:
         print(f"lanemon: error: {exc}", file=sys.stderr)

@@ -566,3 +566,14 @@ def test_a_real_lanemon_process_exits_2_with_one_line_and_no_traceback(tmp_path)
     (line,) = res.stderr.splitlines()
     assert line.startswith("lanemon: error: ") and "lanemon store init" in line
     assert not (tmp_path / "missing.db").exists()
+
+
+def test_the_window_s_store_is_checked_before_the_window_opens(capsys):
+    from lanemon.cli import main
+
+    assert main(["--store", "redis://h/0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown store engine" in err[0]
+    assert main(["--store", "sqlite:///tmp/x.db", "bench", "lag"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "put it after" in err[0]

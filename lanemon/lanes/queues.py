@@ -877,6 +877,19 @@ class Scheduler:
                 requested = asked or requested
         return "stop_requested" if requested else "finished"
 
+    async def retry_waiting(self, period: float) -> None:
+        """Look again at every waiting workspace each ``period`` seconds, until cancelled.
+
+        For a scheduler on a store shared with other processes: a lane they
+        hold is given back without telling this scheduler (no change feed
+        yet), so a job refused its lane would otherwise wait for the next
+        local event of its workspace. A look claims nothing that is held."""
+        while True:
+            await asyncio.sleep(period)
+            if self._closing is not None:
+                return
+            self.kick()
+
     def request_stop(self, workspace: str, reason: str | None = "stop") -> bool:
         """Ask whatever runs in ``workspace`` (either queue) to stop.
 

@@ -123,13 +123,69 @@ def application(argv: list[str] | None = None) -> QApplication:
     return app
 
 
-async def main(window: MainWindow | None = None) -> int:
+#: how often the window's scheduler on a shared store looks again at the workspaces
+#: whose lanes other processes held (``Scheduler.retry_waiting``)
+STORE_RETRY_S = 0.5
+
+
+async def open_lanes_store(url_text: str):
+    """``(store, problem)``: a session on the store ``url_text`` for the Lanes & queues
+    tab, or ``(None, why not)`` -- one line without a password -- and the window runs its
+    own simulation (``memory:`` is that simulation: ``(None, None)``)."""
+    from lanemon.store import StoreError, open_store
+
+    try:
+        store = await open_store(url_text, create=True, name="lanemon-window")
+    except StoreError as exc:
+        return None, f"Store not opened, this window runs its own simulation: {exc}"
+    if store.engine == "memory":
+        await store.close()
+        return None, None
+    return store, None
+
+
+def scheduler_on(store):
+    """The Lanes & queues scheduler keeping its lanes and records in ``store``."""
+    from lanemon.lanes import EventHub, Scheduler
+
+    hub = EventHub()
+    return Scheduler(lanes=store.lanes, store=store.records(events=hub, keep_finished=10_000,
+                                                             writer=store.session),
+                     events=hub)
+
+
+async def main(window: MainWindow | None = None, store_url: str | None = None) -> int:
     """Show ``window`` (a new ``MainWindow`` by default) until it is closed.
+
+    ``store_url`` (``lanemon --store URL``; only with a new window): the Lanes &
+    queues tab keeps its lanes and records in that SQLite or PostgreSQL store,
+    shared with other processes (its keeper renews the window's leases; waiting
+    workspaces are looked at again every :data:`STORE_RETRY_S`); a store that
+    cannot be opened is said in the window, which stays up on its own simulation.
+    The store session is closed after the window's scheduler let go of its lanes.
 
     Returns the exit status: 0 after a close by the user, 128 + the signal's
     number after a close by SIGINT, SIGTERM or SIGHUP (see the module docstring).
     """
-    win = window if window is not None else MainWindow()
+    lanes_store, store_problem = (None, None)
+    if window is None and store_url:
+        lanes_store, store_problem = await open_lanes_store(store_url)
+    if window is not None:
+        win = window
+    elif lanes_store is not None:
+        scheduler = scheduler_on(lanes_store)
+        win = MainWindow(lanes_scheduler=scheduler)
+        win.setWindowTitle(f"{win.windowTitle()} — store {lanes_store.url.redacted()}")
+        lanes_store.start_keeper()
+        retry = asyncio.ensure_future(scheduler.retry_waiting(STORE_RETRY_S))
+
+        async def close_store() -> None:  # (after the views' shutdown: the scheduler is closed)
+            retry.cancel()
+            await asyncio.gather(retry, return_exceptions=True)
+            await lanes_store.close()
+        win.add_shutdown_hook(close_store)
+    else:
+        win = MainWindow()
     closed = asyncio.Event()
     win.close_requested.connect(closed.set)
     door = SignalDoor(lambda signum: win.close(), on_received=lambda signum: win.controller.refuse_new_runs())
@@ -140,6 +196,8 @@ async def main(window: MainWindow | None = None) -> int:
     win.show()
     if problem:
         win.warn(f"Settings will not be kept: {problem}")
+    if store_problem:
+        win.warn(store_problem)
     win.start()
     gc.collect()
     gc.freeze()
@@ -160,8 +218,8 @@ async def main(window: MainWindow | None = None) -> int:
     return 0 if door.received is None else 128 + door.received
 
 
-def run_app(argv: list[str] | None = None) -> int:
+def run_app(argv: list[str] | None = None, store_url: str | None = None) -> int:
     """Open the window; returns the exit code once it is closed."""
     app = application(argv)
     with asyncio.Runner(loop_factory=lambda: qasync.QEventLoop(app)) as runner:
-        return runner.run(main())
+        return runner.run(main(store_url=store_url))

@@ -29,6 +29,7 @@ Hooks for later views and presenter mode:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QRect, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
@@ -57,6 +58,9 @@ from lanemon.ui.runs.panel import RunsPanel
 from lanemon.ui.runs.placement import PlacementPanel
 from lanemon.ui.shell import exports
 
+if TYPE_CHECKING:
+    from lanemon.lanes import Scheduler
+
 DEFAULT_SIZE = (1280, 800)
 FRAME_ALLOWANCE = (16, 40)   # px a window manager's frame and title bar may add around the window
 HIDDEN_RESTYLE_GAP_MS = 120   # between restyling one hidden tab page and the next after a look change
@@ -77,7 +81,10 @@ def opening_geometry(available: QRect) -> QRect:
 class MainWindow(QMainWindow):
     close_requested = Signal()
 
-    def __init__(self, period_ms: int = DEFAULT_PERIOD_MS, parent: QWidget | None = None) -> None:
+    def __init__(self, period_ms: int = DEFAULT_PERIOD_MS, parent: QWidget | None = None, *,
+                 lanes_scheduler: Scheduler | None = None) -> None:
+        """``lanes_scheduler``: the Lanes & queues tab's scheduler (default: a new one on the
+        in-memory engine; ``app.main`` passes one on the store given with ``--store``)."""
         super().__init__(parent)
         self.setStyleSheet(theme.frame_stylesheet())   # once: it never changes (theme.apply_frame)
         self.setWindowTitle("lanemon — event-loop lag")
@@ -113,7 +120,7 @@ class MainWindow(QMainWindow):
         self.add_view("runs", "Runs", self.runs_panel)
         self.add_view("placement", "Placement", self.placement_panel)
         # views of the other domains (each install_* adds its tab and shutdown hook):
-        install_lanes_view(self)
+        install_lanes_view(self, lanes_scheduler)
         install_counters_view(self)
 
         split = QSplitter(Qt.Orientation.Vertical)

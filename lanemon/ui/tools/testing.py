@@ -38,7 +38,11 @@ async def add_simulated_job(view, ws: str, queue: str, seconds: float, fails: bo
     return view.scheduler._next_id
 
 
-def run_window(scenario: Callable[[object], Awaitable[object]], window=None, *, size=(1280, 800)):
+def run_window(scenario: Callable[[object], Awaitable[object]], window=None, *, size=(1280, 800),
+               store_url: str | None = None):
+    """Run ``app.main`` on a qasync loop with ``scenario(window)`` beside it, then close the
+    window; returns (exit status, the scenario's value, loop errors). ``store_url``: main
+    makes the window itself, on that store (``lanemon --store URL``)."""
     from lanemon.ui.shell.app import application, main
     from lanemon.ui.shell.main_window import MainWindow
 
@@ -47,9 +51,23 @@ def run_window(scenario: Callable[[object], Awaitable[object]], window=None, *, 
 
     async def go():
         asyncio.get_running_loop().set_exception_handler(lambda _loop, ctx: errors.append(ctx))
-        win = window if window is not None else MainWindow()
+        if store_url is not None:
+            before = set(app.topLevelWidgets())
+            runner = asyncio.ensure_future(main(store_url=store_url))
+            made: list = []
+
+            def shown() -> bool:
+                made[:] = [w for w in app.topLevelWidgets() if isinstance(w, MainWindow) and w not in before
+                           and w.isVisible()]
+                return bool(made) or runner.done()
+            await wait_until(shown, 60)
+            if runner.done():
+                runner.result()  # (raises what main raised)
+            win = made[0]
+        else:
+            win = window if window is not None else MainWindow()
+            runner = asyncio.ensure_future(main(win))
         win.resize(*size)
-        runner = asyncio.ensure_future(main(win))
         await asyncio.sleep(0)
         try:
             value = await scenario(win)
