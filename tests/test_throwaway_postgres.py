@@ -16,6 +16,7 @@ import psycopg
 import pytest
 from postgres import REQUIRE_ENV, fresh_database, skip_or_fail
 
+from lanemon.procs import children
 from lanemon.store.throwaway import ClusterError, ThrowawayCluster, available
 
 _USER_TABLES = "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace " \
@@ -29,26 +30,15 @@ def other_postgres_url(postgres_cluster):
         yield url
 
 
+def _kids(pid: int) -> set[int]:
+    """Live processes whose parent is ``pid``."""
+    return {kid for kid, _ in children(pid)}
+
+
 def _need_cluster() -> None:
     here = available()
     if not here:
         skip_or_fail(here.reason)
-
-
-def _children(pid: int) -> set[int]:
-    """Live processes whose parent is ``pid``."""
-    found = set()
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.add(int(name))
-    return found
 
 
 def _ancestors(pid: int) -> list[int]:
@@ -124,7 +114,7 @@ def test_an_exception_inside_with_leaves_no_process_and_no_directory(exc_type):
         seen["postmaster"] = pg.postmaster_pid
         conn = psycopg.connect(pg.url(), autocommit=True)   # a backend with a client still connected
         seen["backend"] = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
-        seen["family"] = {pg.postmaster_pid} | _children(pg.postmaster_pid)
+        seen["family"] = {pg.postmaster_pid} | _kids(pg.postmaster_pid)
         # A daemon, not our descendant: "no child process left" checks elsewhere are not disturbed.
         assert os.getpid() not in _ancestors(pg.postmaster_pid)
         assert os.path.isdir(seen["dir"])
@@ -186,7 +176,7 @@ def test_a_keyboard_interrupt_while_pg_ctl_starts_the_server_leaves_nothing(monk
             raise KeyboardInterrupt
 
     monkeypatch.setattr(throwaway.subprocess, "Popen", InterruptedPgCtlStart)
-    ours_before = _children(os.getpid())
+    ours_before = _kids(os.getpid())
     pg = ThrowawayCluster()
     with pytest.raises(KeyboardInterrupt):
         pg.start()
@@ -195,7 +185,7 @@ def test_a_keyboard_interrupt_while_pg_ctl_starts_the_server_leaves_nothing(monk
     assert not _running(seen["postmaster"]) and not _running(seen["pg_ctl"])
     assert pg.directory is not None and not os.path.exists(pg.directory)
     assert _processes_mentioning(pg.directory) == []
-    assert _children(os.getpid()) - ours_before == set()
+    assert _kids(os.getpid()) - ours_before == set()
     assert not pg.running
 
 

@@ -41,23 +41,6 @@ def goal(ok: bool) -> str:
 def child_processes() -> list[tuple[int, str]]:
     """(pid, command line) of this process's live children (Linux ``/proc``; empty
     elsewhere), multiprocessing's resource tracker aside (the stdlib's; it exits with us)."""
-    import os
+    from lanemon.procs import children
 
-    me, kids = os.getpid(), []
-    if not os.path.isdir("/proc"):
-        return kids
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-            if int(fields[1]) != me or fields[0] == "Z":
-                continue
-            with open(f"/proc/{name}/cmdline", "rb") as fh:
-                cmd = fh.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if "resource_tracker" not in cmd:
-            kids.append((int(name), cmd))
-    return kids
+    return [(pid, cmd) for pid, cmd in children() if "resource_tracker" not in cmd]

@@ -79,6 +79,7 @@ import time
 from dataclasses import dataclass, field
 
 from lanemon.bench._common import child_processes, goal
+from lanemon.procs import alive
 
 DEFAULT_MINUTES = 10.0
 MIN_BUCKETS = 6
@@ -529,14 +530,7 @@ def _num(v: float | None, fmt: str) -> str:
     return "n/a" if v is None else format(v, fmt)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+
 
 
 def run(out, minutes: float = DEFAULT_MINUTES, *, seed: int = SEED, gap_s: float = GAP_S) -> dict:
@@ -622,7 +616,7 @@ def run(out, minutes: float = DEFAULT_MINUTES, *, seed: int = SEED, gap_s: float
     answered = ", ".join(f"{k!r} {v}" for k, v in soak.dialogs.items()) or "none"
     out(f"save dialogs answered: {sum(soak.dialogs.values())} ({answered}); "
         f"files written: {', '.join(files) or 'none'}")
-    gone = sum(1 for pid in soak.workers_seen if not _alive(pid))
+    gone = sum(1 for pid in soak.workers_seen if not alive(pid))
     out(f"quit (every hold released first): window shut down and workers stopped in {shutdown_s:.2f} s; "
         f"worker processes seen at bucket ends {len(soak.workers_seen)}, gone {gone}; "
         f"worker processes left: {len(left)}; child processes left: {len(children)}")

@@ -53,6 +53,8 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from lanemon.procs import alive
+
 __all__ = ["Availability", "ClusterError", "ThrowawayCluster", "available", "find_bindir"]
 
 _DEBIAN_GLOB_ROOT = "/usr/lib/postgresql"
@@ -155,22 +157,6 @@ def _clean_env() -> dict[str, str]:
     return env
 
 
-def _alive(pid: int) -> bool:
-    """The process exists and has not exited (a zombie has)."""
-    if os.path.isdir("/proc/self"):
-        try:
-            with open(f"/proc/{pid}/stat") as fh:
-                return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-        except (OSError, IndexError):
-            return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
 
 @dataclass
 class _Timings:
@@ -225,7 +211,7 @@ class ThrowawayCluster:
     @property
     def running(self) -> bool:
         """The server was started, has not been stopped and its postmaster is alive."""
-        return self._started and not self._stopped and self._pid is not None and _alive(self._pid)
+        return self._started and not self._stopped and self._pid is not None and alive(self._pid)
 
     @property
     def timings(self) -> dict[str, float]:
@@ -436,7 +422,7 @@ class ThrowawayCluster:
             return set()
         from_file = self._pid_from_file()
         if not os.path.isdir("/proc"):
-            return {from_file} if from_file is not None and _alive(from_file) else set()
+            return {from_file} if from_file is not None and alive(from_file) else set()
         pids = set()
         needle = self._data_dir().encode()
         for name in os.listdir("/proc"):
@@ -444,7 +430,7 @@ class ThrowawayCluster:
                 continue
             try:
                 with open(f"/proc/{name}/cmdline", "rb") as fh:
-                    if needle in fh.read() and _alive(int(name)):
+                    if needle in fh.read() and alive(int(name)):
                         pids.add(int(name))
             except OSError:
                 continue
@@ -453,10 +439,10 @@ class ThrowawayCluster:
     def _wait_gone(self, pids: set[int], timeout: float) -> set[int]:
         """Poll until none of ``pids`` is alive (a zombie has exited) or ``timeout``; those left."""
         deadline = time.monotonic() + timeout
-        left = {p for p in pids if _alive(p)}
+        left = {p for p in pids if alive(p)}
         while left and time.monotonic() < deadline:
             time.sleep(0.01)
-            left = {p for p in left if _alive(p)}
+            left = {p for p in left if alive(p)}
         return left
 
     def _stop_server(self) -> None:

@@ -11,7 +11,10 @@ from lanemon.lanes.records import Reservation, State
 from lanemon.store.sql.backend import SCHEMA_VERSION, LaneRow
 from lanemon.store.url import StoreError
 
-__all__ = ["JOB_COLS", "LANE_COLS", "check_version", "dump_rows", "job_record", "lane_row", "new_session"]
+__all__ = [
+    "BackendSession", "JOB_COLS", "LANE_COLS", "check_version", "dump_rows", "job_record", "lane_row",
+    "new_session",
+]
 
 LANE_COLS = "name, workspace, owner, session, epoch, claimed_at, lease_until, stop_requested, stop_reason"
 JOB_COLS = ("id, workspace, queue, state, created_at, updated_at, run_id, error, started_at, "
@@ -74,3 +77,18 @@ def check_version(version: int, where: str) -> None:
     if version < SCHEMA_VERSION:
         raise StoreError(f"store {where} has schema version {version}, older than this lanemon's "
                          f"({SCHEMA_VERSION}): `lanemon store reset` it (its data is lost)")
+
+
+class BackendSession:
+    """What every backend keeps about its session: ``lease`` (seconds), ``name`` (the
+    process's, for ``sessions``), ``session`` (its unique id), ``clock_skew`` (a test
+    control added to the store clock) and ``schema_version`` (the store's, once opened)."""
+
+    answers_now: bool
+
+    def __init__(self, *, lease: float, name: str = "") -> None:
+        self.lease = lease
+        self.name = name or "lanemon"
+        self.session = new_session(name)
+        self.clock_skew = 0.0
+        self.schema_version: int | None = None

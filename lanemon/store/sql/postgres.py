@@ -90,7 +90,15 @@ from lanemon.store.sql.backend import (
     SaveOutcome,
     SaveResult,
 )
-from lanemon.store.sql.common import JOB_COLS, LANE_COLS, check_version, dump_rows, job_record, lane_row, new_session
+from lanemon.store.sql.common import (
+    JOB_COLS,
+    LANE_COLS,
+    BackendSession,
+    check_version,
+    dump_rows,
+    job_record,
+    lane_row,
+)
 from lanemon.store.url import StoreError, StoreUrl
 
 __all__ = ["CONNECT_TIMEOUT_S", "FEED_CHANNEL", "PostgresBackend", "connect", "explain"]
@@ -463,18 +471,14 @@ async def connect(url: StoreUrl) -> psycopg.AsyncConnection:
     return conn
 
 
-class PostgresBackend:
+class PostgresBackend(BackendSession):
     """One session on one PostgreSQL store (see the module docstring)."""
 
     answers_now = False
 
     def __init__(self, url: StoreUrl, *, lease: float, name: str = "") -> None:
+        super().__init__(lease=lease, name=name)
         self.url = url
-        self.lease = lease
-        self.name = name or "lanemon"
-        self.session = new_session(name)
-        self.clock_skew = 0.0
-        self.schema_version: int | None = None  # the store's, once opened
         self.lock_key: int | None = None
         self._lock_conn: psycopg.AsyncConnection | None = None
         self._pool: AsyncConnectionPool | None = None

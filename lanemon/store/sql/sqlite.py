@@ -37,7 +37,15 @@ from lanemon.store.sql.backend import (
     SaveOutcome,
     SaveResult,
 )
-from lanemon.store.sql.common import JOB_COLS, LANE_COLS, check_version, dump_rows, job_record, lane_row, new_session
+from lanemon.store.sql.common import (
+    JOB_COLS,
+    LANE_COLS,
+    BackendSession,
+    check_version,
+    dump_rows,
+    job_record,
+    lane_row,
+)
 from lanemon.store.url import StoreError
 
 __all__ = ["BUSY_TIMEOUT_S", "SqliteBackend", "SqliteFeed"]
@@ -91,18 +99,14 @@ BEGIN INSERT INTO changes (tbl, key) VALUES ('{tbl}', {key.replace('ROW', 'OLD' 
 )
 
 
-class SqliteBackend:
+class SqliteBackend(BackendSession):
     """One connection to one SQLite store file (see the module docstring)."""
 
     answers_now = True
 
     def __init__(self, path: str, *, lease: float, name: str = "") -> None:
+        super().__init__(lease=lease, name=name)
         self.path = path
-        self.lease = lease
-        self.name = name or "lanemon"
-        self.session = new_session(name)
-        self.clock_skew = 0.0
-        self.schema_version: int | None = None  # the store's, once opened
         self._db: sqlite3.Connection | None = None
 
     # -- connection and schema -----------------------------------------------------
