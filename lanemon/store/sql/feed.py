@@ -152,14 +152,12 @@ class PostgresFeed:
             self._fresh = False
             return None
         conn = self._conn
-        got: list[Change] = []
         try:
-            async for note in conn.notifies(timeout=max(0.0, deadline - time.monotonic()), stop_after=1):
-                got.append(_pair(note.payload))
-            if got:  # what else already arrived (one transaction's changes come together)
-                async for note in conn.notifies(timeout=0.0):
-                    got.append(_pair(note.payload))
-        except psycopg.Error as exc:
+            got = self._drain(conn)
+            if not got and deadline > time.monotonic():
+                await self._readable(conn, deadline - time.monotonic())
+                got = self._drain(conn)
+        except (psycopg.Error, OSError) as exc:
             from lanemon.store.sql.postgres import explain
 
             self.last_error = explain(self._url, exc)
@@ -167,6 +165,38 @@ class PostgresFeed:
             await conn.close()
             return await self.wait(max(0.0, deadline - time.monotonic()))
         return _once(got)
+
+    @staticmethod
+    def _drain(conn) -> list[Change]:
+        """Every notification that arrived on ``conn``'s socket, read without waiting
+        (libpq's ``consume_input`` + ``notifies``: no async machinery per notification;
+        the feed is the only user of its connection, which runs no query meanwhile)."""
+        import psycopg
+
+        pgconn = conn.pgconn
+        pgconn.consume_input()  # (raises OperationalError on a lost connection)
+        if pgconn.status != psycopg.pq.ConnStatus.OK:
+            raise psycopg.OperationalError("the LISTEN connection was lost")
+        got: list[Change] = []
+        note = pgconn.notifies()
+        while note is not None:
+            got.append(_pair(note.extra.decode()))
+            note = pgconn.notifies()
+        return got
+
+    @staticmethod
+    async def _readable(conn, timeout: float) -> None:
+        """Until ``conn``'s socket has something to read, or ``timeout`` seconds."""
+        loop = asyncio.get_running_loop()
+        ready = loop.create_future()
+        fd = conn.pgconn.socket
+        loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+        try:
+            await asyncio.wait_for(ready, timeout)
+        except TimeoutError:
+            pass
+        finally:
+            loop.remove_reader(fd)
 
     async def close(self) -> None:
         self._closed = True
