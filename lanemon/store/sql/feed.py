@@ -185,14 +185,14 @@ class PostgresFeed:
         return got
 
     @staticmethod
-    async def _readable(conn, timeout: float) -> None:
-        """Until ``conn``'s socket has something to read, or ``timeout`` seconds."""
+    async def _readable(conn, seconds: float) -> None:
+        """Until ``conn``'s socket has something to read, or ``seconds``."""
         loop = asyncio.get_running_loop()
         ready = loop.create_future()
         fd = conn.pgconn.socket
         loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
         try:
-            await asyncio.wait_for(ready, timeout)
+            await asyncio.wait_for(ready, seconds)
         except TimeoutError:
             pass
         finally:
