@@ -33,7 +33,7 @@ def test_the_lanes_tab_runs_on_the_store_and_waits_for_a_lane_another_process_ho
         url = request.getfixturevalue("postgres_url")
 
     async def scenario(win):
-        assert f"store {engine}:" in win.windowTitle()
+        assert f"store {engine}:" in win.windowTitle() and win.store_label.text().startswith(f"store {engine}:")
         scheduler = win.views["lanes"].scheduler
         other = await open_test_store(request, engine)  # another process's session on the store
         try:
@@ -79,11 +79,11 @@ def test_a_store_that_cannot_be_opened_is_said_in_the_window_which_stays_up():
         scheduler = win.views["lanes"].scheduler
         job = await scheduler.submit("reservations", "ws-a", SimulatedWork(0))   # its own simulation runs
         await wait_until(lambda: scheduler.store.get(job).state is State.SUCCEEDED, 30)
-        return text, win.windowTitle()
+        return text, win.windowTitle() + (win.store_label.text() if win.store_label else "")
 
     rc, (text, title), errors = run_window(scenario, store_url=url)
     assert rc == 0 and errors == []
-    assert text.startswith("Store not opened, this window runs its own simulation:")
+    assert text.startswith("Store not opened: ") and text.endswith("This window runs its own simulation.")
     assert "unreachable" in text and "hunter2" not in text and "\n" not in text
     assert "store" not in title
 

@@ -137,7 +137,7 @@ async def open_lanes_store(url_text: str):
     try:
         store = await open_store(url_text, create=True, name="lanemon-window")
     except StoreError as exc:
-        return None, f"Store not opened, this window runs its own simulation: {exc}"
+        return None, f"Store not opened: {exc}. This window runs its own simulation."
     if store.engine == "memory":
         await store.close()
         return None, None
@@ -175,7 +175,7 @@ async def main(window: MainWindow | None = None, store_url: str | None = None) -
     elif lanes_store is not None:
         scheduler = scheduler_on(lanes_store)
         win = MainWindow(lanes_scheduler=scheduler)
-        win.setWindowTitle(f"{win.windowTitle()} — store {lanes_store.url.redacted()}")
+        win.show_store(lanes_store.url.redacted())
         lanes_store.start_keeper()
         retry = asyncio.ensure_future(scheduler.retry_waiting(STORE_RETRY_S))
 

@@ -37,7 +37,6 @@ from PySide6.QtWidgets import (
     QApplication,
     QFrame,
     QHBoxLayout,
-    QLabel,
     QMainWindow,
     QScrollArea,
     QSplitter,
@@ -64,6 +63,7 @@ if TYPE_CHECKING:
 DEFAULT_SIZE = (1280, 800)
 FRAME_ALLOWANCE = (16, 40)   # px a window manager's frame and title bar may add around the window
 HIDDEN_RESTYLE_GAP_MS = 120   # between restyling one hidden tab page and the next after a look change
+STORE_SHOWN_CHARS = 48      # of a store's URL the status bar keeps room for
 STATUS_GAP_PX = 24          # the empty room between a status message and the lag figures
 
 
@@ -142,9 +142,14 @@ class MainWindow(QMainWindow):
         lag_row.setContentsMargins(STATUS_GAP_PX, 0, 0, 0)
         lag_row.addWidget(self.lag_label)
         self.statusBar().addPermanentWidget(lag_box)
-        self.warning = QLabel("")
+        # a lasting warning (settings not kept, store not opened): left of the lag figures, as
+        # wide as the bar allows, elided with the whole text as its tooltip; a passing message
+        # hides it while shown (a normal status-bar widget)
+        self.store_label: LiveLabel | None = None   # which store (``show_store``), if any
+        self._store_text = ""
+        self.warning = LiveLabel("", fill=False)
         self.warning.setVisible(False)
-        self.statusBar().addPermanentWidget(self.warning)
+        self.statusBar().addWidget(self.warning, 1)
         self.controller.notice.connect(lambda text: self.statusBar().showMessage(text, 8000))
         self._status_timer = QTimer(self)
         self._status_timer.setInterval(250)
@@ -270,13 +275,27 @@ class MainWindow(QMainWindow):
 
     def warn(self, text: str) -> None:
         self.warning.setText(text)
-        self.warning.setToolTip(text)
         self._style_warning()
         self.warning.setVisible(True)
-        self.statusBar().showMessage(text, 15000)
 
     def _style_warning(self) -> None:
-        self.warning.setStyleSheet(f"color: {theme.WARN}; font-weight: bold;")
+        text = self.warning.text()
+        if text:
+            self.warning.set_parts([(text, theme.WARN, True)])
+        if self.store_label is not None:
+            self.store_label.set_parts([("store ", theme.MUTED, False), (self._store_text, None, False)])
+
+    def show_store(self, url_text: str) -> None:
+        """Say, left of the lag figures and in the title, which store the Lanes & queues tab
+        keeps its lanes and records in (``url_text``: a redacted URL)."""
+        if self.store_label is None:
+            self.store_label = LiveLabel("", fill=False)
+            # (an index counts the normal widgets too: after the one, the warning, left of the lag)
+            self.statusBar().insertPermanentWidget(1, self.store_label)
+        self._store_text = url_text
+        self.store_label.reserve(f"store {url_text[:STORE_SHOWN_CHARS]}")  # (longer: elided, whole in the tooltip)
+        self.setWindowTitle(f"lanemon — event-loop lag — store {url_text}")
+        self._style_warning()
 
     def export_chart_png(self, path: str) -> None:
         exports.save_png(self.chart, path)
