@@ -8,6 +8,8 @@ of the transaction that decides.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from engines import open_test_store
 
@@ -181,6 +183,41 @@ async def test_outside_occupancy_is_checked_inside_the_claim(request, engine):
         assert dumped["stats"]["busy_refusals"] == 3
         assert await a.clear_busy("W") is True and await a.clear_busy("W") is False
         assert await queue_b.aclaim("W", "B#1") is not None
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_job_ids_come_from_the_store_so_processes_never_share_one(request, engine):
+    """Jobs added by the CLI and two schedulers (two processes' worth) on one store get
+    distinct ids, and every one of them runs."""
+    from lanemon.lanes import EventHub, Scheduler, SimulatedWork
+
+    a, b = await _sessions(request, engine)
+    try:
+        cli_ids = await a.submit([JobSpec(workspace="W", queue="cafe") for _ in range(3)])
+        schedulers = []
+        for store in (a, b):
+            hub = EventHub()
+            schedulers.append(Scheduler(lanes=store.lanes, store=store.records(events=hub), events=hub))
+        ids = []
+        for i in range(70):  # more than one block of ids (ID_BLOCK) for the first scheduler
+            s = schedulers[0] if i % 7 else schedulers[1]
+            ids.append(await s.submit("reservations", f"w{i % 5}", SimulatedWork(0)))
+        # (a lane the other scheduler gives back comes without a notice: look again, as the window does)
+        retries = [asyncio.ensure_future(s.retry_waiting(0.01)) for s in schedulers]
+        for s in schedulers:
+            await s.join()
+        for r in retries:
+            r.cancel()
+        await asyncio.gather(*retries, return_exceptions=True)
+        assert len(set(ids)) == len(ids) and not set(ids) & set(cli_ids)
+        dumped = await a.dump()
+        states = {j["id"]: j["state"] for j in dumped["jobs"]}
+        assert all(states[i] == "succeeded" for i in ids)
+        assert [states[i] for i in cli_ids] == ["queued"] * 3 and dumped["stats"]["invalid_transitions"] == 0
+        for s in schedulers:
+            await s.aclose()
     finally:
         await a.close()
         await b.close()

@@ -154,6 +154,9 @@ HISTORY_TOTAL = 20_000
 
 QUEUE_NAMES = ("reservations", "cafe")
 
+#: job ids a scheduler on a shared store takes from it at a time
+ID_BLOCK = 64
+
 # ``_reservation(Reservation, id=..., ...)`` builds a record by field name exactly
 # as ``Reservation(id=..., ...)`` does (same fields and defaults; a missing or
 # unknown name raises), at a third of the cost on the hot path: calling the
@@ -378,6 +381,10 @@ class Scheduler:
         self._history_tuples: dict[str, tuple[RunSpan, ...]] = {}  # per workspace, while unchanged
         self._workspace_views: tuple[str, ...] = ()
         self._next_id = 0
+        # a store shared by processes hands out the job ids (``reserve_ids``, optional in the
+        # seam); the memory engine has none: this scheduler numbers its jobs itself
+        self._reserve_ids = getattr(store, "reserve_ids", None)
+        self._ids: list[int] = []  # ids taken from the store, not yet given (last first)
         self._finishing: _Job | None = None
         self._handoff: _Job | None = None
         self._claims: dict[str, asyncio.Task] = {}  # workspace -> its awaited claim (WouldBlock)
@@ -790,8 +797,15 @@ class Scheduler:
         if self._closing is not None:
             raise SchedulerClosed(f"the scheduler is closed ({self._closing}): no new job")
         work = as_work(work)
-        self._next_id += 1
-        jid = self._next_id
+        if self._reserve_ids is None:
+            self._next_id += 1
+            jid = self._next_id
+        else:  # a store shared by processes numbers the jobs
+            if not self._ids:
+                self._ids = (await self._reserve_ids(ID_BLOCK))[::-1]
+            jid = self._ids.pop()
+            if jid > self._next_id:
+                self._next_id = jid
         now = self.clock()
         rec = _reservation(Reservation, id=jid, workspace=workspace, queue=q.name, state=_QUEUED,
                            created_at=now, updated_at=now)

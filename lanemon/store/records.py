@@ -38,6 +38,10 @@ Contract (what ``tests/test_store_lanes.py`` checks for every engine)
   ``holding``, ``close_holds``); ``fail_next`` makes the next matching save
   raise :class:`~lanemon.lanes.records.SaveFailed` (``failed_saves``,
   ``pending_failures``).
+* Optional: ``reserve_ids(n)`` (awaitable) hands out ``n`` job ids no other
+  user of the store was or will be given; an engine shared by processes
+  offers it and a scheduler then numbers its jobs with those ids (the memory
+  engine has none: its scheduler counts from 1).
 * Bounded: ``keep_finished`` terminal records are kept (the newest), every
   non-terminal one always (``stats()``).
 """

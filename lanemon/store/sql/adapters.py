@@ -237,6 +237,11 @@ class SqlRecords(RecordStore):
     async def load(self, id: int) -> Reservation | None:
         return await self._backend.load_job(id)
 
+    async def reserve_ids(self, n: int) -> list[int]:
+        """``n`` job ids from the store (a scheduler on a shared store numbers its jobs
+        with these: see ``Scheduler``)."""
+        return await self._backend.reserve_ids(n)
+
     async def _store_write(self, record: Reservation, fence: Iterable[Any]) -> Reservation:
         rows = []
         for token in fence:

@@ -69,6 +69,9 @@ Rules every backend enforces
 * **renew**: this session's lanes get ``lease_until = now + lease``.
 * **reap**: expires every lane whose lease ran out (and, on PostgreSQL, every
   lane of a session whose advisory lock is free).
+* **Job ids** come from the store (``add_jobs``, ``reserve_ids``: a SQLite
+  ``meta`` row, a PostgreSQL sequence), so the processes sharing a store
+  never give one id to two jobs.
 * **A lost owner's job** (reaped with its lane): its running job goes back
   to ``queued`` (attempts kept; run_id, epoch, owner cleared) while
   ``attempts < MAX_ATTEMPTS``; else it ends ``failed`` with error
@@ -173,6 +176,7 @@ class Backend(Protocol):
                        writer: str) -> SaveResult: ...
     async def load_job(self, id: int) -> Reservation | None: ...
     async def add_jobs(self, specs: list[JobSpec]) -> list[int]: ...
+    async def reserve_ids(self, n: int) -> list[int]: ...
 
     # everything, for ``lanemon store dump`` and the invariant checks
     async def dump(self) -> dict[str, Any]: ...

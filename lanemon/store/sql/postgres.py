@@ -122,6 +122,7 @@ CREATE SCHEMA IF NOT EXISTS lanemon;
 SET LOCAL search_path TO lanemon;
 CREATE TABLE meta (key text PRIMARY KEY, value text NOT NULL);
 CREATE SEQUENCE epoch_seq;
+CREATE SEQUENCE job_id_seq;
 CREATE TABLE lanes (
     name text NOT NULL, workspace text NOT NULL, owner text NOT NULL, session text NOT NULL,
     epoch bigint NOT NULL UNIQUE, claimed_at float8 NOT NULL, lease_until float8 NOT NULL,
@@ -341,17 +342,20 @@ END $$;
 
 CREATE FUNCTION add_jobs(p_wss text[], p_queues text[], p_seconds float8[], p_cpu float8[], p_fail boolean[],
                          p_skew float8) RETURNS SETOF bigint LANGUAGE plpgsql AS $$
-DECLARE t float8; base bigint; i integer;
+DECLARE t float8; jid bigint; i integer;
 BEGIN
-    LOCK TABLE lanemon.jobs IN SHARE ROW EXCLUSIVE MODE;  -- ids after every id ever saved
     t := lanemon.clock(p_skew);
-    SELECT coalesce(max(id), 0) INTO base FROM lanemon.jobs;
     FOR i IN 1 .. coalesce(array_length(p_wss, 1), 0) LOOP
+        jid := nextval('lanemon.job_id_seq');  -- (the ids every process takes: reserve_ids too)
         INSERT INTO lanemon.jobs (id, workspace, queue, state, created_at, updated_at, seconds, cpu_ms, fail)
-            VALUES (base + i, p_wss[i], p_queues[i], 'queued', t, t, p_seconds[i], p_cpu[i], p_fail[i]);
-        RETURN NEXT base + i;
+            VALUES (jid, p_wss[i], p_queues[i], 'queued', t, t, p_seconds[i], p_cpu[i], p_fail[i]);
+        RETURN NEXT jid;
     END LOOP;
 END $$;
+
+CREATE FUNCTION reserve_ids(n integer) RETURNS SETOF bigint LANGUAGE sql AS $$
+    SELECT nextval('lanemon.job_id_seq') FROM generate_series(1, n)
+$$;
 
 CREATE FUNCTION feed() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE r record;
@@ -719,6 +723,11 @@ class PostgresBackend(BackendSession):
     async def load_job(self, id: int) -> Reservation | None:
         row = await self._call(_SQL["load"], (id,), fetch="one")
         return None if row is None else job_record(row)
+
+    async def reserve_ids(self, n: int) -> list[int]:
+        """``n`` job ids no one else was or will be given (in this store)."""
+        rows = await self._call("SELECT * FROM lanemon.reserve_ids(%s::integer)", (n,))
+        return [r[0] for r in rows]
 
     async def add_jobs(self, specs: list[JobSpec]) -> list[int]:
         rows = await self._call(_SQL["add"], ([s.workspace for s in specs], [s.queue for s in specs],

@@ -371,13 +371,17 @@ class SqliteBackend(BackendSession):
     async def add_jobs(self, specs: list[JobSpec]) -> list[int]:
         with self._tx() as cur:
             now = self._now()
-            ids = []
-            for s in specs:
-                ids.append(cur.execute(
-                    "INSERT INTO jobs (workspace, queue, state, created_at, updated_at, seconds, cpu_ms, fail) "
-                    "VALUES (?, ?, 'queued', ?, ?, ?, ?, ?) RETURNING id",
-                    (s.workspace, s.queue, now, now, s.seconds, s.cpu_ms, int(s.fail))).fetchone()[0])
+            ids = _take_ids(cur, len(specs))
+            cur.executemany(
+                "INSERT INTO jobs (id, workspace, queue, state, created_at, updated_at, seconds, cpu_ms, fail) "
+                "VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?)",
+                [(i, s.workspace, s.queue, now, now, s.seconds, s.cpu_ms, int(s.fail)) for i, s in zip(ids, specs)])
             return ids
+
+    async def reserve_ids(self, n: int) -> list[int]:
+        """``n`` job ids no one else was or will be given (in this store)."""
+        with self._tx() as cur:
+            return _take_ids(cur, n)
 
     # -- everything --------------------------------------------------------------------
     async def dump(self) -> dict[str, Any]:
@@ -388,6 +392,14 @@ class SqliteBackend(BackendSession):
             return dump_rows(lambda sql: cur.execute(sql).fetchall(), self._now())
         finally:
             cur.execute("COMMIT")
+
+
+def _take_ids(cur: sqlite3.Cursor, n: int) -> list[int]:
+    """``n`` fresh job ids from the ``job_id`` row of ``meta`` (above every id ever used)."""
+    cur.execute("INSERT OR IGNORE INTO meta VALUES ('job_id', '0')")
+    top = cur.execute("UPDATE meta SET value = max(CAST(value AS INTEGER), (SELECT coalesce(max(id), 0) FROM jobs)) "
+                      "+ ? WHERE key='job_id' RETURNING CAST(value AS INTEGER)", (n,)).fetchone()[0]
+    return list(range(top - n + 1, top + 1))
 
 
 def _bump(cur: sqlite3.Cursor, key: str) -> None:
