@@ -112,7 +112,8 @@ def test_on_item_sees_what_was_stored_only():
 
 _valid = st.builds(lambda s, n: summary(s, name=n), st.integers(0, 50), st.sampled_from(["a", "b"]))
 _mangled = st.builds(lambda d, cut: json.dumps(d).encode()[:cut],
-                     st.fixed_dictionaries({"v": st.sampled_from([1, 2, "1"]), "kind": st.sampled_from(["summary", "block", 3]),
+                     st.fixed_dictionaries({"v": st.sampled_from([1, 2, "1"]),
+                                            "kind": st.sampled_from(["summary", "block", 3]),
                                             "name": st.text(max_size=90), "pid": st.integers(-2, 2**40),
                                             "host": st.text(max_size=3), "seq": st.integers(-1, 5)}),
                      st.integers(0, 400))
@@ -122,7 +123,8 @@ _any = st.one_of(st.binary(max_size=600), _valid, _mangled, st.just(b"x" * 40000
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(_any, st.sampled_from([ADDR, ("::1", 5, 0, 0), None, "weird"]), st.floats(0, 3)), max_size=40))
+@given(st.lists(st.tuples(_any, st.sampled_from([ADDR, ("::1", 5, 0, 0), None, "weird"]), st.floats(0, 3)),
+                max_size=40))
 def test_garbage_never_raises_and_every_datagram_is_accounted_for(datagrams):
     clock = Clock()
     book = ProbeBook(clock=clock, stale_s=1, drop_s=2, keep_s=2)

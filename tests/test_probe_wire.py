@@ -99,7 +99,8 @@ def test_missing_field_refused():
 
 
 def test_a_huge_block_is_trimmed_to_fit_fewest_samples_first():
-    frames = tuple(f"/a/very/long/path/to/some/module_{i:03d}.py:{i} function_{i}" + "x" * 150 for i in range(MAX_FRAMES))
+    frames = tuple(f"/a/very/long/path/to/some/module_{i:03d}.py:{i} function_{i}" + "x" * 150
+                   for i in range(MAX_FRAMES))
     folded = tuple(((f"s{k}",) + frames[1:], 100 - k) for k in range(40))
     block = _block(stack=frames + ("beyond",) * 5, folded=folded, samples=sum(c for _, c in folded))
     data = encode(block)
