@@ -76,15 +76,30 @@ def test_replayed_flood_and_too_many_programs_are_counted_and_dropped():
     assert not book.feed(summary(5), ADDR)
     assert not book.feed(summary(4), ADDR)
     assert book.dropped == {"replayed": 2}
-    results = [book.feed(summary(10 + i, name="loud", pid=9), ADDR) for i in range(20)]
+    loud = ("127.0.0.1", 40002)
+    results = [book.feed(summary(10 + i, name="loud", pid=9), loud) for i in range(20)]
     assert results[:5] == [True] * 5 and not any(results[5:])
     assert book.dropped["flood"] == 15
+    assert book.feed(summary(6), ADDR)                # another sender is not held back
     clock.t += 1.0                                    # the bucket refills at `rate`
-    assert book.feed(summary(100, name="loud", pid=9), ADDR)
-    assert book.feed(summary(0, name="third", pid=3), ADDR)
-    assert not book.feed(summary(0, name="fourth", pid=4), ADDR)
+    assert book.feed(summary(100, name="loud", pid=9), loud)
+    assert book.feed(summary(0, name="third", pid=3), ("127.0.0.1", 40003))
+    assert not book.feed(summary(0, name="fourth", pid=4), ("127.0.0.1", 40004))
     assert book.dropped["too_many_programs"] == 1
     assert len(book.programs()) == 3
+
+
+def test_a_garbage_flood_is_dropped_before_decoding_and_bounded_overall():
+    clock = Clock()
+    book = ProbeBook(clock=clock, rate=10, burst=5, total_rate=50)
+    for _ in range(100):
+        book.feed(b"{not json", ADDR)
+    assert book.dropped == {"not_json": 5, "flood": 95}   # 5 decoded (the burst), the rest not
+    for port in range(200):                           # many senders at once: the total bucket holds
+        book.feed(summary(port, name="many"), ("127.0.0.1", 50000 + port))
+    assert book.accepted == 45 and book.dropped["flood"] == 95 + 155
+    clock.t += 10.0
+    assert book.feed(summary(1000, name="many"), ("127.0.0.1", 50000))
 
 
 def test_index_is_the_smallest_free_one_and_stable():
