@@ -34,8 +34,8 @@ from lanemon.probe.demo import echo, hammer
 from lanemon.probe.listen import bound_address, listen
 from lanemon.work.lag import LagRecorder
 
-ROUND_S = 1.0
-ROUNDS = 6
+ROUND_S = 0.6
+ROUNDS = 10
 CLIENTS = 4
 BLOCKS = 20
 BLOCK_MS = 200.0
