@@ -55,12 +55,18 @@ def frames_of(frame, limit: int = MAX_FRAMES) -> tuple[str, ...]:
 class Watchdog:
     """Notices the loop thread ``thread_id`` blocked for more than ``block_ms`` and samples where.
 
+    ``period_ms``: the heartbeat's period (a beat is due that long after the previous one; pass it,
+    or a stall's duration includes one period). ``task_of()``: the current task's name, called
+    from the watchdog thread when a stall is noticed (exceptions mean None). ``alive()``: False
+    while the loop is not running (a stall is then not reported). ``clock``: the clock ``beat()``
+    reads (``time.monotonic``; pass ``now`` to ``beat`` on that clock).
+
     ``beat()`` is cheap (two attribute stores) and safe from any thread. ``start()`` starts the
     daemon thread (once); ``stop()`` ends it and joins it: after ``stop()`` returns, ``on_block``
     is never called again. A stall still in progress at ``stop()`` is not reported."""
 
-    def __init__(self, thread_id: int, block_ms: float, on_block: Callable[[Block], object], *,
-                 sample_every_ms: float = 5.0, period_ms: float = 0.0,
+    def __init__(self, thread_id: int, block_ms: float, on_block: Callable[[Block], object],
+                 sample_every_ms: float = 5.0, *, period_ms: float = 0.0,
                  task_of: Callable[[], str | None] | None = None,
                  alive: Callable[[], bool] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
