@@ -104,6 +104,26 @@ def test_a_real_program_blocked_in_a_named_function(inbox, tmp_path):
     assert all(f.startswith(str(script)) for f in top_frames[:2])
 
 
+def test_under_uvloop_when_it_is_installed(inbox, tmp_path):
+    pytest.importorskip("uvloop")         # not a dependency; the probe only needs call_later
+    script = tmp_path / "victim_uv.py"
+    script.write_text(VICTIM.replace("asyncio.run(main(", "import uvloop; uvloop.run(main("))
+    port = inbox.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, str(script), str(port)], env=ENV, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        got = receive_until(inbox, lambda g: b"END" in g)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    (block,) = [i for i in map(decode, got[:-1]) if isinstance(i, Block)]
+    assert 180 <= block.duration_ms <= 400 and block.task == "the-blocker"
+    assert block.folded[0][0][0].endswith(" crunch_numbers")
+
+
 def test_a_program_that_never_stops_its_probe_still_exits(tmp_path, inbox):
     script = tmp_path / "forgetful.py"
     script.write_text(textwrap.dedent('''
