@@ -6,6 +6,8 @@
     lanemon bench [NAME|all]      print measured figures
     lanemon store init|submit|dump|reset --store URL   a SQLite / PostgreSQL store
                                   (``lanemon.store.cli``)
+    lanemon probe listen|demo     hear asyncio programs' probes; a demo program with one
+                                  (``lanemon.probe.listen``)
     lanemon install-desktop       add a launcher entry (--uninstall removes it)
     lanemon --version
 
@@ -117,6 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
     from lanemon.store.cli import add_parser as add_store_parser
 
     add_store_parser(sub, _Parser)
+
+    from lanemon.probe.listen import add_parser as add_probe_parser
+
+    add_probe_parser(sub, _Parser)
 
     d = sub.add_parser("install-desktop", help="add lanemon to the desktop's application launcher")
     d.add_argument("--uninstall", action="store_true", help="remove the launcher entry and icons")
@@ -248,6 +254,12 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def cmd_probe(args) -> int:
+    from lanemon.probe.listen import cmd_probe as run
+
+    return run(args, BadInput)
+
+
 def cmd_install_desktop(args) -> int:
     from lanemon import desktop
 
@@ -338,6 +350,7 @@ COMMANDS = {
     "bench": cmd_bench,
     "install-desktop": cmd_install_desktop,
     "store": cmd_store,
+    "probe": cmd_probe,
     None: cmd_window,
 }
 
