@@ -247,6 +247,11 @@ class HeartbeatChart(QWidget):
         self._head = head
         self._head2 = QHBoxLayout()
         self._head2.setContentsMargins(8, 0, 8, 0)
+        # the probed programs' colours (set_programs): a second-row legend while any is heard
+        self.legend = LiveLabel("", fill=False)
+        self.legend.setVisible(False)
+        self._legend_shown = None
+        self._head2.addWidget(self.legend, 10)
         self._head2.addStretch(1)
 
         # plot
@@ -316,8 +321,21 @@ class HeartbeatChart(QWidget):
         hears: each one's p99 line and blocks, in its colour (``programs_overlay``)."""
         if self.programs is not None:
             self.programs.clear()
-        self.programs = ProgramsOverlay(self.plot, book, self._axis_font)
+        self.programs = ProgramsOverlay(self.plot, book)
         return self.programs
+
+    def _show_legend(self, legend) -> None:
+        """Which probed program is which colour, above the plot (hidden while none is heard)."""
+        if legend == self._legend_shown:
+            return
+        self._legend_shown = legend
+        parts = [("programs  ", theme.MUTED, False)] if legend else []
+        for text, color, stale in legend:
+            parts.append((f"━ {text}" + (" (stale)" if stale else "") + "   ", color, True))
+        self.legend.set_parts(parts)
+        self.legend.setToolTip("probed programs (lanemon.probe): each one's p99 lag per ~100 ms in its"
+                               " colour, its blocks as bars along the bottom; the Programs tab says more")
+        self.legend.setVisible(bool(legend))
 
     def add_own_block(self, block: OwnBlock) -> None:
         """A stall of the window's own loop (its watchdog's ``blocked``): labelled on the chart
@@ -549,8 +567,8 @@ class HeartbeatChart(QWidget):
             self.plot.removeItem(label)
         self._block_labels.clear()
         if self.programs is not None:
-            self.programs.set_font(self._axis_font)
             self.programs.restyle()
+        self._legend_shown = None
 
     # --- drawing ----------------------------------------------------------------------
     def redraw(self) -> None:
@@ -572,6 +590,7 @@ class HeartbeatChart(QWidget):
         peak = self._own_peak
         if self.programs is not None:
             peak = max(peak, self.programs.draw(now, w, self._scale, self._top))
+            self._show_legend(self.programs.legend())
         want = nice_top(peak)
         if want > self._top_ms or want <= SHRINK_BELOW * self._top_ms:
             self._set_top(want)

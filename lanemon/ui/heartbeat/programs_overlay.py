@@ -3,12 +3,12 @@
 ``ProgramsOverlay(plot, book)`` draws, for every program a ``ProbeBook`` knows
 (``lanemon.probe.book``), its p99 per summary (~10 a second) as a polyline in
 ``theme.program_color(index)`` (a stale program's in ``theme.PROGRAM_STALE``),
-its name at the line's newest point, and its blocks as bars along the bottom
+and its blocks as bars along the bottom
 of the plot (from the block's start for its duration, ``BLOCK_STRIP`` of the
 plot's height), in the same colour.
 
 Cheap by construction: the items are Qt-painted (``chart_items.Curve`` /
-``Bars`` / ``Label``) in the book's time coordinates (the receiver's clock:
+``Bars``) in the book's time coordinates (the receiver's clock:
 the book is made with ``time.perf_counter``, the chart's clock); a frame only
 moves them (``setPos(-now)``), and their paths are rebuilt only when the book
 changed (``book.version``), the scale or the axis top changed, at most every
@@ -16,16 +16,18 @@ changed (``book.version``), the scale or the axis top changed, at most every
 shown window once.
 
 ``draw(now, window_s, scale, top_view)`` returns the highest p99 shown (ms),
-so the chart's y axis can make room for it.
+so the chart's y axis can make room for it; ``legend()`` says which program
+is which colour (the chart shows it above the plot: names at the lines' ends
+overlapped when two programs lagged alike).
 """
 
 from __future__ import annotations
 
-from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtGui import QBrush, QColor
 import numpy as np
 
 from lanemon.ui.kit import theme
-from lanemon.ui.kit.chart_items import Bars, Curve, Label, cosmetic_pen
+from lanemon.ui.kit.chart_items import Bars, Curve, cosmetic_pen
 
 REBUILD_EVERY = 3         # frames between rebuilds at most (summaries come at ~10 a second)
 BLOCK_STRIP = 0.05        # of the plot's height: the block bars along the bottom
@@ -33,28 +35,16 @@ GAP_S = 1.0               # summaries further apart than this are not joined by 
 
 
 class _Items:
-    """The chart items of one program (a line, its name, its block bars)."""
+    """The chart items of one program (a line, its block bars)."""
 
-    def __init__(self, plot, font: QFont) -> None:
+    def __init__(self, plot) -> None:
         self.curve = Curve(cosmetic_pen(theme.FG), connect="finite")
         self.curve.setZValue(9)                    # under the window's own lag curve (10)
         self.bars = Bars(QBrush(QColor(theme.FG)), cosmetic_pen(theme.FG))
         self.bars.setZValue(9)
-        self.font = font
-        self.name = self._label(theme.FG)
         plot.addItem(self.curve, ignoreBounds=True)
         plot.addItem(self.bars, ignoreBounds=True)
         self.color: str | None = None
-
-    def _label(self, color) -> Label:
-        label = Label("", color, anchor=(1.0, 1.0), parent=self.curve)   # moves with the line
-        label.setFont(self.font)
-        label.setZValue(1)
-        return label
-
-    def set_font(self, font: QFont) -> None:
-        self.font = font
-        self.name.setFont(font)
 
     def style(self, color: QColor) -> None:
         if self.color == color.name():
@@ -64,14 +54,6 @@ class _Items:
         fill = QColor(color)
         fill.setAlpha(200)
         self.bars.set_style(QBrush(fill), cosmetic_pen(color))
-        text, pos, shown = self.name.text(), self.name.pos(), self.name.isVisible()
-        scene = self.name.scene()
-        if scene is not None:
-            scene.removeItem(self.name)
-        self.name = self._label(color)         # a label's colour is set when it is made
-        self.name.set_text(text)
-        self.name.setPos(pos)
-        self.name.setVisible(shown)
 
     def remove(self, plot) -> None:
         plot.removeItem(self.curve)
@@ -81,10 +63,10 @@ class _Items:
 class ProgramsOverlay:
     """The probed programs' lag lines and block bars on one plot (see the module docstring)."""
 
-    def __init__(self, plot, book, font: QFont | None = None) -> None:
+    def __init__(self, plot, book) -> None:
         self._plot = plot
         self._book = book
-        self._font = QFont(font) if font is not None else QFont()
+        self._legend: tuple[tuple[str, str, bool], ...] = ()
         self._items: dict[tuple, _Items] = {}
         self._drawn = None                 # what the paths were last built from
         self._frames = 0
@@ -95,9 +77,10 @@ class ProgramsOverlay:
         """The programs drawn (their book keys)."""
         return tuple(self._items)
 
-    def names(self) -> dict[tuple, str]:
-        """Each drawn program's name label text."""
-        return {k: it.name.text() for k, it in self._items.items()}
+    def legend(self) -> tuple[tuple[str, str, bool], ...]:
+        """``(text, colour, stale)`` per program drawn, in the book's order (name, pid): what
+        the chart's legend shows (``"name · pid"``)."""
+        return self._legend
 
     def colors(self) -> dict[tuple, str]:
         """Each drawn program's line colour (``#rrggbb``)."""
@@ -107,11 +90,6 @@ class ProgramsOverlay:
         """How many summaries the program's line was drawn through."""
         it = self._items.get(key)
         return 0 if it is None else it.curve.path().elementCount()
-
-    def set_font(self, font: QFont) -> None:
-        self._font = QFont(font)
-        for it in self._items.values():
-            it.set_font(self._font)
 
     def restyle(self) -> None:
         """The palette changed: colours are applied again on the next draw."""
@@ -143,6 +121,7 @@ class ProgramsOverlay:
         book = self._book
         since = now - window_s - 1.0
         seen = set()
+        legend = []
         peak = 0.0
         bottom = scale.bottom
         strip = bottom + BLOCK_STRIP * (top_view - bottom)
@@ -151,8 +130,10 @@ class ProgramsOverlay:
             seen.add(key)
             it = self._items.get(key)
             if it is None:
-                it = self._items[key] = _Items(self._plot, self._font)
-            it.style(QColor(theme.PROGRAM_STALE) if prog.stale else theme.program_color(prog.index))
+                it = self._items[key] = _Items(self._plot)
+            color = QColor(theme.PROGRAM_STALE) if prog.stale else theme.program_color(prog.index)
+            it.style(color)
+            legend.append((f"{prog.name} · {prog.pid}", color.name(), prog.stale))
             lag = [p for p in book.lag(key) if p.t >= since]
             t = np.fromiter((p.t for p in lag), dtype=np.float64, count=len(lag))
             y = np.fromiter((p.p99 for p in lag), dtype=np.float64, count=len(lag))
@@ -165,11 +146,8 @@ class ProgramsOverlay:
                 peak = max(peak, float(np.nanmax(y)))
                 yv = scale.to_view(np.where(np.isnan(y), np.nan, np.maximum(y, 0.0)))
                 it.curve.setData(t, yv)
-                it.name.setPos(float(t[-1]), float(yv[-1]))
             else:
                 it.curve.setData(t, y)
-            it.name.set_text(f"{prog.name} · {prog.pid}")
-            it.name.setVisible(bool(y.size))
             blocks = [b for b in book.blocks(key) if b.t_start + b.duration_ms / 1000.0 >= since]
             x0 = np.fromiter((b.t_start for b in blocks), dtype=np.float64, count=len(blocks))
             dur = np.fromiter((b.duration_ms / 1000.0 for b in blocks), dtype=np.float64, count=len(blocks))
@@ -178,6 +156,7 @@ class ProgramsOverlay:
         for key in [k for k in self._items if k not in seen]:
             self._items.pop(key).remove(self._plot)
         self._peak = peak
+        self._legend = tuple(legend)
 
 
 __all__ = ["BLOCK_STRIP", "ProgramsOverlay"]

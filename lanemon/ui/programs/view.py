@@ -55,6 +55,7 @@ PROGRAM_COLUMNS = ("program", "pid", "host", "last seen", "p99 now", "blocks / m
 BLOCK_COLUMNS = ("program", "when", "blocked", "time went to", "task")
 WHERE_COLUMNS = ("share", "function", "file:line", "in")
 ADDRESS_ENV = "LANEMON_PROBE_ADDRESS"   # where to listen when the window is given no address
+SLACK_PX = 6                # added to each fitted column
 MAX_BLOCK_ROWS = 200        # newest blocks listed
 MAX_WHERE_ROWS = 32         # a block's folded stacks are at most 32
 
@@ -94,6 +95,15 @@ def _table(columns: Iterable[str]) -> QTableWidget:
     return table
 
 
+def _fit(table: QTableWidget) -> None:
+    """Columns fitted to their newest rows (``tables.fit_columns``, bold cells) plus ``SLACK_PX``:
+    a bold text measured to the pixel was still elided by a pixel."""
+    fit_columns(table, bold_cells=True)
+    header = table.horizontalHeader()
+    for column in range(table.columnCount() - 1):          # the last one stretches
+        header.resizeSection(column, header.sectionSize(column) + SLACK_PX)
+
+
 class ProgramsView(LiveView):
     """The Programs tab (see the module docstring)."""
 
@@ -117,26 +127,35 @@ class ProgramsView(LiveView):
 
         self.head = QLabel("Programs: not listening yet")
         self.head.setWordWrap(True)
-        self.hint = QLabel("Add to an asyncio program: <tt>import lanemon.probe</tt>, then "
-                           "<tt>lanemon.probe.start()</tt> inside its running loop "
-                           "(or try <tt>lanemon probe demo</tt>). Click a block to see where its time went.")
+        self.hint = QLabel("In an asyncio program: <tt>import lanemon.probe</tt>; "
+                           "<tt>lanemon.probe.start()</tt> in its loop (or run <tt>lanemon probe demo</tt>)."
+                           " Click a block: where its time went.")
         self.hint.setProperty("muted", True)
         self.hint.setWordWrap(True)
         self.programs_table = _table(PROGRAM_COLUMNS)
         self.blocks_table = _table(BLOCK_COLUMNS)
         self.blocks_table.itemSelectionChanged.connect(self._block_chosen)
-        self.where_title = QLabel("Where the time went: click a block")
+        self.where_title = QLabel("Where a block's time went: click one")
+        self.where_title.setWordWrap(True)
         self.where_table = _table(WHERE_COLUMNS)
 
-        lower = QWidget()
-        lo = QVBoxLayout(lower)
+        # left: the programs over their blocks; right: where the chosen block's time went
+        left = QSplitter(Qt.Orientation.Vertical)
+        left.addWidget(self.programs_table)
+        left.addWidget(self.blocks_table)
+        left.setChildrenCollapsible(False)
+        left.setStretchFactor(0, 2)
+        left.setStretchFactor(1, 3)
+        right = QWidget()
+        lo = QVBoxLayout(right)
         lo.setContentsMargins(0, 0, 0, 0)
         lo.addWidget(self.where_title)
         lo.addWidget(self.where_table, 1)
-        split = QSplitter(Qt.Orientation.Vertical)
-        split.addWidget(self.programs_table)
-        split.addWidget(self.blocks_table)
-        split.addWidget(lower)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(left)
+        split.addWidget(right)
+        split.setStretchFactor(0, 5)
+        split.setStretchFactor(1, 6)
         split.setChildrenCollapsible(False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 6, 8, 6)
@@ -190,7 +209,7 @@ class ProgramsView(LiveView):
         self.head.setFont(big)
         self.where_title.setFont(big)
         for table in (self.programs_table, self.blocks_table, self.where_table):
-            fit_columns(table)
+            _fit(table)
 
     # --- drawing -------------------------------------------------------------------------------
     def _show_programs(self) -> None:
@@ -212,20 +231,18 @@ class ProgramsView(LiveView):
                     f"{k} {v:,}" for k, v in sorted(book.dropped.items()) if v) + ")"
         self.head.setText(head)
         t = self.programs_table
-        grow = t.rowCount() != len(progs)
         t.setRowCount(len(progs))
         for row, p in enumerate(progs):
             color = theme.PROGRAM_STALE if p.stale else theme.program_color(p.index).name()
             ink = theme.PROGRAM_STALE if p.stale else None
             p99 = "–" if p.p99_now is None else f"{p.p99_now:,.1f} ms"
-            cells = (_item(f"● {p.name}" + (" (stale)" if p.stale else ""), color, bold=True),
+            cells = (_item(p.name + (" (stale)" if p.stale else ""), color, bold=True),
                      _item(str(p.pid), ink, right=True), _item(p.host, ink),
                      _item(_ago(now - p.last_seen), ink), _item(p99, ink, right=True),
                      _item(str(p.blocks_last_minute), ink, right=True))
             for col, it in enumerate(cells):
                 t.setItem(row, col, it)
-        if grow:
-            fit_columns(t)
+        _fit(t)     # at most 20 rows measured: cheap at 2 refreshes a second
 
     def _show_blocks(self) -> None:
         book = self.book
@@ -242,7 +259,6 @@ class ProgramsView(LiveView):
         t = self.blocks_table
         t.blockSignals(True)
         try:
-            grow = t.rowCount() != len(rows)
             t.setRowCount(len(rows))
             chosen_row = -1
             for row, (key, b) in enumerate(rows):
@@ -260,8 +276,7 @@ class ProgramsView(LiveView):
                 t.clearSelection()
         finally:
             t.blockSignals(False)
-        if grow:
-            fit_columns(t)
+        _fit(t)
 
     def _block_chosen(self) -> None:
         rows = self.blocks_table.selectionModel().selectedRows()
@@ -287,7 +302,7 @@ class ProgramsView(LiveView):
                      _item(s.where), _item(s.caller if s.caller != s.function else ""))
             for col, it in enumerate(cells):
                 t.setItem(row, col, it)
-        fit_columns(t)
+        _fit(t)
 
     def where_rows(self) -> list[tuple[str, ...]]:
         """The texts of the ranked list now shown (for tests and screenshots)."""
