@@ -60,7 +60,7 @@ def test_two_programs_are_two_rows_two_colours_and_a_block_says_where_its_time_w
     view = ProgramsView(book, clock=clock)
     qtbot.addWidget(view)
     view.resize(900, 600)
-    folded = (((f"/usr/lib/python3.11/json/decoder.py:353 JSONDecoder.raw_decode", f"{APP}:42 load_catalog",
+    folded = ((("/usr/lib/python3.11/json/decoder.py:353 JSONDecoder.raw_decode", f"{APP}:42 load_catalog",
                 LOOP), 30),
               ((f"{APP}:60 price_all", LOOP), 10))
     for i in range(5):
@@ -87,7 +87,7 @@ def test_two_programs_are_two_rows_two_colours_and_a_block_says_where_its_time_w
     assert view.where_rows() == []
     b.selectRow(0)                                                         # a click on the block
     rows = view.where_rows()
-    assert rows[0][:3] == ("75%", "JSONDecoder.raw_decode", "/usr/lib/python3.11/json/decoder.py:353")
+    assert rows[0][:3] == ("75%", "JSONDecoder.raw_decode", "json/decoder.py:353")
     assert rows[0][3] == "load_catalog"
     assert rows[1][:2] == ("25%", "price_all")
     assert "Task-7" in view.where_title.text() and "40 samples" in view.where_title.text()
@@ -196,7 +196,7 @@ def test_a_port_in_use_is_a_warning_and_the_window_stays_up(qtbot):
 
     taken = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     taken.bind(("127.0.0.1", 0))
-    address = "127.0.0.1:%d" % taken.getsockname()[1]
+    address = f"127.0.0.1:{taken.getsockname()[1]}"
     try:
         win = MainWindow(probe_address=address)
 
@@ -219,7 +219,9 @@ def test_a_port_in_use_is_a_warning_and_the_window_stays_up(qtbot):
 def test_a_whole_run_stalls_the_window_and_its_chart_names_hash_range(qtbot):
     async def scenario(win):
         c = win.controller
-        await wait_until(lambda: win.own_watchdog.running and (c.machine.warm_roundtrip_ms is not None or c.machine.errors), 60)
+        # wait for the start-up measurements (starting processes stalls the loop a little)
+        await wait_until(lambda: c.machine.warm_roundtrip_ms is not None or c.machine.errors, 60)
+        assert win.own_watchdog.running
         rec = c.start_whole(c.iterations_for_ms(400))
         assert rec is not None
         await wait_until(lambda: rec.status != "running", 60)

@@ -51,3 +51,15 @@ def test_ranked_rows_are_per_innermost_frame_most_samples_first_with_shares_and_
     assert rows[1].caller == "serve"
     assert abs(sum(r.share for r in rows) - 1.0) < 1e-9
     assert rows[0].share == 0.8
+
+
+def test_a_stall_in_the_loops_own_code_is_named_after_the_loop_not_whoever_started_it():
+    qt_paint = ("/venv/lib/python3.11/site-packages/qasync/__init__.py:420 QEventLoop.run_forever",
+                "/usr/lib/python3.11/asyncio/runners.py:118 Runner.run",
+                "/work/main/lanemon/ui/shell/app.py:200 run_app")
+    assert culprit([(qt_paint, 12)]) == "QEventLoop.run_forever"
+    assert ranked([(qt_paint, 12)])[0].caller == ""
+    in_a_callback = ("/home/me/service/app.py:42 handle",
+                     "/usr/lib/python3.11/asyncio/events.py:80 Handle._run",
+                     "/usr/lib/python3.11/asyncio/base_events.py:1922 BaseEventLoop._run_once") + qt_paint[1:]
+    assert culprit([(in_a_callback, 3)]) == "handle"

@@ -24,6 +24,14 @@ so): the figures
 describe the runs and the loop, not the monitor restyling itself. A span runs
 from the ``with`` until the first tick after it (the tick that carries the
 stall). Run records keep their own figures (``RunController``), untouched.
+
+Stalls of the window's loop that its watchdog saw (``add_own_block``, from
+``own_watchdog.OwnWatchdog.blocked``) are labelled at their start, in the run
+labels' rows: "blocked 412 ms / in hash_range" (the function the stall's time
+went to, ``programs.where.culprit``). ``set_programs(book)`` draws the probed
+programs a ``ProbeBook`` hears (``programs_overlay``): each one's p99 line and
+blocks in its colour, a legend row above the plot naming them; the y axis
+makes room for their lines.
 """
 
 from __future__ import annotations
@@ -247,12 +255,14 @@ class HeartbeatChart(QWidget):
         self._head = head
         self._head2 = QHBoxLayout()
         self._head2.setContentsMargins(8, 0, 8, 0)
-        # the probed programs' colours (set_programs): a second-row legend while any is heard
+        self._head2.addStretch(1)
+        # the probed programs' colours (set_programs): a row of its own while any is heard
         self.legend = LiveLabel("", fill=False)
         self.legend.setVisible(False)
         self._legend_shown = None
-        self._head2.addWidget(self.legend, 10)
-        self._head2.addStretch(1)
+        self._head3 = QHBoxLayout()
+        self._head3.setContentsMargins(8, 0, 8, 0)
+        self._head3.addWidget(self.legend, 1)
 
         # plot
         self.plot = live_plot("seconds ago", "lag (ms)")   # axes re-render only when range or style change
@@ -286,6 +296,7 @@ class HeartbeatChart(QWidget):
         layout.setSpacing(2)
         layout.addLayout(head)
         layout.addLayout(self._head2)
+        layout.addLayout(self._head3)
         layout.addWidget(self.plot, 1)
         self.apply_fonts()
 

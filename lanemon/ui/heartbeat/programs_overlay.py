@@ -23,8 +23,8 @@ overlapped when two programs lagged alike).
 
 from __future__ import annotations
 
-from PySide6.QtGui import QBrush, QColor
 import numpy as np
+from PySide6.QtGui import QBrush, QColor
 
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.chart_items import Bars, Curve, cosmetic_pen

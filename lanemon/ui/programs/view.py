@@ -48,7 +48,7 @@ from PySide6.QtWidgets import (
 
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.live_view import LiveView
-from lanemon.ui.kit.tables import fit_columns
+from lanemon.ui.kit.tables import column_fit, fit_columns, keep_within_width
 from lanemon.ui.programs.where import culprit, ranked
 
 PROGRAM_COLUMNS = ("program", "pid", "host", "last seen", "p99 now", "blocks / min")
@@ -82,6 +82,12 @@ def _ago(seconds: float) -> str:
     return f"{seconds / 60:.0f} min ago"
 
 
+def _short(where: str) -> str:
+    """``file:line`` with only the file's folder and name (the whole path is the tooltip)."""
+    parts = where.replace("\\", "/").split("/")
+    return "/".join(parts[-2:])
+
+
 def _table(columns: Iterable[str]) -> QTableWidget:
     cols = tuple(columns)
     table = QTableWidget(0, len(cols))
@@ -96,12 +102,16 @@ def _table(columns: Iterable[str]) -> QTableWidget:
 
 
 def _fit(table: QTableWidget) -> None:
-    """Columns fitted to their newest rows (``tables.fit_columns``, bold cells) plus ``SLACK_PX``:
-    a bold text measured to the pixel was still elided by a pixel."""
+    """Columns fitted to their newest rows (``tables.fit_columns``, bold cells) plus ``SLACK_PX``
+    (a bold text measured to the pixel was still elided by a pixel), kept within the table's
+    width (``keep_within_width``: low-priority columns dropped first, then texts elided)."""
     fit_columns(table, bold_cells=True)
-    header = table.horizontalHeader()
-    for column in range(table.columnCount() - 1):          # the last one stretches
-        header.resizeSection(column, header.sectionSize(column) + SLACK_PX)
+    fit = column_fit(table)
+    for column in range(table.columnCount()):
+        natural = fit.natural(column)
+        if natural is not None:
+            fit.set_natural(column, natural + SLACK_PX)
+    fit.apply()
 
 
 class ProgramsView(LiveView):
@@ -133,11 +143,14 @@ class ProgramsView(LiveView):
         self.hint.setProperty("muted", True)
         self.hint.setWordWrap(True)
         self.programs_table = _table(PROGRAM_COLUMNS)
+        keep_within_width(self.programs_table, drop=(2, 3))      # host, then last seen, go first
         self.blocks_table = _table(BLOCK_COLUMNS)
+        keep_within_width(self.blocks_table, drop=(4, 1))        # task, then when
         self.blocks_table.itemSelectionChanged.connect(self._block_chosen)
         self.where_title = QLabel("Where a block's time went: click one")
         self.where_title.setWordWrap(True)
         self.where_table = _table(WHERE_COLUMNS)
+        keep_within_width(self.where_table, drop=(3, 2))         # the caller, then file:line
 
         # left: the programs over their blocks; right: where the chosen block's time went
         left = QSplitter(Qt.Orientation.Vertical)
@@ -154,8 +167,8 @@ class ProgramsView(LiveView):
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(left)
         split.addWidget(right)
-        split.setStretchFactor(0, 5)
-        split.setStretchFactor(1, 6)
+        split.setStretchFactor(0, 1)
+        split.setStretchFactor(1, 1)
         split.setChildrenCollapsible(False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 6, 8, 6)
@@ -298,8 +311,10 @@ class ProgramsView(LiveView):
         t = self.where_table
         t.setRowCount(len(shares))
         for row, s in enumerate(shares):
+            where = _item(_short(s.where))
+            where.setToolTip(s.where)
             cells = (_item(f"{s.share:.0%}", bold=True, right=True), _item(s.function, bold=True),
-                     _item(s.where), _item(s.caller if s.caller != s.function else ""))
+                     where, _item(s.caller if s.caller != s.function else ""))
             for col, it in enumerate(cells):
                 t.setItem(row, col, it)
         _fit(t)

@@ -18,7 +18,11 @@ a string ``"file:line function"``, innermost first. Here:
 - ``culprit(folded)``: the function to name for the stall, the innermost
   non-library frame of each stack, the one with the most samples summed
   (ties: the first seen, i.e. the larger stack); the innermost frame's
-  function when every frame is a library's; ``None`` for no samples.
+  function when every frame is a library's, or when an event loop's run
+  frame (``LOOP_RUNNERS``) comes before any of the program's: the loop was
+  busy in its own code or in C (Qt painting under qasync shows as
+  ``QEventLoop.run_forever``, not as whatever started the loop);
+  ``None`` for no samples.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ Folded = Iterable[tuple[Sequence[str], int]]
 
 _LIBRARY = re.compile(r"(^<frozen |[/\\](site|dist)-packages[/\\]|[/\\]lib[/\\]python3[^/\\]*[/\\])")
 _OWN = re.compile(r"[/\\]lanemon[/\\]")
+LOOP_RUNNERS = frozenset({"run_forever", "_run_once", "run_until_complete"})   # an event loop's run frames
 
 
 class Frame(NamedTuple):
@@ -74,9 +79,13 @@ def is_library(frame: str) -> bool:
 
 
 def _own_frame(frames: Sequence[str]) -> str | None:
+    """The innermost non-library frame, unless the event loop's own run frame comes first
+    (the loop was busy in its own or C code, e.g. Qt painting: no caller of the program's)."""
     for frame in frames:
         if not is_library(frame):
             return frame
+        if parse_frame(frame).function.rpartition(".")[2] in LOOP_RUNNERS:
+            return None
     return None
 
 

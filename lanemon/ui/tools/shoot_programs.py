@@ -5,7 +5,7 @@ listening on a free port; starts two small asyncio programs with
 ``lanemon.probe`` sending to it ("orders" blocks its loop in
 ``crunch_numbers``, pure CPU, "billing" in ``load_catalog``, a ``time.sleep``
 and a JSON parse, each every few seconds); waits ``--seconds`` while their
-lines and blocks come in, picks the newest block in the Programs tab, saves
+lines and blocks come in, picks billing's newest block in the Programs tab, saves
 the window, then ends both programs.
 """
 
@@ -66,29 +66,40 @@ async def scenario(win, out: str, seconds: float, presenter: bool) -> None:
     await wait_until(lambda: view.bound is not None or view.listen_error is not None, 10)
     if view.bound is None:
         raise RuntimeError(view.listen_error)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    procs = [subprocess.Popen([sys.executable, "-c", PROGRAM, name, view.bound, str(every), str(ms)],
-                              stdin=subprocess.PIPE, env=env) for name, every, ms in PROGRAMS]
+    procs = _start_programs(view.bound)
     try:
         win.show_view("programs")
         await asyncio.sleep(seconds)
         view.refresh_now()
-        if view.blocks_table.rowCount():
-            view.blocks_table.selectRow(0)
+        t = view.blocks_table
+        rows = [r for r in range(t.rowCount()) if t.item(r, 3).text() == "load_catalog"]
+        if rows or t.rowCount():
+            t.selectRow(rows[0] if rows else 0)     # billing's: a stack through the json module
         await asyncio.sleep(0.3)
         from lanemon.ui.shell.exports import save_png
 
         image = save_png(win, out)
         print(f"screenshot written to {out} ({image.width()}×{image.height()})")
     finally:
-        for p in procs:
-            p.stdin.close()
-        for p in procs:
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        _end_programs(procs)
+
+
+def _start_programs(address: str) -> list[subprocess.Popen]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    return [subprocess.Popen([sys.executable, "-c", PROGRAM, name, address, str(every), str(ms)],
+                             stdin=subprocess.PIPE, env=env) for name, every, ms in PROGRAMS]
+
+
+def _end_programs(procs: list[subprocess.Popen]) -> None:
+    """Close their stdin (they stop their probe and exit), kill any that has not after 20 s."""
+    for p in procs:
+        p.stdin.close()
+    for p in procs:
+        try:
+            p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
 
 
 def shoot(out: str, seconds: float = 9.0, presenter: bool = False) -> int:
