@@ -25,6 +25,8 @@ def test_a_frame_is_split_into_file_line_and_function_and_odd_strings_are_kept_w
 def test_library_frames_are_the_interpreters_and_installed_packages_never_lanemons():
     assert is_library(STDLIB) and is_library(SITE) and is_library(JSON)
     assert is_library("<frozen importlib._bootstrap>:1 _load")
+    assert is_library("shibokensupport/signature/loader.py:60 _mod_uses_pyside")
+    assert not is_library("<string>:8 crunch_numbers")
     assert not is_library(MINE)
     assert not is_library(HASH) and not is_library(HASH_INSTALLED)
 

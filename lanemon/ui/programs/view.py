@@ -38,6 +38,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QGroupBox,
     QLabel,
     QSplitter,
     QTableWidget,
@@ -147,21 +148,22 @@ class ProgramsView(LiveView):
         self.blocks_table = _table(BLOCK_COLUMNS)
         keep_within_width(self.blocks_table, drop=(4, 1))        # task, then when
         self.blocks_table.itemSelectionChanged.connect(self._block_chosen)
-        self.where_title = QLabel("Where a block's time went: click one")
+        self.where_title = QLabel("Click a block")
         self.where_title.setWordWrap(True)
         self.where_table = _table(WHERE_COLUMNS)
         keep_within_width(self.where_table, drop=(3, 2))         # the caller, then file:line
 
         # left: the programs over their blocks; right: where the chosen block's time went
-        left = QSplitter(Qt.Orientation.Vertical)
-        left.addWidget(self.programs_table)
-        left.addWidget(self.blocks_table)
-        left.setChildrenCollapsible(False)
-        left.setStretchFactor(0, 2)
-        left.setStretchFactor(1, 3)
-        right = QWidget()
+        tables = QSplitter(Qt.Orientation.Vertical)
+        tables.addWidget(self.programs_table)
+        tables.addWidget(self.blocks_table)
+        tables.setChildrenCollapsible(False)
+        tables.setStretchFactor(0, 2)
+        tables.setStretchFactor(1, 3)
+        left = QGroupBox("Programs · their blocks")
+        QVBoxLayout(left).addWidget(tables)
+        right = QGroupBox("Where a block's time went")
         lo = QVBoxLayout(right)
-        lo.setContentsMargins(0, 0, 0, 0)
         lo.addWidget(self.where_title)
         lo.addWidget(self.where_table, 1)
         split = QSplitter(Qt.Orientation.Horizontal)
@@ -220,7 +222,6 @@ class ProgramsView(LiveView):
         big.setPointSizeF(theme.pt(12))
         big.setBold(True)
         self.head.setFont(big)
-        self.where_title.setFont(big)
         for table in (self.programs_table, self.blocks_table, self.where_table):
             _fit(table)
 
@@ -305,7 +306,7 @@ class ProgramsView(LiveView):
         self._chosen = (key, block.seq)
         name = key[0] if isinstance(key, tuple) and key else str(key)
         task = block.task or "no task known"
-        self.where_title.setText(f"Where {block.duration_ms:,.0f} ms of {name} went · task: {task} · "
+        self.where_title.setText(f"{name} · {block.duration_ms:,.0f} ms · task: {task} · "
                                  f"{block.samples} samples")
         shares = ranked(block.folded)[:MAX_WHERE_ROWS]
         t = self.where_table

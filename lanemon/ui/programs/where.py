@@ -7,10 +7,11 @@ a string ``"file:line function"``, innermost first. Here:
 - ``parse_frame(frame)`` splits a frame into ``Frame(file, line, function)``;
   a string not of that form is kept whole as the function (never raises).
 - ``is_library(frame)``: the frame is the interpreter's or an installed
-  package's (the standard library, ``site-packages``, ``<frozen ...>``), not the
-  program's own code. A frame under a ``lanemon`` package folder is never a
-  library frame (the window's own stalls are blamed on lanemon's code even
-  when lanemon is installed).
+  package's (the standard library, ``site-packages``, ``<frozen ...>``,
+  PySide's embedded ``shibokensupport``), not the program's own code
+  (``<string>``, ``python -c``, is the program's). A frame under a ``lanemon``
+  package folder is never a library frame (the window's own stalls are
+  blamed on lanemon's code even when lanemon is installed).
 - ``ranked(folded)``: one row per innermost frame (where the samples were
   taken), most samples first: its function, ``file:line``, samples, share of
   all samples, and the innermost non-library frame of those stacks
@@ -33,7 +34,8 @@ from typing import NamedTuple
 
 Folded = Iterable[tuple[Sequence[str], int]]
 
-_LIBRARY = re.compile(r"(^<frozen |[/\\](site|dist)-packages[/\\]|[/\\]lib[/\\]python3[^/\\]*[/\\])")
+_LIBRARY = re.compile(r"(^<frozen |[/\\](site|dist)-packages[/\\]|[/\\]lib[/\\]python3[^/\\]*[/\\]"
+                      r"|(^|[/\\])shibokensupport[/\\])")   # PySide's modules embedded in its library
 _OWN = re.compile(r"[/\\]lanemon[/\\]")
 LOOP_RUNNERS = frozenset({"run_forever", "_run_once", "run_until_complete"})   # an event loop's run frames
 
