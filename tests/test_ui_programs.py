@@ -172,14 +172,14 @@ def test_two_real_probed_programs_appear_as_rows_and_coloured_lines_with_their_b
         return ({p.name for p in progs}, {p.pid for p in progs} == {p.pid for p in procs},
                 set(overlay.colors().values()), [text for text, _colour, _stale in overlay.legend()],
                 [b for p in progs for b in book.blocks(p.key)], view.blocks_table.item(0, 3).text(),
-                view.where_rows(), win.chart.legend.isVisible())
+                view.where_rows(), win.chart.legend.isVisible(), view)
 
     try:
         rc, value, errors = run_window(scenario)
     finally:
         codes = _end(procs)
     assert rc == 0 and errors == []
-    names, pids_match, colours, labels, blocks, culprit_cell, where, legend_shown = value
+    names, pids_match, colours, labels, blocks, culprit_cell, where, legend_shown, view = value
     assert names == {"orders", "billing"} and pids_match
     assert len(colours) == 2
     assert [label.split(" · ")[0] for label in labels] == ["billing", "orders"]    # the chart's legend
@@ -189,6 +189,10 @@ def test_two_real_probed_programs_appear_as_rows_and_coloured_lines_with_their_b
     assert culprit_cell == "crunch_numbers"
     assert where[0][1] == "crunch_numbers"
     assert codes == [0, 0]                                                # the probes let them exit
+    assert view.transport is None                                         # closed at shutdown: the port is free
+    host, port = view.bound.rsplit(":", 1)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as again:
+        again.bind((host, int(port)))
 
 
 def test_a_port_in_use_is_a_warning_and_the_window_stays_up(qtbot):

@@ -13,7 +13,7 @@ the book is made with ``time.perf_counter``, the chart's clock); a frame only
 moves them (``setPos(-now)``), and their paths are rebuilt only when the book
 changed (``book.version``), the scale or the axis top changed, at most every
 ``REBUILD_EVERY`` frames. A rebuild reads each program's summaries of the
-shown window once.
+shown window once (found by bisection: the book keeps ~2 minutes).
 
 ``draw(now, window_s, scale, top_view)`` returns the highest p99 shown (ms),
 so the chart's y axis can make room for it; ``legend()`` says which program
@@ -22,6 +22,8 @@ overlapped when two programs lagged alike).
 """
 
 from __future__ import annotations
+
+import bisect
 
 import numpy as np
 from PySide6.QtGui import QBrush, QColor
@@ -32,6 +34,10 @@ from lanemon.ui.kit.chart_items import Bars, Curve, cosmetic_pen
 REBUILD_EVERY = 3         # frames between rebuilds at most (summaries come at ~10 a second)
 BLOCK_STRIP = 0.05        # of the plot's height: the block bars along the bottom
 GAP_S = 1.0               # summaries further apart than this are not joined by the line
+
+
+def _point_t(point) -> float:
+    return point.t
 
 
 class _Items:
@@ -134,7 +140,8 @@ class ProgramsOverlay:
             color = QColor(theme.PROGRAM_STALE) if prog.stale else theme.program_color(prog.index)
             it.style(color)
             legend.append((f"{prog.name} · {prog.pid}", color.name(), prog.stale))
-            lag = [p for p in book.lag(key) if p.t >= since]
+            lag = book.lag(key)                        # oldest first: the window is its tail
+            lag = lag[bisect.bisect_left(lag, since, key=_point_t):]
             t = np.fromiter((p.t for p in lag), dtype=np.float64, count=len(lag))
             y = np.fromiter((p.p99 for p in lag), dtype=np.float64, count=len(lag))
             if t.size > 1:
@@ -148,7 +155,7 @@ class ProgramsOverlay:
                 it.curve.setData(t, yv)
             else:
                 it.curve.setData(t, y)
-            blocks = [b for b in book.blocks(key) if b.t_start + b.duration_ms / 1000.0 >= since]
+            blocks = book.blocks(key)       # few (the book keeps ~2 minutes): those out of view are clipped
             x0 = np.fromiter((b.t_start for b in blocks), dtype=np.float64, count=len(blocks))
             dur = np.fromiter((b.duration_ms / 1000.0 for b in blocks), dtype=np.float64, count=len(blocks))
             it.bars.set_rects(x0, x0 + np.maximum(dur, window_s / 400), np.full(x0.size, bottom),
