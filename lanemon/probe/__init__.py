@@ -53,6 +53,12 @@ __all__ = ["Probe", "start", "watch", "parse_address", "DEFAULT_ADDRESS"]
 
 WINDOW_S = 0.1          # a summary per ~100 ms
 
+# Sequence numbers are per process, not per probe: a program that stops its probe and starts
+# another (same name, same pid) goes on numbering upwards, so a listener does not take the new
+# probe's datagrams for replays. The lock also keeps numbering and sending in one order.
+_SEND_LOCK = threading.Lock()
+_NEXT_SEQ = [0]
+
 
 def parse_address(address: str) -> tuple[str, int]:
     """``"host:port"`` (``"[v6]:port"`` for IPv6) as ``(host, port)``; ``ValueError`` saying why not."""
@@ -78,8 +84,8 @@ def _task_name(loop: asyncio.AbstractEventLoop) -> str | None:
 
 
 class Probe:
-    """One program's probe; made by ``start()``. Counters: ``sent``, ``send_errors``, ``blocks``,
-    ``seq`` (the next datagram's number)."""
+    """One program's probe; made by ``start()``. Counters: ``sent``, ``send_errors``, ``blocks``;
+    ``last_seq``: the number of its last datagram (-1 before one; numbers are per process)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, *, name: str | None, address: str,
                  period_ms: float, block_ms: float) -> None:
@@ -97,10 +103,9 @@ class Probe:
         self.sent = 0
         self.send_errors = 0
         self.blocks = 0
-        self.seq = 0
+        self.last_seq = -1
         self._loop = loop
         self._period = period_ms / 1000.0
-        self._lock = threading.Lock()
         self._closed = False
         self._sock = socket.socket(family, socket.SOCK_DGRAM)
         self._sock.setblocking(False)
@@ -147,12 +152,14 @@ class Probe:
 
     def _send(self, item: Summary | Block) -> bool:
         """Send one report (from either thread); False when stopped or the send failed."""
-        with self._lock:
+        with _SEND_LOCK:
             if self._closed:
                 return False
             try:
-                data = encode(replace(item, name=self.name, pid=self.pid, host=self.host, seq=self.seq))
-                self.seq += 1
+                seq = _NEXT_SEQ[0]
+                data = encode(replace(item, name=self.name, pid=self.pid, host=self.host, seq=seq))
+                _NEXT_SEQ[0] = seq + 1
+                self.last_seq = seq
                 self._sock.sendto(data, self.address)
             except Exception:           # never into the program: counted
                 self.send_errors += 1
@@ -165,13 +172,13 @@ class Probe:
     def stop_now(self) -> None:
         """Stop at once (idempotent; any thread, though the timer is the loop's: call it from the
         loop's thread or a stopped loop). No datagram is sent after it returns."""
-        with self._lock:
+        with _SEND_LOCK:
             if self._closed:
                 return
             self._closed = True
         self._handle.cancel()
         self._watchdog.stop()
-        with self._lock:
+        with _SEND_LOCK:
             self._sock.close()
 
     async def stop(self) -> None:

@@ -4,8 +4,11 @@
 (``lanemon.probe.wire``) and stored under its program's key ``(name, pid, host)``, or dropped and
 counted in ``dropped[reason]``; ``feed`` never raises. Reasons beyond the wire's refusals:
 
-- ``flood``: more than ``rate`` datagrams per second from one ``(addr, name, pid)`` (a token
-  bucket of ``burst``);
+- ``flood``: more than ``rate`` datagrams per second from one sender address (a token bucket
+  of ``burst``), or more than ``total_rate`` from all of them, or a new address while
+  ``16 * max_programs`` addresses are being counted. This is checked before decoding, so a flood
+  costs a dictionary lookup per datagram, not a JSON parse. (Each probe sends from its own
+  socket: ~10 datagrams a second.)
 - ``too_many_programs``: a new program while ``max_programs`` are known;
 - ``replayed``: a ``seq`` not above the last one stored for that program (a repeat, an old
   datagram, or someone else sending under its name and pid).
@@ -85,24 +88,29 @@ class ProbeBook:
 
     def __init__(self, *, clock: Callable[[], float] = time.monotonic, stale_s: float = 5.0,
                  drop_s: float = 60.0, keep_s: float = 120.0, rate: float = 200.0, burst: float = 400.0,
-                 max_programs: int = 64,
+                 total_rate: float = 2000.0, max_programs: int = 64,
                  on_item: Callable[[Key, Summary | Block], object] | None = None) -> None:
-        if not 0 < stale_s <= drop_s or keep_s <= 0 or rate <= 0 or burst < 1 or max_programs < 1:
-            raise ValueError("need 0 < stale_s <= drop_s, keep_s > 0, rate > 0, burst >= 1, max_programs >= 1")
+        if (not 0 < stale_s <= drop_s or keep_s <= 0 or rate <= 0 or burst < 1 or total_rate < rate
+                or max_programs < 1):
+            raise ValueError("need 0 < stale_s <= drop_s, keep_s > 0, rate > 0, burst >= 1, total_rate >= rate, "
+                             "max_programs >= 1")
         self.clock = clock
         self.stale_s = stale_s
         self.drop_s = drop_s
         self.keep_s = keep_s
         self.rate = rate
         self.burst = burst
+        self.total_rate = total_rate
+        self._total = [total_rate, clock()]        # the all-senders bucket: [tokens, at]
         self.max_programs = max_programs
         self.on_item = on_item
         self.dropped: dict[str, int] = {}
         self.accepted = 0
         self.version = 0
         self._programs: dict[Key, _Program] = {}
-        self._buckets: dict[tuple, list[float]] = {}     # (addr, name, pid) -> [tokens, at]
+        self._buckets: dict[object, list[float]] = {}    # sender address -> [tokens, at]
         self._swept = float("-inf")
+        self._pruned = float("-inf")
 
     # --- taking datagrams -------------------------------------------------------------------
 
@@ -110,21 +118,29 @@ class ProbeBook:
         self.dropped[reason] = self.dropped.get(reason, 0) + 1
         return False
 
-    def _allow(self, who: tuple, now: float) -> bool:
-        bucket = self._buckets.get(who)
-        if bucket is None:
-            if len(self._buckets) >= 16 * self.max_programs:
-                self._prune_buckets(now)
-                if len(self._buckets) >= 16 * self.max_programs:
-                    return False
-            bucket = self._buckets[who] = [self.burst, now]
-        tokens = min(self.burst, bucket[0] + (now - bucket[1]) * self.rate)
+    @staticmethod
+    def _take(bucket: list[float], now: float, rate: float, burst: float) -> bool:
+        tokens = min(burst, bucket[0] + max(0.0, now - bucket[1]) * rate)
         bucket[1] = now
         if tokens < 1.0:
             bucket[0] = tokens
             return False
         bucket[0] = tokens - 1.0
         return True
+
+    def _allow(self, who: object, now: float) -> bool:
+        bucket = self._buckets.get(who)
+        if bucket is None:
+            if len(self._buckets) >= 16 * self.max_programs:
+                if now - self._pruned < 1.0:          # one scan a second at most, even under a flood
+                    return False
+                self._pruned = now
+                self._prune_buckets(now)
+                if len(self._buckets) >= 16 * self.max_programs:
+                    return False
+            bucket = self._buckets[who] = [self.burst, now]
+        return (self._take(bucket, now, self.rate, self.burst)
+                and self._take(self._total, now, self.total_rate, self.total_rate))
 
     def _prune_buckets(self, now: float) -> None:
         full_after = self.burst / self.rate
@@ -133,21 +149,22 @@ class ProbeBook:
 
     def feed(self, data: bytes, addr: tuple) -> bool:
         """Decode, check and store one datagram; False when it was dropped (counted). Never raises."""
+        now = self.clock()
+        try:
+            who = tuple(addr) if isinstance(addr, (tuple, list)) else addr
+            hash(who)
+        except TypeError:
+            who = repr(addr)
+        if not self._allow(who, now):
+            return self._drop("flood")
         try:
             item = decode(data)
         except Refused as exc:
             return self._drop(exc.reason)
         except Exception:                     # a bug in decode must not reach the listener
             return self._drop("error")
-        now = self.clock()
         if now - self._swept >= SWEEP_EVERY_S:
             self.sweep(now)
-        try:
-            who = (tuple(addr) if isinstance(addr, (tuple, list)) else repr(addr), item.name, item.pid)
-        except TypeError:
-            who = (repr(addr), item.name, item.pid)
-        if not self._allow(who, now):
-            return self._drop("flood")
         key = (item.name, item.pid, item.host)
         program = self._programs.get(key)
         if program is None:

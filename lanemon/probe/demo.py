@@ -59,7 +59,7 @@ def read_file_sync(path: str, ms: float = BLOCK_MS) -> int:
     return total
 
 
-async def _echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     try:
         while data := await reader.read(4096):
             writer.write(data)
@@ -70,7 +70,7 @@ async def _echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
         writer.close()
 
 
-async def _client(port: int, stop: asyncio.Event) -> None:
+async def hammer(port: int, stop: asyncio.Event) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     try:
         while not stop.is_set():
@@ -100,7 +100,7 @@ async def demo(address: str, seconds: float | None = None, every_s: float = 3.0)
             "r": ("read_file_sync", lambda: read_file_sync(scratch)),
         }
         stop = asyncio.Event()
-        server = await asyncio.start_server(_echo, "127.0.0.1", 0)
+        server = await asyncio.start_server(echo, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         probe = lanemon.probe.start(name="lanemon-demo", address=address)
         _say(f"echo server on 127.0.0.1:{port}, {CLIENTS} clients; probe (pid {os.getpid()}) sends to {address}")
@@ -126,7 +126,7 @@ async def demo(address: str, seconds: float | None = None, every_s: float = 3.0)
         with contextlib.suppress(Exception):
             loop.add_reader(sys.stdin, on_stdin)
             reading = True
-        clients = [asyncio.create_task(_client(port, stop), name=f"client-{i}") for i in range(CLIENTS)]
+        clients = [asyncio.create_task(hammer(port, stop), name=f"client-{i}") for i in range(CLIENTS)]
         started = time.monotonic()
         try:
             turn = 0

@@ -6,8 +6,8 @@ that cannot be bound is ``ListenError`` (one line).
 
 ``lanemon probe listen [--address A] [--seconds S] [--json]`` prints what it receives: a line per
 summary and per block report, or with ``--json`` one JSON object per line (the report's wire
-fields plus ``"t"``, the listener's monotonic clock at arrival). It says where it listens on stderr, runs for ``S`` seconds (or until Ctrl-C) and then
-prints what it dropped, by reason, on stderr.
+fields plus ``"t"``, the listener's monotonic clock at arrival). It says where it listens on
+stderr, runs for ``S`` seconds (or until Ctrl-C), then prints what it dropped, by reason, on stderr.
 """
 
 from __future__ import annotations

@@ -74,6 +74,7 @@ class Watchdog:
         self.task_of = task_of
         self.alive = alive
         self.clock = clock
+        self.stalled = False       # a stall is being sampled now
         self.reported = 0          # stalls reported
         self.errors = 0            # on_block calls that raised (swallowed)
         self._beat_at = clock()
@@ -150,6 +151,13 @@ class Watchdog:
             return None
 
     def _stall(self, beats: int, beat_at: float, due: float) -> None:
+        self.stalled = True
+        try:
+            self._sample_stall(beats, beat_at, due)
+        finally:
+            self.stalled = False
+
+    def _sample_stall(self, beats: int, beat_at: float, due: float) -> None:
         first = self._sample()
         if first is None:            # the loop thread is gone
             self._wait_for_beat(beats)

@@ -2,7 +2,8 @@
 
 Every datagram is one UTF-8 JSON object of at most ``MAX_DATAGRAM`` bytes with the common fields
 ``"v": 1``, ``"kind"``, ``"name"`` (str, at most ``MAX_NAME`` chars), ``"pid"`` (int), ``"host"``
-(str, at most ``MAX_NAME``), ``"seq"`` (int, per sender, +1 per datagram), then by kind:
+(str, at most ``MAX_NAME``), ``"seq"`` (int, per sending process, +1 per datagram, also across a
+probe stopped and started again), then by kind:
 
 - ``"summary"``: ``period_ms``, ``ticks`` (int), ``p50``, ``p99``, ``max`` (lag in ms of the ticks
   in the last window), ``window_ms``;
