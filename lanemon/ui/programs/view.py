@@ -144,7 +144,7 @@ class ProgramsView(LiveView):
         self.hint.setProperty("muted", True)
         self.hint.setWordWrap(True)
         self.programs_table = _table(PROGRAM_COLUMNS)
-        keep_within_width(self.programs_table, drop=(2, 3))      # host, then last seen, go first
+        keep_within_width(self.programs_table, drop=(2, 3, 1))   # host, last seen, then pid go first
         self.blocks_table = _table(BLOCK_COLUMNS)
         keep_within_width(self.blocks_table, drop=(4, 1))        # task, then when
         self.blocks_table.itemSelectionChanged.connect(self._block_chosen)
