@@ -8,6 +8,8 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("LANEMON_NO_SETTINGS", "1")
+# windows listen for probes on any free port: not the machine's 47200, which another program may hold
+os.environ.setdefault("LANEMON_PROBE_ADDRESS", "127.0.0.1:0")
 
 from lanemon.ui import steady_process_settings
 

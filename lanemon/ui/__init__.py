@@ -9,12 +9,17 @@ Laid out by what each part is:
 - ``heartbeat``  the lag the window exists to show: ``timer`` (the precise
                  re-armed single-shot heartbeat and its ring buffer),
                  ``chart`` (the heartbeat chart), ``lag_trace`` and
-                 ``column_max`` (what the chart draws from).
+                 ``column_max`` (what the chart draws from),
+                 ``programs_overlay`` (probed programs' lines on it),
+                 ``own_watchdog`` (what blocked the window's own loop).
 - ``runs``       the Runs tab (whole / sliced / worker runs of the CPU job):
                  ``controller``, ``model``, ``panel``, ``placement``.
 - ``lanes``      the Lanes & queues tab: ``view``, ``model``, ``controls``,
                  ``timeline``.
 - ``counters``   the Counters tab: ``view``, ``controls``, ``grid``.
+- ``programs``   the Programs tab: asyncio programs heard through
+                 ``lanemon.probe`` (``view``), where a stall's time went
+                 (``where``, Qt-free).
 - ``kit``        the drawing kit every view uses, no domain in it:
                  ``theme`` (every colour and font), ``live_label``,
                  ``static_texts``, ``fast_delegate``, ``chart_items``,

@@ -24,12 +24,21 @@ so): the figures
 describe the runs and the loop, not the monitor restyling itself. A span runs
 from the ``with`` until the first tick after it (the tick that carries the
 stall). Run records keep their own figures (``RunController``), untouched.
+
+Stalls of the window's loop that its watchdog saw (``add_own_block``, from
+``own_watchdog.OwnWatchdog.blocked``) are labelled at their start, in the run
+labels' rows: "blocked 412 ms / in hash_range" (the function the stall's time
+went to, ``programs.where.culprit``). ``set_programs(book)`` draws the probed
+programs a ``ProbeBook`` hears (``programs_overlay``): each one's p99 line and
+blocks in its colour, a legend row above the plot naming them; the y axis
+makes room for their lines.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -51,6 +60,8 @@ from PySide6.QtWidgets import (
 
 from lanemon.ui.heartbeat.column_max import ColumnMax
 from lanemon.ui.heartbeat.lag_trace import LagTrace
+from lanemon.ui.heartbeat.own_watchdog import OwnBlock
+from lanemon.ui.heartbeat.programs_overlay import ProgramsOverlay
 from lanemon.ui.heartbeat.timer import MAX_PERIOD_MS, MIN_PERIOD_MS, Heartbeat, lag_stats
 from lanemon.ui.heartbeat.y_scale import YScale
 from lanemon.ui.kit import theme
@@ -75,6 +86,7 @@ REF_MS = 0                  # QGraphicsItem.data key: a reference line's height 
 OWN_PHASES = frozenset({"window start-up"})   # controller phases that are the window's own stalls
 OWN_NOTE = "own stalls (grey, labelled) left out of p50 · p99 · max"
 MAX_OWN_STALLS = 64                            # own stalls remembered (older ones have scrolled away)
+MAX_OWN_BLOCKS = 64                            # watchdog blocks remembered (likewise)
 
 
 @dataclass
@@ -193,6 +205,11 @@ class HeartbeatChart(QWidget):
         self._seen = 0                     # heartbeat ticks folded into them
         self._vb_size = (0.0, 0.0)         # the plot area in pixels (kept on resize)
         self._own: list[OwnStall] = []     # the window's own stalls, oldest first
+        self._own_peak = 0.0               # the highest lag the curve shows (ms)
+        # stalls of the window's loop its watchdog saw (own_watchdog), oldest first, and their labels
+        self.own_blocks: deque[OwnBlock] = deque(maxlen=MAX_OWN_BLOCKS)
+        self._block_labels: dict[tuple, Label] = {}
+        self.programs: ProgramsOverlay | None = None   # probed programs' lag lines (set_programs)
 
         # header: title, live figures, floor, controls
         self.title = QLabel("Heartbeat lag")
@@ -239,6 +256,13 @@ class HeartbeatChart(QWidget):
         self._head2 = QHBoxLayout()
         self._head2.setContentsMargins(8, 0, 8, 0)
         self._head2.addStretch(1)
+        # the probed programs' colours (set_programs): a row of its own while any is heard
+        self.legend = LiveLabel("", fill=False)
+        self.legend.setVisible(False)
+        self._legend_shown = None
+        self._head3 = QHBoxLayout()
+        self._head3.setContentsMargins(8, 0, 8, 0)
+        self._head3.addWidget(self.legend, 1)
 
         # plot
         self.plot = live_plot("seconds ago", "lag (ms)")   # axes re-render only when range or style change
@@ -272,6 +296,7 @@ class HeartbeatChart(QWidget):
         layout.setSpacing(2)
         layout.addLayout(head)
         layout.addLayout(self._head2)
+        layout.addLayout(self._head3)
         layout.addWidget(self.plot, 1)
         self.apply_fonts()
 
@@ -301,6 +326,41 @@ class HeartbeatChart(QWidget):
     def toggle_paused(self) -> bool:
         self.set_paused(not self.paused)
         return self.paused
+
+    def set_programs(self, book) -> ProgramsOverlay:
+        """Draw the programs ``book`` (a ``lanemon.probe.book.ProbeBook`` on ``time.perf_counter``)
+        hears: each one's p99 line and blocks, in its colour (``programs_overlay``)."""
+        if self.programs is not None:
+            self.programs.clear()
+        self.programs = ProgramsOverlay(self.plot, book)
+        return self.programs
+
+    def _show_legend(self, legend) -> None:
+        """Which probed program is which colour, above the plot (hidden while none is heard)."""
+        if legend == self._legend_shown:
+            return
+        self._legend_shown = legend
+        parts = [("programs  ", theme.MUTED, False)] if legend else []
+        for text, color, stale in legend:
+            parts.append((f"━ {text}" + (" (stale)" if stale else "") + "   ", color, True))
+        self.legend.set_parts(parts)
+        self.legend.setToolTip("probed programs (lanemon.probe): each one's p99 lag per ~100 ms in its"
+                               " colour, its blocks as bars along the bottom; the Programs tab says more")
+        self.legend.setVisible(bool(legend))
+
+    def add_own_block(self, block: OwnBlock) -> None:
+        """A stall of the window's own loop (its watchdog's ``blocked``): labelled on the chart
+        at its start with its duration and the function its time went to."""
+        self.own_blocks.append(block)
+
+    def own_block_text(self, block: OwnBlock) -> str:
+        """The label of a watchdog block: ``"blocked 412 ms\nin hash_range"``."""
+        where = f"\nin {block.culprit}" if block.culprit else ""
+        return f"blocked {block.duration_ms:,.0f} ms{where}"
+
+    def own_block_labels(self) -> list[str]:
+        """The texts of the watchdog block labels on the chart now (shown or crowded out)."""
+        return [label.text() for label in self._block_labels.values()]
 
     @contextmanager
     def own_stall(self, label: str) -> Iterator[OwnStall]:
@@ -514,6 +574,12 @@ class HeartbeatChart(QWidget):
             self.plot.removeItem(region)
             self.plot.removeItem(label)
         self._regions.clear()
+        for label in self._block_labels.values():
+            self.plot.removeItem(label)
+        self._block_labels.clear()
+        if self.programs is not None:
+            self.programs.restyle()
+        self._legend_shown = None
 
     # --- drawing ----------------------------------------------------------------------
     def redraw(self) -> None:
@@ -530,11 +596,15 @@ class HeartbeatChart(QWidget):
             self._drawn = key
             x, y = columns.window(now - w, now)
             x -= now
-            peak = float(y.max()) if y.size else 0.0
+            self._own_peak = float(y.max()) if y.size else 0.0
             self.trace.set_data(x, self._scale.to_view(y))
-            want = nice_top(peak)
-            if want > self._top_ms or want <= SHRINK_BELOW * self._top_ms:
-                self._set_top(want)
+        peak = self._own_peak
+        if self.programs is not None:
+            peak = max(peak, self.programs.draw(now, w, self._scale, self._top))
+            self._show_legend(self.programs.legend())
+        want = nice_top(peak)
+        if want > self._top_ms or want <= SHRINK_BELOW * self._top_ms:
+            self._set_top(want)
         self._draw_runs(now)
 
         if self._frame % STATS_EVERY == 0:
@@ -627,7 +697,29 @@ class HeartbeatChart(QWidget):
             region, label = self._regions.pop(rid)
             self.plot.removeItem(region)
             self.plot.removeItem(label)
+        blocks = set()
+        for block in self.own_blocks:
+            if block.t_start + block.duration_ms / 1000.0 < now - w:
+                continue
+            bid = (block.t_start, block.duration_ms)
+            blocks.add(bid)
+            label = self._block_labels.get(bid)
+            if label is None:
+                label = self._block_labels[bid] = self._new_block_label(self.own_block_text(block))
+            placed.append((block.t_start - now, label))
+        for bid in [b for b in self._block_labels if b not in blocks]:
+            self.plot.removeItem(self._block_labels.pop(bid))
         self._layout_labels(placed)
+
+    def _new_block_label(self, text: str) -> Label:
+        label = Label(text, theme.REF_LONG, fill=self._label_fill(200))
+        font = QFont(self.font())
+        font.setPointSizeF(theme.pt(10))
+        font.setBold(True)
+        label.setFont(font)
+        label.setZValue(20)
+        self.plot.addItem(label, ignoreBounds=True)
+        return label
 
     def _layout_labels(self, placed) -> None:
         """Left to right, each label takes the highest row where it does not overlap; else hides."""

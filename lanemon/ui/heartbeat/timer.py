@@ -63,6 +63,7 @@ class Heartbeat(QObject):
         self._period_s = self._period_ms / 1000.0
         self._due = 0.0
         self.epoch = time.perf_counter()
+        self._beat = None            # called at each tick (the window's watchdog), or None
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setTimerType(Qt.TimerType.PreciseTimer)
@@ -78,6 +79,9 @@ class Heartbeat(QObject):
         self._n += 1
         self._due = now + self._period_s
         self._timer.start(self._period_ms)
+        beat = self._beat
+        if beat is not None:
+            beat()
 
     # --- control ---------------------------------------------------------------
     @staticmethod
@@ -94,6 +98,11 @@ class Heartbeat(QObject):
 
     def stop(self) -> None:
         self._timer.stop()
+
+    def set_beat(self, beat) -> None:
+        """Call ``beat()`` (cheap, no argument) at the end of every tick from now on
+        (``None``: nothing); the window's watchdog (``heartbeat.own_watchdog``) uses it."""
+        self._beat = beat
 
     @property
     def running(self) -> bool:

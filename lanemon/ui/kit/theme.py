@@ -105,6 +105,11 @@ SHORTCUT_TEXT = "#ffffff"
 SHORTCUT_KEY = "#ffd23f"                  # the keys column
 SHORTCUT_HINT = "#c3cad6"                 # "Esc, F1 or a click closes this"
 
+# Probed programs (the Programs tab and their lag lines on the heartbeat chart): a program's
+# colour is PROGRAM_COLORS[its index % len]; chosen apart from the run kinds' shading.
+PROGRAM_COLORS = ("#0c8599", "#c2255c", "#5c940d", "#7048e8", "#e8590c", "#1864ab", "#a61e4d", "#2b8a3e")
+PROGRAM_STALE = "#9aa3b2"                 # a program gone silent (its row, its line)
+
 COLOR_NAMES = (
     "KIND_COLORS", "KIND_UNKNOWN", "PLACE_LOOP",
     "BG", "PANEL_BG", "FG", "MUTED", "GRID", "LAG_PEN", "REF_FRAME", "REF_LONG", "BORDER", "HOVER",
@@ -113,7 +118,7 @@ COLOR_NAMES = (
     "COUNTER_CLAIMED", "COUNTER_ASSIGNED", "COUNTER_DOUBLE", "CLAIM_TTL_BAR",
     "STAFF_STATE_COLORS", "STAFF_SELECTED", "JOB_STATE_COLORS", "QUEUE_COLORS", "HELD_SAVE",
     "WAITING_JOB", "SHORTCUT_SHADE", "SHORTCUT_PANEL", "SHORTCUT_BORDER", "SHORTCUT_TEXT",
-    "SHORTCUT_KEY", "SHORTCUT_HINT",
+    "SHORTCUT_KEY", "SHORTCUT_HINT", "PROGRAM_COLORS", "PROGRAM_STALE",
 )
 """The names every palette defines (``PLACE_COLORS`` follows from them)."""
 
@@ -167,6 +172,9 @@ PALETTES = {
         "SHORTCUT_SHADE": "rgba(0, 0, 0, 150)", "SHORTCUT_PANEL": "rgba(12, 16, 24, 238)",
         "SHORTCUT_BORDER": "#5b6578", "SHORTCUT_TEXT": "#ffffff", "SHORTCUT_KEY": "#ffd23f",
         "SHORTCUT_HINT": "#c3cad6",
+        "PROGRAM_COLORS": ("#3bc9db", "#ff8cc6", "#a9e34b", "#b197fc", "#ffa94d", "#74c0fc", "#f783ac",
+                           "#69db7c"),
+        "PROGRAM_STALE": "#6c7588",
     },
 }
 _palette = "light"
@@ -216,6 +224,13 @@ def font_scale() -> float:
 def pt(size: float) -> float:
     """A point size scaled by the current ``font_scale``."""
     return size * _scale
+
+
+def program_color(index: int, alpha: int = 255) -> QColor:
+    """The colour of the probed program with this stable ``index`` (``ProgramView.index``)."""
+    color = QColor(PROGRAM_COLORS[index % len(PROGRAM_COLORS)])
+    color.setAlpha(alpha)
+    return color
 
 
 def kind_color(kind: str, alpha: int = 255) -> QColor:

@@ -47,11 +47,13 @@ from PySide6.QtWidgets import (
 from lanemon.files import cannot_write
 from lanemon.ui.counters.view import install_counters_view
 from lanemon.ui.heartbeat.chart import HeartbeatChart
+from lanemon.ui.heartbeat.own_watchdog import OwnWatchdog
 from lanemon.ui.heartbeat.timer import DEFAULT_PERIOD_MS, Heartbeat
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.live_label import LiveLabel
 from lanemon.ui.kit.live_view import LiveView
 from lanemon.ui.lanes.view import install_lanes_view
+from lanemon.ui.programs.view import install_programs_view
 from lanemon.ui.runs.controller import RunController
 from lanemon.ui.runs.panel import RunsPanel
 from lanemon.ui.runs.placement import PlacementPanel
@@ -82,9 +84,10 @@ class MainWindow(QMainWindow):
     close_requested = Signal()
 
     def __init__(self, period_ms: int = DEFAULT_PERIOD_MS, parent: QWidget | None = None, *,
-                 lanes_scheduler: Scheduler | None = None) -> None:
+                 lanes_scheduler: Scheduler | None = None, probe_address: str | None = None) -> None:
         """``lanes_scheduler``: the Lanes & queues tab's scheduler (default: a new one on the
-        in-memory engine; ``app.main`` passes one on the store given with ``--store``)."""
+        in-memory engine; ``app.main`` passes one on the store given with ``--store``).
+        ``probe_address``: where the Programs tab listens for probes (``None``: 127.0.0.1:47200)."""
         super().__init__(parent)
         self.setStyleSheet(theme.frame_stylesheet())   # once: it never changes (theme.apply_frame)
         self.setWindowTitle("lanemon — event-loop lag")
@@ -122,6 +125,12 @@ class MainWindow(QMainWindow):
         # views of the other domains (each install_* adds its tab and shutdown hook):
         install_lanes_view(self, lanes_scheduler)
         install_counters_view(self)
+        # asyncio programs heard through lanemon.probe (listening from start(); the view closes it)
+        self.programs_view = install_programs_view(self, probe_address)
+        # the window's own watchdog: a stall of this loop is named on the chart (from start())
+        self.own_watchdog = OwnWatchdog(self.heartbeat, parent=self)
+        self.own_watchdog.blocked.connect(self.chart.add_own_block)
+        self.chart.period.valueChanged.connect(lambda _ms: self.own_watchdog.period_changed())
 
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(self.chart)
@@ -199,6 +208,7 @@ class MainWindow(QMainWindow):
 
     def set_period_ms(self, period_ms: int) -> None:
         self.heartbeat.set_period_ms(period_ms)
+        self.own_watchdog.period_changed()
         box = self.chart.period
         box.blockSignals(True)          # it shows the period; the heartbeat has it already
         try:
@@ -246,9 +256,11 @@ class MainWindow(QMainWindow):
             return
         self._started = True
         self.heartbeat.start()
+        self.own_watchdog.start()
         self.chart.start()
         self._status_timer.start()
         self.controller.start_measurements()
+        self.programs_view.start_listening()
 
     async def shutdown(self) -> None:
         """Cancel runs and measurements, stop timers (worker processes: ``app.main``)."""
@@ -262,6 +274,7 @@ class MainWindow(QMainWindow):
             await view.shutdown()
         for hook in self._shutdown_hooks:
             await hook()
+        self.own_watchdog.stop()
         self.heartbeat.stop()
 
     def closeEvent(self, event) -> None:
