@@ -69,9 +69,9 @@ def receive_until(sock, done, timeout=60.0) -> list[bytes]:
     return got
 
 
-def test_a_real_program_blocked_in_a_named_function(inbox, tmp_path):
-    script = tmp_path / "victim.py"
-    script.write_text(VICTIM)
+def _run_until_end(inbox, script):
+    """Run ``script`` (it sends to ``inbox``'s port, then an END marker) to its end:
+    (process, datagrams up to END, stdout, stderr); the process is gone afterwards."""
     port = inbox.getsockname()[1]
     proc = subprocess.Popen([sys.executable, str(script), str(port)], env=ENV, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -82,6 +82,13 @@ def test_a_real_program_blocked_in_a_named_function(inbox, tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    return proc, got, out, err
+
+
+def test_a_real_program_blocked_in_a_named_function(inbox, tmp_path):
+    script = tmp_path / "victim.py"
+    script.write_text(VICTIM)
+    proc, got, out, err = _run_until_end(inbox, script)
     assert proc.returncode == 0, err
     assert got and got[-1] == b"END", "the END marker came last: nothing was sent after stop()"
     inbox.settimeout(0.01)
@@ -108,16 +115,7 @@ def test_under_uvloop_when_it_is_installed(inbox, tmp_path):
     pytest.importorskip("uvloop")         # not a dependency; the probe only needs call_later
     script = tmp_path / "victim_uv.py"
     script.write_text(VICTIM.replace("asyncio.run(main(", "import uvloop; uvloop.run(main("))
-    port = inbox.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, str(script), str(port)], env=ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        got = receive_until(inbox, lambda g: b"END" in g)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    proc, got, out, err = _run_until_end(inbox, script)
     assert proc.returncode == 0, err
     (block,) = [i for i in map(decode, got[:-1]) if isinstance(i, Block)]
     assert 180 <= block.duration_ms <= 400 and block.task == "the-blocker"

@@ -13,8 +13,8 @@ changes.
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, Qt
-from PySide6.QtGui import QFont, QFontMetrics
-from PySide6.QtWidgets import QHeaderView, QTableView
+from PySide6.QtGui import QColor, QFont, QFontMetrics
+from PySide6.QtWidgets import QHeaderView, QTableView, QTableWidgetItem
 
 from lanemon.ui.kit import theme
 
@@ -194,3 +194,21 @@ def set_widths(view: QTableView, widths: dict[int, int]) -> None:
     for c, w in widths.items():
         fit.set_natural(c, w)
     fit.apply()
+
+
+def table_item(text: str, color: str | None = None, bold: bool = False, right: bool = False, *,
+               read_only: bool = False) -> QTableWidgetItem:
+    """A table cell: ``text`` in ``color`` (a theme colour; ``None``: the palette's), bold or
+    not, right-aligned or not; ``read_only``: selectable but never editable."""
+    it = QTableWidgetItem(text)
+    if read_only:
+        it.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable)
+    if color:
+        it.setForeground(QColor(color))
+    if bold:
+        f = it.font()
+        f.setBold(True)
+        it.setFont(f)
+    if right:
+        it.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+    return it

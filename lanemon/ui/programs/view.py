@@ -35,21 +35,20 @@ import time
 from collections.abc import Callable, Iterable
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QFont
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QGroupBox,
     QLabel,
     QSplitter,
     QTableWidget,
-    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.live_view import LiveView
-from lanemon.ui.kit.tables import column_fit, fit_columns, keep_within_width
+from lanemon.ui.kit.tables import column_fit, fit_columns, keep_within_width, table_item
 from lanemon.ui.programs.where import culprit, ranked
 
 PROGRAM_COLUMNS = ("program", "pid", "host", "last seen", "p99 now", "blocks / min")
@@ -61,18 +60,8 @@ MAX_BLOCK_ROWS = 200        # newest blocks listed
 MAX_WHERE_ROWS = 32         # a block's folded stacks are at most 32
 
 
-def _item(text: str, color=None, bold: bool = False, right: bool = False) -> QTableWidgetItem:
-    it = QTableWidgetItem(text)
-    it.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable)
-    if color is not None:
-        it.setForeground(QColor(color))
-    if bold:
-        f = it.font()
-        f.setBold(True)
-        it.setFont(f)
-    if right:
-        it.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-    return it
+def _item(text: str, color=None, bold: bool = False, right: bool = False):
+    return table_item(text, color, bold, right, read_only=True)
 
 
 def _ago(seconds: float) -> str:

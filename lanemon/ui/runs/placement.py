@@ -28,7 +28,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QTableView,
     QTableWidget,
-    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
@@ -36,23 +35,12 @@ from PySide6.QtWidgets import (
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.live_view import LiveView
 from lanemon.ui.kit.reflow import Reflow
-from lanemon.ui.kit.tables import NEW_ROWS, fit_columns, keep_within_width
+from lanemon.ui.kit.tables import NEW_ROWS, fit_columns, keep_within_width, table_item
 from lanemon.ui.runs.controller import MAX_RECORDS, RunController
 from lanemon.ui.runs.model import RunRecord
 from lanemon.work import DEFAULT_THRESHOLD_MS, decide
 
-
-def _item(text: str, color: str | None = None, bold: bool = False, right: bool = False) -> QTableWidgetItem:
-    it = QTableWidgetItem(text)
-    if color:
-        it.setForeground(QColor(color))
-    if bold:
-        f = it.font()
-        f.setBold(True)
-        it.setFont(f)
-    if right:
-        it.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-    return it
+_item = table_item
 
 
 WIDE_AT = 1100   # px at font scale 1: below it the job form goes above the runs (both tables whole)
