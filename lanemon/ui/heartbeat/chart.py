@@ -19,9 +19,8 @@ maximum stays in the header and in each run's label.
 The window's own stalls (``with chart.own_stall("presenter mode"): ...``, and
 the controller's "window start-up" phase) are shaded and labelled like the
 machine's self-measurements, and their ticks are left out of the header's
-p50 / p99 / max (then ``own_note``, a note in the chart's lower left corner, says
-so): the figures
-describe the runs and the loop, not the monitor restyling itself. A span runs
+p50 / p99 / max (then the header says so, ``OWN_NOTE``, and ``own_left_out`` is
+true): the figures describe the runs and the loop, not the monitor restyling itself. A span runs
 from the ``with`` until the first tick after it (the tick that carries the
 stall). Run records keep their own figures (``RunController``), untouched.
 
@@ -84,7 +83,7 @@ TOP_STEPS = (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)
 SHRINK_BELOW = 0.5
 REF_MS = 0                  # QGraphicsItem.data key: a reference line's height in ms
 OWN_PHASES = frozenset({"window start-up"})   # controller phases that are the window's own stalls
-OWN_NOTE = "own stalls (grey, labelled) left out of p50 · p99 · max"
+OWN_NOTE = " · own stalls left out"   # (last in the header: where room is short, it is what elides)
 MAX_OWN_STALLS = 64                            # own stalls remembered (older ones have scrolled away)
 MAX_OWN_BLOCKS = 64                            # watchdog blocks remembered (likewise)
 
@@ -286,8 +285,9 @@ class HeartbeatChart(QWidget):
         vb = item.getViewBox()
         vb.sigResized.connect(self._plot_resized)
         self._vb_size = (vb.width(), vb.height())
-        # the reference lines and the own-stalls note are made by _apply_colors (called by apply_fonts)
-        self.own_note: Label | None = None
+        # the reference lines are made by _apply_colors (called by apply_fonts)
+        #: are the window's own stalls left out of the header's figures now? (the header says so)
+        self.own_left_out = False
         self.plot.setXRange(-self._window_s, 0, padding=0)
         self.plot.setYRange(self._scale.bottom, self._top, padding=0)
 
@@ -561,14 +561,6 @@ class HeartbeatChart(QWidget):
             self.plot.addItem(label, ignoreBounds=True)
             self._ref_lines.append((line, label, where))
         self._place_ref_labels()
-        shown = self.own_note is not None and self.own_note.isVisible()
-        if self.own_note is not None:
-            self.plot.removeItem(self.own_note)
-        self.own_note = Label(OWN_NOTE, theme.MUTED, fill=self._label_fill(210), anchor=(0, 1))
-        self.own_note.setFont(self._axis_font)
-        self.own_note.setZValue(21)
-        self.own_note.setVisible(shown)
-        self.plot.addItem(self.own_note, ignoreBounds=True)
         self.paused_label.update()   # its colours are read at paint time
         for region, label in self._regions.values():   # made again, in the new colours, on the next frame
             self.plot.removeItem(region)
@@ -792,10 +784,9 @@ class HeartbeatChart(QWidget):
         parts = figure_parts((("p50", f"{s.p50:,.1f}", None), ("p99", f"{s.p99:,.1f}", None),
                               ("max", f"{s.max:,.1f}", worst)), muted, "  ")
         parts.append((f"  ms · last {self._window_s:.0f} s", muted, False))
-        if left_out:
-            self.own_note.setPos(-self._window_s, self._scale.bottom)
-        if left_out != self.own_note.isVisible():
-            self.own_note.setVisible(left_out)
+        if left_out:  # said in the header, beside the figures it is about (in the plot's corner it
+            parts.append((OWN_NOTE, muted, False))   # covered the reference lines' labels)
+        self.own_left_out = left_out
         self.live.set_parts(parts)
         floor = self.controller.machine.floor
         if floor is not None:
