@@ -97,3 +97,49 @@ def test_the_left_out_note_is_in_the_header_not_over_the_reference_lines(chart):
     plot_texts = [label.text() for label in _labels(c)]
     assert not any("left out" in text for text in plot_texts)
     assert "16.7 ms · one frame" in plot_texts and "50 ms · a long task" in plot_texts
+
+
+def test_a_watchdog_block_inside_an_own_stall_gets_no_second_label(chart):
+    """The window's watchdog also sees its own stalls (a presenter toggle); those are labelled
+    already, so only a block outside them ("blocked … ms / in hash_range") gets a label."""
+    from lanemon.ui.heartbeat.own_watchdog import OwnBlock
+
+    c, hb, clock, _phases = chart
+    with c.own_stall("presenter mode"):
+        clock.t = 1000.4
+    later = 1000.41 + np.arange(100) * 0.01
+    lag = np.full(later.size, 0.5)
+    lag[0], lag[50] = 400.0, 300.0
+    hb.add(later, lag)
+    clock.t = 1001.5
+    c.add_own_block(OwnBlock(t_start=1000.05, duration_ms=350.0, culprit="_QEventLoop.run_forever",
+                             task=None, folded=(), samples=10))
+    c.add_own_block(OwnBlock(t_start=1000.62, duration_ms=300.0, culprit="hash_range",
+                             task=None, folded=(), samples=10))
+    c.redraw()
+    assert c.own_block_labels() == ["blocked 300 ms\nin hash_range"]
+    assert "presenter mode" in [label.text() for label in _labels(c)]
+
+
+def _view_rect(c, label, anchor_bottom: bool):
+    """The label's (x0, x1, y0, y1) in the plot's view units (its size is in pixels)."""
+    ppx, ppy = c.plot.getViewBox().viewPixelSize()
+    w, h = label.size()
+    x, y = label.pos().x(), label.pos().y()
+    return (x, x + w * ppx, y, y + h * ppy) if anchor_bottom else (x, x + w * ppx, y - h * ppy, y)
+
+
+def test_a_phase_label_takes_another_row_rather_than_cover_a_reference_line_s_label(chart):
+    """"window start-up" at the 50 ms line's label's x, with the axis low enough that the line
+    runs through the top rows: the phase label moves down a row (it used to sit on it)."""
+    c, hb, clock, phases = chart
+    long_label = next(label for label in _labels(c) if label.text() == "50 ms · a long task")
+    x = long_label.pos().x()
+    phases.append(SimpleNamespace(label="window start-up", t_start=1000.0 + x, t_end=1000.0 + x + 0.3))
+    c.redraw()
+    phase = next(label for label in _labels(c) if label.text() == "window start-up")
+    assert phase.isVisible()
+    ax0, ax1, ay0, ay1 = _view_rect(c, phase, anchor_bottom=False)
+    bx0, bx1, by0, by1 = _view_rect(c, long_label, anchor_bottom=True)
+    assert ax0 < bx1 and bx0 < ax1                       # they share x ...
+    assert not (ay0 < by1 and by0 < ay1), ((ay0, ay1), (by0, by1))   # ... not y

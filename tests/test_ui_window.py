@@ -271,7 +271,9 @@ def test_a_hung_worker_run_is_cancelled_from_the_window_and_worker_runs_work_aga
             panel.cancel_btn.click()
             await wait_until(lambda: not rec.running, 20)
             await wait_until(lambda: gone(victim) and len(pool.pids()) == pool.size, 20)
-            await wait_until(lambda: not panel.in_flight.text(), 5)   # the panel's coalesced refresh
+            # the panel's coalesced refresh: the banner may be repainted (in flight: nothing) a
+            # frame before the buttons are (Cancel: off); wait for both, it must come within 5 s
+            await wait_until(lambda: not panel.in_flight.text() and not panel.cancel_btn.isEnabled(), 5)
             cancelled = panel.in_flight.text(), panel.banner.text(), panel.cancel_btn.isEnabled()
             again = await _finish(c, c.start_worker(60_000, "warm"))
             await wait_until(lambda: f"#{again.id}" in panel.banner.text(), 5)

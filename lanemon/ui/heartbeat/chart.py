@@ -350,7 +350,9 @@ class HeartbeatChart(QWidget):
 
     def add_own_block(self, block: OwnBlock) -> None:
         """A stall of the window's own loop (its watchdog's ``blocked``): labelled on the chart
-        at its start with its duration and the function its time went to."""
+        at its start with its duration and the function its time went to -- unless it falls in
+        one of the window's own stalls, which is labelled already ("window start-up",
+        "presenter mode": a second label there only crowded the top of the chart)."""
         self.own_blocks.append(block)
 
     def own_block_text(self, block: OwnBlock) -> str:
@@ -661,8 +663,11 @@ class HeartbeatChart(QWidget):
                 text += f"\n{rec.status}"
             label.set_text(text)
             placed.append((x0, label))
+        explained: list[tuple[float, float]] = []   # the window's own stalls, labelled already
         for i, ph in enumerate(self.controller.phases):
             end = ph.t_end if ph.t_end is not None else now
+            if ph.label in OWN_PHASES:
+                explained.append((ph.t_start, end))
             if end < now - w:
                 continue
             key = -1 - i
@@ -676,6 +681,7 @@ class HeartbeatChart(QWidget):
             t, _lag = self.heartbeat.recent(w, now)
             for i, (label, t0, t1) in enumerate(self.own_spans(t)[:len(self._own)]):
                 end = min(t1, now)
+                explained.append((t0, end))
                 if end < now - w:
                     continue
                 key = ("own", id(self._own[i]))
@@ -691,8 +697,11 @@ class HeartbeatChart(QWidget):
             self.plot.removeItem(label)
         blocks = set()
         for block in self.own_blocks:
-            if block.t_start + block.duration_ms / 1000.0 < now - w:
+            b_end = block.t_start + block.duration_ms / 1000.0
+            if b_end < now - w:
                 continue
+            if any(t0 <= b_end and block.t_start <= t1 for t0, t1 in explained):
+                continue   # inside a labelled own stall ("window start-up", "presenter mode"): said
             bid = (block.t_start, block.duration_ms)
             blocks.add(bid)
             label = self._block_labels.get(bid)
@@ -725,13 +734,20 @@ class HeartbeatChart(QWidget):
         row_h = max(0.15 * span, (tallest + 2) * px_y)
         rows = max(1, min(LABEL_ROWS, int(0.75 * span / row_h)))
         rows_right = [-1e9] * rows
+        # the reference lines' labels stay where they are: a run label takes another row
+        # rather than cover one (x0, x1, y0, y1 in view units; a reference label sits on its line)
+        fixed = [(r.pos().x(), r.pos().x() + r.size()[0] * per_px, r.pos().y(), r.pos().y() + r.size()[1] * px_y)
+                 for _line, r, _where in self._ref_lines if r.isVisible()]
         for x0, label in sorted(placed, key=lambda p: p[0]):
             width = label.size()[0] * per_px
+            height = label.size()[1] * px_y
             x = min(max(x0, -w), -width)   # keep the whole label inside the chart
             for row in range(rows):
-                if rows_right[row] <= x:
+                y = self._top - 0.01 * span - row_h * row
+                if rows_right[row] <= x and not any(
+                        x < fx1 and fx0 < x + width and y - height < fy1 and fy0 < y for fx0, fx1, fy0, fy1 in fixed):
                     rows_right[row] = x + width
-                    label.setPos(x, self._top - 0.01 * span - row_h * row)
+                    label.setPos(x, y)
                     label.setVisible(True)
                     break
             else:
