@@ -105,6 +105,16 @@ class ChurnStats:
         return asdict(self)
 
 
+async def _end(store, stats: ChurnStats, t0: float, stats_path: str | None) -> None:
+    """A worker's run is over (``t0``: when its first cycle began): its time, the session
+    closed, its counts written to ``stats_path`` (when given)."""
+    stats.elapsed_s = time.monotonic() - t0
+    await store.close()
+    if stats_path is not None:
+        from lanemon.files import write_json
+        write_json(stats_path, stats.to_json())
+
+
 async def churn(store_url: str, *, seconds: float | None = None, cycles: int | None = None,
                 jobs: Iterable[tuple[int, str]] | None = None, workspaces: Sequence[str] = (),
                 seed: int = 0, hold_s: float = 0.0, name: str = "churn",
@@ -142,11 +152,7 @@ async def churn(store_url: str, *, seconds: float | None = None, cycles: int | N
                          stop=stop)
         stats.ended_by = await worker.run(None if seconds is None else t0 + seconds, cycles)
     finally:
-        stats.elapsed_s = time.monotonic() - t0
-        await store.close()
-        if stats_path is not None:
-            from lanemon.files import write_json
-            write_json(stats_path, stats.to_json())
+        await _end(store, stats, t0, stats_path)
     return stats
 
 
@@ -311,11 +317,7 @@ async def churn_counters(store_url: str, *, counters: int, seconds: float | None
         stats.ended_by = "stop" if stop.is_set() else "cycles" if cycles is not None and \
             stats.cycles >= cycles else "seconds"
     finally:
-        stats.elapsed_s = time.monotonic() - t0
-        await store.close()
-        if stats_path is not None:
-            from lanemon.files import write_json
-            write_json(stats_path, stats.to_json())
+        await _end(store, stats, t0, stats_path)
     return stats
 
 

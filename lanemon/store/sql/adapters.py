@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lanemon.lanes.events import EventHub
 from lanemon.lanes.lanes import LaneToken, LaneView
@@ -37,9 +37,6 @@ from lanemon.lanes.records import InvalidTransition, RecordStore, Reservation, S
 from lanemon.store.claims import completed_now
 from lanemon.store.lanes import WouldBlock
 from lanemon.store.sql.backend import Backend, LaneRow, SaveOutcome
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["SqlLanes", "SqlRecords"]
 

@@ -72,6 +72,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from lanemon.store.sql.sqlite import bump, next_epoch
 from lanemon.store.url import StoreError
 
 __all__ = [
@@ -208,7 +209,7 @@ class SqliteBoard:
                     return self._reply(cur, op(cur, now, expired, *args), now, mono, None, expired)
                 if self._row(cur, counter) is None:
                     if name in ("finalize", "release"):
-                        _bump(cur, f"board_{name}_refused")
+                        bump(cur, f"board_{name}_refused")
                         return self._reply(cur, "stale", now, mono, None, [])
                     return self._reply(cur, "missing", now, mono, None, [])
                 expired = self._sweep(cur, now)
@@ -236,7 +237,7 @@ class SqliteBoard:
                            "AND expires_at <= ? RETURNING counter, owner, customer, epoch, expires_at",
                            (now,)).fetchall()
         if rows:
-            _bump(cur, "board_expired", len(rows))
+            bump(cur, "board_expired", len(rows))
         gone = [Expiry(counter=r[0], owner=r[1], customer=r[2], epoch=r[3], expires_at=r[4]) for r in rows]
         gone.sort(key=lambda e: (e.expires_at, e.epoch))
         return gone
@@ -265,35 +266,34 @@ class SqliteBoard:
 
     def _claim(self, cur, now: float, expired, before: BoardRow, owner: str, customer: str, ttl: float) -> str:
         if before.customers or before.live(now):
-            _bump(cur, "board_claim_refused")
+            bump(cur, "board_claim_refused")
             return "refused"
-        epoch = int(cur.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key='epoch' "
-                                "RETURNING value").fetchone()[0])
+        epoch = next_epoch(cur)
         cur.execute("UPDATE board SET owner=?, customer=?, epoch=?, claimed_at=?, expires_at=?, expiry_reported=0 "
                     "WHERE counter=?", (owner, customer, epoch, now, now + ttl, before.counter))
-        _bump(cur, "board_claims")
+        bump(cur, "board_claims")
         return "ok"
 
     def _finalize(self, cur, now: float, expired, before: BoardRow, epoch: int) -> str:
         if before.epoch != epoch:
-            _bump(cur, "board_finalize_refused")
+            bump(cur, "board_finalize_refused")
             return "stale"
         if not before.live(now):
-            _bump(cur, "board_finalize_refused")
+            bump(cur, "board_finalize_refused")
             return "expired"
         self._set_seats(cur, before.counter, [*before.customers, before.customer],
                         [*before.seated_by, before.owner], clear_claim=True)
-        _bump(cur, "board_finalized")
+        bump(cur, "board_finalized")
         if before.customers:
-            _bump(cur, "board_double_assignments")
+            bump(cur, "board_double_assignments")
         return "ok"
 
     def _release(self, cur, now: float, expired, before: BoardRow, epoch: int) -> str:
         if before.epoch != epoch:
-            _bump(cur, "board_release_refused")
+            bump(cur, "board_release_refused")
             return "stale"
         self._set_seats(cur, before.counter, list(before.customers), list(before.seated_by), clear_claim=True)
-        _bump(cur, "board_released")
+        bump(cur, "board_released")
         return "ok"
 
     def _expire(self, cur, now: float, expired: list[Expiry], before: BoardRow) -> str:
@@ -307,9 +307,9 @@ class SqliteBoard:
         double = bool(before.customers) or (before.live(now) and before.owner != owner)
         self._set_seats(cur, before.counter, [*before.customers, customer], [*before.seated_by, owner],
                         clear_claim=False)
-        _bump(cur, "board_assigned")
+        bump(cur, "board_assigned")
         if double:
-            _bump(cur, "board_double_assignments")
+            bump(cur, "board_double_assignments")
             return "double"
         return "ok"
 
@@ -329,10 +329,6 @@ def sqlite_install(cur) -> None:
         if stmt.strip():
             cur.execute(stmt)
     cur.executemany("INSERT OR IGNORE INTO stats VALUES (?, 0)", [(k,) for k in BOARD_STATS])
-
-
-def _bump(cur, key: str, n: int = 1) -> None:
-    cur.execute("UPDATE stats SET value = value + ? WHERE key=?", (n, key))
 
 
 # -- PostgreSQL ---------------------------------------------------------------------------------
@@ -360,7 +356,7 @@ CREATE OR REPLACE TRIGGER board_feed AFTER INSERT OR UPDATE OR DELETE ON lanemon
 CREATE OR REPLACE FUNCTION lanemon.board_sql_version() RETURNS integer LANGUAGE sql IMMUTABLE AS
 $$ SELECT {BOARD_SQL_VERSION} $$;
 
-CREATE OR REPLACE FUNCTION lanemon.board_bump(k text, n bigint DEFAULT 1) RETURNS void LANGUAGE sql AS
+CREATE OR REPLACE FUNCTION lanemon.boardbump(k text, n bigint DEFAULT 1) RETURNS void LANGUAGE sql AS
 $$ UPDATE lanemon.stats SET value = value + n WHERE key = k $$;
 
 -- notice the claims that ran out (once each): mark, count, return them in (expires_at, epoch) order
@@ -375,7 +371,7 @@ BEGIN
                               ORDER BY expires_at, epoch), '[]'::jsonb), count(*)
         INTO gone, n FROM g;
     IF n > 0 THEN
-        PERFORM lanemon.board_bump('board_expired', n);
+        PERFORM lanemon.boardbump('board_expired', n);
     END IF;
     RETURN gone;
 END $$;
@@ -417,7 +413,7 @@ BEGIN
         IF NOT FOUND THEN
             IF p_op IN ('finalize', 'release') THEN
                 outcome := 'stale';
-                PERFORM lanemon.board_bump('board_' || p_op || '_refused');
+                PERFORM lanemon.boardbump('board_' || p_op || '_refused');
             ELSE
                 outcome := 'missing';
             END IF;
@@ -428,13 +424,13 @@ BEGIN
             IF p_op = 'claim' THEN
                 IF cardinality(b.customers) > 0 OR (b.epoch IS NOT NULL AND t < b.expires_at) THEN
                     outcome := 'refused';
-                    PERFORM lanemon.board_bump('board_claim_refused');
+                    PERFORM lanemon.boardbump('board_claim_refused');
                 ELSE
                     UPDATE lanemon.board SET owner = p_owner, customer = p_customer,
                         epoch = nextval('{PG_EPOCH_SEQUENCE}'), claimed_at = t, expires_at = t + p_ttl,
                         expiry_reported = false
                         WHERE counter = p_counter;
-                    PERFORM lanemon.board_bump('board_claims');
+                    PERFORM lanemon.boardbump('board_claims');
                 END IF;
             ELSIF p_op IN ('finalize', 'release') THEN
                 IF b.epoch IS DISTINCT FROM p_epoch THEN
@@ -443,7 +439,7 @@ BEGIN
                     outcome := 'expired';
                 END IF;
                 IF outcome <> 'ok' THEN
-                    PERFORM lanemon.board_bump('board_' || p_op || '_refused');
+                    PERFORM lanemon.boardbump('board_' || p_op || '_refused');
                 ELSE
                     UPDATE lanemon.board SET
                         customers = CASE WHEN p_op = 'finalize' THEN customers || b.customer ELSE customers END,
@@ -452,12 +448,12 @@ BEGIN
                         expiry_reported = false
                         WHERE counter = p_counter;
                     IF p_op = 'finalize' THEN
-                        PERFORM lanemon.board_bump('board_finalized');
+                        PERFORM lanemon.boardbump('board_finalized');
                         IF cardinality(b.customers) > 0 THEN
-                            PERFORM lanemon.board_bump('board_double_assignments');
+                            PERFORM lanemon.boardbump('board_double_assignments');
                         END IF;
                     ELSE
-                        PERFORM lanemon.board_bump('board_released');
+                        PERFORM lanemon.boardbump('board_released');
                     END IF;
                 END IF;
             ELSIF p_op = 'expire' THEN
@@ -470,11 +466,11 @@ BEGIN
             ELSIF p_op = 'assign' THEN
                 UPDATE lanemon.board SET customers = customers || p_customer, seated_by = seated_by || p_owner
                     WHERE counter = p_counter;
-                PERFORM lanemon.board_bump('board_assigned');
+                PERFORM lanemon.boardbump('board_assigned');
                 IF cardinality(b.customers) > 0
                         OR (b.epoch IS NOT NULL AND t < b.expires_at AND b.owner <> p_owner) THEN
                     outcome := 'double';
-                    PERFORM lanemon.board_bump('board_double_assignments');
+                    PERFORM lanemon.boardbump('board_double_assignments');
                 END IF;
             ELSIF p_op = 'vacate' THEN
                 k := array_position(b.customers, p_customer);

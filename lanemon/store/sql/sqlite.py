@@ -223,7 +223,7 @@ class SqliteBackend(BackendSession):
         with self._tx() as cur:
             now = self._now()
             if cur.execute("SELECT 1 FROM occupancy WHERE workspace=?", (workspace,)).fetchone():
-                _bump(cur, "busy_refusals")
+                bump(cur, "busy_refusals")
                 return None
             row = cur.execute(f"SELECT {LANE_COLS} FROM lanes WHERE name=? AND workspace=?",
                               (name, workspace)).fetchone()
@@ -232,8 +232,7 @@ class SqliteBackend(BackendSession):
                 if held.lease_until > now:
                     return None
                 self._expire(cur, held, now)
-            epoch = int(cur.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 "
-                                    "WHERE key='epoch' RETURNING value").fetchone()[0])
+            epoch = next_epoch(cur)
             lane = LaneRow(name=name, workspace=workspace, owner=owner, session=self.session,
                            epoch=epoch, claimed_at=now, lease_until=now + self.lease,
                            stop_requested=False, stop_reason=None)
@@ -248,18 +247,18 @@ class SqliteBackend(BackendSession):
         cur.execute("DELETE FROM lanes WHERE name=? AND workspace=?", (lane.name, lane.workspace))
         cur.execute("UPDATE lane_history SET ended_at=?, end_reason='expired' WHERE epoch=?",
                     (now, lane.epoch))
-        _bump(cur, "lease_expired")
+        bump(cur, "lease_expired")
         for jid, attempts in cur.execute("SELECT id, attempts FROM jobs WHERE epoch=? AND state='running'",
                                          (lane.epoch,)).fetchall():
             if attempts < MAX_ATTEMPTS:
                 cur.execute("UPDATE jobs SET state='queued', run_id=NULL, epoch=NULL, owner=NULL, "
                             "store_started=NULL, error=? WHERE id=?",
                             (f"re-queued: owner {lane.owner} lost its lane (lease expired)", jid))
-                _bump(cur, "requeued")
+                bump(cur, "requeued")
             else:
                 cur.execute("UPDATE jobs SET state='failed', error='owner died', store_ended=? WHERE id=?",
                             (now, jid))
-                _bump(cur, "owner_died")
+                bump(cur, "owner_died")
 
     async def release_lane(self, name: str, workspace: str, epoch: int) -> bool:
         with self._tx() as cur:
@@ -267,7 +266,7 @@ class SqliteBackend(BackendSession):
             gone = cur.execute("DELETE FROM lanes WHERE name=? AND workspace=? AND epoch=? RETURNING epoch",
                                (name, workspace, epoch)).fetchone()
             if gone is None:
-                _bump(cur, "stale_releases")
+                bump(cur, "stale_releases")
                 return False
             cur.execute("UPDATE lane_history SET ended_at=?, end_reason='released' WHERE epoch=?",
                         (now, epoch))
@@ -283,7 +282,7 @@ class SqliteBackend(BackendSession):
             lane = lane_row(row)
             cur.execute("UPDATE lane_history SET ended_at=?, end_reason='revoked' WHERE epoch=?",
                         (now, lane.epoch))
-            _bump(cur, "revoked")
+            bump(cur, "revoked")
             return lane
 
     async def request_stop(self, name: str, workspace: str, reason: str | None) -> LaneRow | None:
@@ -340,13 +339,13 @@ class SqliteBackend(BackendSession):
                     cur.execute("INSERT INTO ledger (at, writer, job_id, state, lane, workspace, epoch_held, "
                                 "epoch_current) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                                 (now, writer, record.id, record.state.value, lane_name, ws, epoch, current))
-                    _bump(cur, "stale_writes")
+                    bump(cur, "stale_writes")
                     return SaveResult(SaveOutcome.STALE, fence=(lane_name, ws, epoch), current_epoch=current)
             row = cur.execute("SELECT state FROM jobs WHERE id=?", (record.id,)).fetchone()
             prev = None if row is None else State(row[0])
             state = record.state
             if not transition_allowed(prev, state):
-                _bump(cur, "invalid_transitions")
+                bump(cur, "invalid_transitions")
                 return SaveResult(SaveOutcome.INVALID, current_state="new" if prev is None else prev.value)
             values = (record.workspace, record.queue, state.value, record.created_at, record.updated_at,
                       record.run_id, record.error, record.started_at, record.finished_at,
@@ -402,8 +401,16 @@ def _take_ids(cur: sqlite3.Cursor, n: int) -> list[int]:
     return list(range(top - n + 1, top + 1))
 
 
-def _bump(cur: sqlite3.Cursor, key: str) -> None:
-    cur.execute("UPDATE stats SET value = value + 1 WHERE key=?", (key,))
+def bump(cur: sqlite3.Cursor, key: str, n: int = 1) -> None:
+    """Add ``n`` to the store-wide count ``key`` (inside the caller's transaction)."""
+    cur.execute("UPDATE stats SET value = value + ? WHERE key=?", (n, key))
+
+
+def next_epoch(cur: sqlite3.Cursor) -> int:
+    """The next epoch of the store's one counter (the ``epoch`` row of ``meta``), for lanes
+    and counter claims alike; inside the caller's ``BEGIN IMMEDIATE`` transaction."""
+    return int(cur.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 "
+                           "WHERE key='epoch' RETURNING value").fetchone()[0])
 
 
 def _explain(path: str, exc: sqlite3.Error) -> str:
