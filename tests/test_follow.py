@@ -245,6 +245,31 @@ async def test_a_deleted_sqlite_store_is_said_and_followed_again_once_it_is_back
         await _stop(follower, task)
 
 
+async def test_a_postgresql_store_whose_connections_were_cut_is_followed_again(request):
+    import psycopg
+
+    store = await open_test_store(request, "postgresql")
+    url = store.url
+    await store.submit([JobSpec(workspace="w0", queue="cafe")])
+    await store.close()
+    follower, task = await _following(url.text)
+    try:
+        assert follower.snapshot().counts.jobs_submitted == 1
+        async with await psycopg.AsyncConnection.connect(url.dsn, autocommit=True) as admin:
+            await admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        again = await open_sql_store(url, name="test")
+        try:
+            await again.submit([JobSpec(workspace="w1", queue="cafe")])
+            await _until(lambda: follower.connected and follower.snapshot().counts.jobs_submitted == 2,
+                         what="followed again after the cut")
+            assert follower.full_reads >= 2 and not task.done()
+        finally:
+            await again.close()
+    finally:
+        await _stop(follower, task)
+
+
 def _remove(path) -> None:
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(str(path) + suffix):
