@@ -1,6 +1,6 @@
 """Where a tab's data comes from: this window's own simulation, or a store it follows.
 
-``SourcePicker`` is an editable combo box and a Follow button, reusable by any
+``SourcePicker`` is an editable combo box and a Go button (Alt+T: the field, Alt+G: Go), reusable by any
 tab that can follow a store (the Lanes & queues tab; the Counters tab next).
 Its first item is :data:`SIMULATED` ("this window (simulated)", the default);
 the others are the store URLs followed last (kept in the settings, redacted:
@@ -53,10 +53,10 @@ class SourcePicker(QWidget):
         self.box.setMinimumContentsLength(28)
         self.box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.box.setToolTip("this window's own simulation, or a store to follow: sqlite:///path/file.db "
-                            "or postgresql://user@host/db (Enter or Follow)")
-        self.follow_button = QPushButton("&Follow")
+                            "or postgresql://user@host/db (Enter or Go)")
+        self.follow_button = QPushButton("&Go")
         self.follow_button.setToolTip("follow the store typed (or go back to this window's simulation)")
-        label = QLabel("&Source")
+        label = QLabel("Da&ta source")
         label.setBuddy(self.box)
         self.status = QLabel("")
         self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)

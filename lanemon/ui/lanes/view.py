@@ -593,7 +593,10 @@ class LanesView(LiveView):
 
     def _show_ledger(self, now: float) -> None:
         """Store mode's extra step: the refused-write ledger (newest first) and its title."""
-        view = self.follower.ledger()
+        follower = self.follower
+        if follower is None:                # (the source changed under this refresh)
+            return
+        view = follower.ledger()
         if view is self._ledger_shown:
             return
         self._ledger_shown = view
