@@ -84,8 +84,8 @@ from lanemon.store.sql import open_sql_store
 from lanemon.store.url import StoreError, parse
 
 __all__ = [
-    "BACKOFF_S", "COURTESY_S", "GUIDE_TIME", "LOCK_LANE", "LOCK_WORKSPACE", "SERVICE_TIME", "STOP_GRACE_S",
-    "STRATEGY_KEYS", "LockLost", "StaffStats", "StoreLock", "main", "run_staff",
+    "BACKOFF_S", "COURTESY_S", "GUIDE_TIME", "LOCK_LANE", "LOCK_WORKSPACE", "SERVICE_TIME", "START_POLL_S",
+    "STOP_GRACE_S", "STRATEGY_KEYS", "LockLost", "StaffStats", "StoreLock", "main", "run_staff",
 ]
 
 #: the store-wide lock of the lock strategies: this lane of the store
@@ -96,7 +96,8 @@ STRATEGY_KEYS = {"short": "short_lock", "long": "long_lock", "claim": "claim"}
 #: the seed's mean guide and service times (SimConfig's defaults), seconds
 GUIDE_TIME = 0.2
 SERVICE_TIME = 1.0
-#: claim TTL (SimConfig's default), seconds
+#: claim TTL (SimConfig's default), seconds; never less than twice the mean guide time
+#: (the longest guide is 1.5x the mean: a TTL shorter than a guide serves nobody)
 TTL = 1.0
 #: first and longest wait between two tries of a held lock (jittered 0.5-1.5x, doubling)
 BACKOFF_S = (0.001, 0.008)
@@ -106,6 +107,8 @@ BACKOFF_S = (0.001, 0.008)
 COURTESY_S = 1.5 * BACKOFF_S[1]
 #: between two looks for a free counter when none was assignable (jittered 0.5-1.5x)
 NO_COUNTER_WAIT_S = 0.04
+#: how often an agent told to wait for a start file looks for it
+START_POLL_S = 0.01
 #: how long a stop waits for the staff's attempts in flight before cancelling them
 STOP_GRACE_S = 5.0
 
@@ -231,8 +234,8 @@ class StoreLock:
 class _AgentDesk(Desk):
     """The seed's desk over the store's claims, with the store lock and this agent's counts."""
 
-    def __init__(self, claims, lock: StoreLock, stats: StaffStats, *, fence: bool) -> None:
-        super().__init__(claims, ttl=TTL, choose_time=0.0, lock=None)
+    def __init__(self, claims, lock: StoreLock, stats: StaffStats, *, fence: bool, ttl: float) -> None:
+        super().__init__(claims, ttl=ttl, choose_time=0.0, lock=None)
         self._store_lock = lock
         self._stats = stats
         self._fence = fence
@@ -272,16 +275,18 @@ def customers_of(name: str, seed: int, *, guide_time: float = GUIDE_TIME,
 
 async def run_staff(store_url: str, *, name: str, strategy: str, staff: int = 1, counters: int = 8,
                     seed: int = 0, stop: asyncio.Event, guide_time: float = GUIDE_TIME,
-                    service_time: float = SERVICE_TIME, start_at: float | None = None,
+                    service_time: float = SERVICE_TIME, start_file: str | None = None,
                     served: int | None = None, seconds: float | None = None,
                     stats_path: str | None = None) -> StaffStats:
     """Work the store's counters until ``stop`` is set (see the module docstring).
 
     ``strategy``: ``short``, ``long`` or ``claim`` (the seed's names
-    ``short_lock`` / ``long_lock`` are accepted too). ``start_at``
-    (``time.time()`` seconds): the staff begin then (agents started together
-    begin together; the session is open and the board ensured before).
-    ``served`` / ``seconds`` end the run earlier (tests). Refused:
+    ``short_lock`` / ``long_lock`` are accepted too). ``start_file``: the
+    staff begin once that file exists (looked for every :data:`START_POLL_S`;
+    the session is open and the board ensured before), so that agents started
+    one by one begin together.
+    ``served`` / ``seconds`` end the run earlier (tests). A claim's TTL is
+    ``TTL`` or twice ``guide_time``, whichever is longer. Refused:
     ``ValueError`` for an unknown strategy or fewer than one staff member or
     counter; :class:`StoreError` when the store cannot be opened or its board
     has another size in use.
@@ -304,14 +309,15 @@ async def run_staff(store_url: str, *, name: str, strategy: str, staff: int = 1,
         await _set_info(store, {"role": "staff", "strategy": label, "staff": staff, "counters": counters,
                                 "lanes": "store", "queues": [], "jobs_running": 0, "lanes_held": 0})
         store.start_keeper()
-        if start_at is not None and start_at > time.time():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), start_at - time.time())
+        if start_file is not None:
+            while not _exists(start_file) and not stop.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), START_POLL_S)
         t0 = time.monotonic()
         rng = random.Random((seed * 7919) ^ zlib.crc32(name.encode()))
         lock = StoreLock(store.lanes(LOCK_LANE, clock=time.time, emit=None), store.backend, stats,
                          stop=stop, rng=rng)
-        desk = _AgentDesk(claims, lock, stats, fence=key == "long_lock")
+        desk = _AgentDesk(claims, lock, stats, fence=key == "long_lock", ttl=max(TTL, 2 * guide_time))
         crew = _Crew(desk, STRATEGIES[key], stats, customers_of(name, seed, guide_time=guide_time,
                                                                   service_time=service_time),
                      stop=stop, rng=rng, served=served)
@@ -330,6 +336,11 @@ async def run_staff(store_url: str, *, name: str, strategy: str, staff: int = 1,
             from lanemon.files import write_json
             write_json(stats_path, stats.to_json())
     return stats
+
+
+def _exists(path: str) -> bool:
+    """(A stat of a local file: microseconds, like the SQLite store's own calls.)"""
+    return os.path.exists(path)
 
 
 async def _set_info(store, info: dict) -> None:
@@ -457,7 +468,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--guide", type=float, default=GUIDE_TIME, help="mean guide time, seconds")
     p.add_argument("--service", type=float, default=SERVICE_TIME, help="mean service time, seconds")
-    p.add_argument("--start-at", type=float, help="begin at this time.time() (after opening the store)")
+    p.add_argument("--start-file", help="begin once this file exists (after opening the store)")
     p.add_argument("--served", type=int, help="stop once this agent seated this many customers")
     p.add_argument("--stats", help="write the counts as JSON to this file on exit")
     return p
@@ -484,7 +495,7 @@ def main(argv: list[str] | None = None) -> int:
         stop_now.append(lambda: loop.call_soon_threadsafe(stop.set))
         return await run_staff(args.store, name=name, strategy=args.strategy, staff=args.staff,
                                counters=args.counters, seed=args.seed, stop=stop, guide_time=args.guide,
-                               service_time=args.service, start_at=args.start_at, served=args.served,
+                               service_time=args.service, start_file=args.start_file, served=args.served,
                                stats_path=args.stats)
 
     try:
