@@ -85,7 +85,7 @@ from lanemon.store.url import StoreError, parse
 
 __all__ = [
     "BACKOFF_S", "COURTESY_S", "GUIDE_TIME", "LOCK_LANE", "LOCK_WORKSPACE", "SERVICE_TIME", "START_POLL_S",
-    "STOP_GRACE_S", "STRATEGY_KEYS", "LockLost", "StaffStats", "StoreLock", "main", "run_staff",
+    "STOP_GRACE_S", "STRATEGY_KEYS", "LockLost", "StaffStats", "StoreLock", "main", "run_staff", "set_info",
 ]
 
 #: the store-wide lock of the lock strategies: this lane of the store
@@ -306,7 +306,7 @@ async def run_staff(store_url: str, *, name: str, strategy: str, staff: int = 1,
     try:
         claims = store.claims(counters=counters, default_ttl=TTL)
         await claims.refresh()   # the board is ensured (and its size checked) before anything else
-        await _set_info(store, {"role": "staff", "strategy": label, "staff": staff, "counters": counters,
+        await set_info(store, {"role": "staff", "strategy": label, "staff": staff, "counters": counters,
                                 "lanes": "store", "queues": [], "jobs_running": 0, "lanes_held": 0})
         store.start_keeper()
         if start_file is not None:
@@ -343,8 +343,9 @@ def _exists(path: str) -> bool:
     return os.path.exists(path)
 
 
-async def _set_info(store, info: dict) -> None:
-    """The session's ``info`` (who is running: contract 2), where the store has it."""
+async def set_info(store, info: dict) -> None:
+    """Set the session's ``info`` (who is running: ``SqlStore.set_info``), where the store
+    has it (a store without it: nothing is done)."""
     set_info = getattr(store, "set_info", None)
     if set_info is None:
         return
