@@ -65,7 +65,7 @@ def test_the_counters_tab_shows_a_stores_board_and_goes_back_to_its_simulation(r
             # the agents' next writes are followed: a vacate, then the double's other customer leaves
             await claims.vacate(1, "a1/C1")
             await wait_until(lambda: v.grid.cell(1).kind == ASSIGNED, 30)
-            shown["after vacate"] = v.grid.cell(1).main
+            shown["after vacate"] = (v.grid.cell(1).main, v.grid.cell(1).sub)
             v.set_source(None)
             await wait_until(lambda: not follower.running, 30)
             await wait_until(lambda: len(v.grid.cells) == v.sim.config.counters, 30)
@@ -77,15 +77,15 @@ def test_the_counters_tab_shows_a_stores_board_and_goes_back_to_its_simulation(r
 
     shown = _run(scenario)
     assert shown["sim stopped"]
-    assert shown["double"] == ("a1/C1 + a2/C7", "DOUBLE · a1 + a2")
-    assert shown["claimed"] == (CLAIMED, "a3/S1 → a3/C2", True)
+    assert shown["double"] == ("×2", "DOUBLE · a1 + a2")
+    assert shown["claimed"] == (CLAIMED, "a3/S1 → C2", True)
     assert shown["free"] == FREE
     assert shown["headline"].startswith("store  ·  ") and "lock: free" in shown["headline"]
     assert shown["scenario"] == (True, STORE_SCENARIO)
     assert shown["red"] == ("1", theme.REF_LONG, True)
     assert shown["controls"] is False
     assert shown["chips"] == ["a1", "a2", "a3"]
-    assert shown["after vacate"] == "a2/C7"
+    assert shown["after vacate"] == ("C7", "by a2/S1")
     assert shown["back"] == (True, False, False, True)
 
 

@@ -117,9 +117,12 @@ def agent_of(staff: str) -> str:
 
 
 def store_cells(state, kept: dict | None = None) -> list[Cell]:
-    """One ``Cell`` per counter of a store's board (``lanemon.agents.board_follow.BoardState``):
-    as ``cell_of``, and a double says which agents seated on it. With ``kept`` (filled here:
-    counter id -> (view, seated by, cell)) an unchanged counter keeps its cell."""
+    """One ``Cell`` per counter of a store's board (``lanemon.agents.board_follow.BoardState``),
+    short enough for small cells: a double says how many are seated on it and which agents
+    seated them (how many agents, past two); a seated customer is named without its agent
+    (``desk-1/C3`` -> ``C3``) and says who seated it; a claim says its owner and the TTL left.
+    With ``kept`` (filled here: counter id -> (view, seated by, cell)) an unchanged counter
+    keeps its cell."""
     cells = []
     for v, by, ttl in zip(state.counters, state.seated_by, state.claim_ttls):
         hit = kept.get(v.id) if kept is not None else None
@@ -129,11 +132,21 @@ def store_cells(state, kept: dict | None = None) -> list[Cell]:
         cell = cell_of(v, ttl or 1.0)
         if cell.kind == DOUBLE:
             agents = list(dict.fromkeys(agent_of(s) for s in by))
-            cell = Cell(cell.id, DOUBLE, cell.main, "DOUBLE · " + " + ".join(agents), None, cell.customers)
+            who = " + ".join(agents) if len(agents) <= 2 else f"{len(agents)} agents"
+            cell = Cell(v.id, DOUBLE, f"×{len(v.customers)}", f"DOUBLE · {who}", None, v.customers)
+        elif cell.kind == ASSIGNED:
+            cell = Cell(v.id, ASSIGNED, _short(v.customer or ""), f"by {v.owner}", None, v.customers)
+        elif cell.kind == CLAIMED:
+            cell = Cell(v.id, CLAIMED, f"{v.owner} → {_short(v.customer or '')}", cell.sub, cell.ttl_fraction,
+                        v.customers)
         if kept is not None:
             kept[v.id] = (v, by, cell)
         cells.append(cell)
     return cells
+
+
+def _short(customer: str) -> str:
+    return customer.rsplit("/", 1)[-1]
 
 
 def store_chips(state) -> list[Chip]:

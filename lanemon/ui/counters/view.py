@@ -102,9 +102,9 @@ ARRIVAL_BUDGET_S = 0.004  # ... and ends a turn's chunk after this long (a frame
 BOARD_AT = 220   # px at font scale 1: the board's least width beside the two fixed columns
 
 #: what the counters scenario shows, said under the headline in store mode
-STORE_SCENARIO = ("Counters across processes. Short lock: the store's lock covers only the choice, "
-                  "so two agents seat on one counter (red). Long lock: serialised, no double. "
-                  "Claim: no double, and more seated per second than the long lock.")
+STORE_SCENARIO = ("Counters across processes: short lock double-assigns (red: two agents chose one "
+                  "free counter), long lock serialises (no double), claim: no double and more "
+                  "seated per second than long.")
 
 
 def store_figures(state) -> list[tuple[str, str, str | None]]:
@@ -116,7 +116,6 @@ def store_figures(state) -> list[tuple[str, str, str | None]]:
             ("seated/s", f"{state.seated_per_s:.1f}", None),
             ("claims", f"{c.claims:,}", None),
             ("refused", f"{c.claim_refused:,}", None),
-            ("finalize refused", f"{c.finalize_refused:,}", None),
             ("expired", f"{c.expired:,}", None)]
 
 class CountersView(LiveView):
@@ -304,8 +303,7 @@ class CountersView(LiveView):
         self.scenario.setVisible(store)
         self.figures.setVisible(store)
         if store:
-            self.show_message(f"Showing the store {follower.url}: the simulation's controls come back "
-                              "with this window as the source.")
+            self.show_message("Store mode: pick this window as the source to run the simulation again.")
         else:
             self.show_message("Showing this window's simulation.")
         self.mark_dirty(urgent=True)
