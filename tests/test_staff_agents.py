@@ -228,3 +228,24 @@ async def test_the_store_lock_is_one_holder_store_wide_and_fenced_by_its_epoch(r
 async def _take(lock: StoreLock, staff: str, order: list) -> None:
     async with lock.hold(staff):
         order.append("two holds")
+
+
+async def test_agents_started_together_on_a_new_sqlite_file_all_open_it(tmp_path, monkeypatch):
+    """Two sessions that both found the file empty (the interleaving forced: the second one's
+    look is made to see no table, as it would had it looked before the first one made them)
+    both open it: the second finds the schema made, inside its own transaction."""
+    from lanemon.store.sql import open_sql_store
+    from lanemon.store.sql.backend import SCHEMA_VERSION
+    from lanemon.store.sql.sqlite import SqliteBackend
+    from lanemon.store.url import parse
+
+    url = parse("sqlite:///" + str(tmp_path / "new.db").lstrip("/"))
+    first = await open_sql_store(url, create=True, name="first")
+    monkeypatch.setattr(SqliteBackend, "_tables", lambda self: set())
+    second = await open_sql_store(url, create=True, name="second")
+    try:
+        assert second.backend.schema_version == SCHEMA_VERSION
+        assert {s["name"] for s in (await second.dump())["sessions"]} == {"first", "second"}
+    finally:
+        await second.close()
+        await first.close()
