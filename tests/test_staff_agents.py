@@ -17,7 +17,9 @@ across processes double-assigns in the first round, for certain, not by luck
 * ``claim``: zero doubles, and claims were refused or no counter was found
   (the agents did contend).
 
-The agents stop on SIGTERM and exit 0; no process is left (``os.kill(pid, 0)``).
+Then the store lock under a pause: the long-lock agent holding it is SIGSTOPped on a store
+with a 1 s lease; the lock passes to another agent; resumed, the paused one's release is
+refused. The agents stop on SIGTERM and exit 0; no process is left (``os.kill(pid, 0)``).
 Conditions are polled from the store with a generous timeout; nothing is timed.
 """
 
@@ -249,3 +251,46 @@ async def test_agents_started_together_on_a_new_sqlite_file_all_open_it(tmp_path
     finally:
         await second.close()
         await first.close()
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
+async def test_a_paused_lock_holder_loses_the_store_lock_with_its_lease(request, tmp_path, engine):
+    """Long-lock agents on a store with a 1 s lease: the agent holding the store lock is
+    SIGSTOPped (mid-guide: guides last 2-6 s); the lock passes to another agent once the
+    lease ran out; resumed, the paused agent's release is refused (``lock_lost``)."""
+    store = await open_test_store(request, engine, lease=1)
+    agents = Agents(store.url.text, tmp_path)
+    try:
+        claims = store.claims(counters=2)
+        await claims.refresh()
+        go = tmp_path / "go"
+        for seed, name in enumerate(AGENTS):
+            agents.start(name, "--strategy", "long", "--counters", "2", "--seed", str(seed),
+                         "--guide", "4.0", "--service", "0.2", "--start-file", str(go))
+        await _all_registered(store, agents)
+        go.touch()
+
+        async def lock_row():
+            lanes = (await store.dump())["lanes"]
+            return next((lane for lane in lanes if lane["lane"] == LOCK_LANE), None)
+
+        deadline = time.monotonic() + TIMEOUT_S
+        while (held := await lock_row()) is None:
+            assert time.monotonic() < deadline, "nobody took the store lock"
+            await asyncio.sleep(0.02)
+        paused = _agent_of(held["owner"])
+        agents.procs[paused].send_signal(signal.SIGSTOP)
+        while True:   # the lock passes on: another agent holds it under a newer epoch
+            row = await lock_row()
+            if row is not None and _agent_of(row["owner"]) != paused and row["epoch"] > held["epoch"]:
+                break
+            assert time.monotonic() < deadline, "the paused holder's lock never passed on"
+            await asyncio.sleep(0.05)
+        agents.procs[paused].send_signal(signal.SIGCONT)
+        await agents.stop_all()
+        stats = {name: agents.stats(name) for name in AGENTS}
+    finally:
+        agents.close()
+        await store.close()
+    assert stats[paused]["lock_lost"] >= 1
+    assert all(s["errors"] == 0 for s in stats.values())
