@@ -294,3 +294,33 @@ async def test_a_paused_lock_holder_loses_the_store_lock_with_its_lease(request,
         await store.close()
     assert stats[paused]["lock_lost"] >= 1
     assert all(s["errors"] == 0 for s in stats.values())
+
+
+async def test_run_staff_says_who_it_is_and_returns_its_counts(tmp_path, monkeypatch):
+    """In this process: ``run_staff`` sets its session's info where the store has
+    ``set_info`` (contract 2, faked until it is merged), seats customers, and leaves the
+    board as it found it (its seated customers leave at the end)."""
+    from lanemon.agents.staff import run_staff
+    from lanemon.store.sql import SqlStore, open_sql_store
+    from lanemon.store.url import parse
+
+    said = []
+
+    async def set_info(self, info):
+        said.append((self.session, dict(info)))
+
+    monkeypatch.setattr(SqlStore, "set_info", set_info, raising=False)
+    url = "sqlite:///" + str(tmp_path / "s.db").lstrip("/")
+    stats = await run_staff(url, name="desk", strategy="claim", staff=2, counters=3, seed=4,
+                            stop=asyncio.Event(), served=4, guide_time=0.01, service_time=0.05)
+    assert said == [(stats.session, {"role": "staff", "strategy": "claim", "staff": 2, "counters": 3,
+                                     "lanes": "store", "queues": [], "jobs_running": 0, "lanes_held": 0})]
+    assert stats.ended_by == "served" and stats.served >= 4 and stats.vacated == stats.served
+    assert stats.store["finalized"] == stats.served and stats.store["double_assignments"] == 0
+    store = await open_sql_store(parse(url), name="look")
+    try:
+        claims = store.claims(counters=3)
+        await claims.refresh()
+        assert all(not v.customers for v in claims.views())
+    finally:
+        await store.close()

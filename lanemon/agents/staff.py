@@ -346,10 +346,13 @@ def _exists(path: str) -> bool:
 async def set_info(store, info: dict) -> None:
     """Set the session's ``info`` (who is running: ``SqlStore.set_info``), where the store
     has it (a store without it: nothing is done)."""
-    set_info = getattr(store, "set_info", None)
-    if set_info is None:
+    setter = getattr(store, "set_info", None)
+    if setter is None:
         return
-    result = set_info(info)
+    try:
+        result = setter(info)
+    except TypeError:     # (a setter that takes the fields by name)
+        result = setter(**info)
     if inspect.isawaitable(result):
         await result
 
