@@ -91,7 +91,7 @@ def test_the_counters_tab_shows_a_stores_board_and_goes_back_to_its_simulation(r
 
 def test_closing_the_window_closes_the_stores_follower(tmp_path):
     url = "sqlite:///" + str(tmp_path / "store.db").lstrip("/")
-    followers = []
+    followers, views = [], []
 
     async def scenario(win):
         from lanemon.store.sql import open_sql_store
@@ -104,6 +104,7 @@ def test_closing_the_window_closes_the_stores_follower(tmp_path):
             await other.close()
         win.show_view("counters")
         v = win.views["counters"]
+        views.append(v)
         followers.append(BoardFollower(url))
         v.set_source(followers[0])
         await wait_until(lambda: v.last_store_state is not None and len(v.last_store_state.counters) == 2, 30)
@@ -111,3 +112,5 @@ def test_closing_the_window_closes_the_stores_follower(tmp_path):
 
     assert _run(scenario) is True
     assert not followers[0].running
+    late = BoardFollower(url)
+    assert views[0].set_source(late) is False and not late.running   # a shut view takes none

@@ -275,13 +275,16 @@ class CountersView(LiveView):
         self.message.setText(text)
 
     # --- the source: this window's simulation or a store ------------------------------------
-    def set_source(self, follower) -> None:
+    def set_source(self, follower) -> bool:
         """Show a store's counters (``follower``: a ``BoardFollower``, which this view then owns:
         it is started now and closed when another source is set or the window closes), or
-        this window's simulation again (``None``). See the module docstring."""
+        this window's simulation again (``None``). See the module docstring. Once the view
+        is shut (the window closing) it is refused: False, and the follower stays the caller's."""
         old = self.source
+        if self.is_shut:
+            return False
         if follower is old:
-            return
+            return True
         if self._source_unsubscribe is not None:
             self._source_unsubscribe()
             self._source_unsubscribe = None
@@ -307,6 +310,7 @@ class CountersView(LiveView):
         else:
             self.show_message("Showing this window's simulation.")
         self.mark_dirty(urgent=True)
+        return True
 
     def _on_source(self) -> None:
         self.mark_dirty()
