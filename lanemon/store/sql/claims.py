@@ -73,7 +73,7 @@ from lanemon.store.claims import (
 from lanemon.store.sql.board import BoardReply, BoardRow, PgBoard, SqliteBoard
 from lanemon.store.url import StoreError
 
-__all__ = ["SqlClaims"]
+__all__ = ["SqlClaims", "counter_view"]
 
 _COUNT_FIELDS = ("claims", "claim_refused", "finalized", "finalize_refused", "released", "release_refused",
                  "assigned", "expired", "double_assignments")
@@ -137,7 +137,7 @@ class SqlClaims:
         if kept is not None:
             return kept
         now = self.now()
-        views = tuple(_view(row, now) for row in self._rows)
+        views = tuple(counter_view(row, now) for row in self._rows)
         if not any(row.live(now) for row in self._rows):
             self._views = views
         return views
@@ -296,8 +296,9 @@ class SqlClaims:
                                       customer=customer, epoch=epoch, detail=detail))
 
 
-def _view(row: BoardRow, now: float) -> CounterView:
-    """The counter's view at ``now`` (the rules of ``lanemon.counters.board``)."""
+def counter_view(row: BoardRow, now: float) -> CounterView:
+    """The counter's view at ``now`` (the rules of ``lanemon.counters.board``; also the window's
+    board follower, ``lanemon.agents.board_follow``)."""
     live = row.live(now)
     if row.customers:
         state, owner, customer = CounterState.ASSIGNED, row.seated_by[-1], row.customers[0]

@@ -148,9 +148,12 @@ class SqliteBackend(BackendSession):
             self._db = None
             raise
 
+    def _tables(self) -> set[str]:
+        return {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+
     def _check_or_create(self, create: bool, older_ok: bool = False) -> None:
         db = self._db
-        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        tables = self._tables()
         if "meta" in tables:
             row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             if row is None:
@@ -169,6 +172,11 @@ class SqliteBackend(BackendSession):
             for stmt in SCHEMA.split(";\n"):
                 if stmt.strip():
                     cur.execute(stmt)
+            made = cur.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if made is not None:  # another process made it since the look above (agents started together)
+                self.schema_version = int(made[0])
+                check_version(self.schema_version, self.path)
+                return
             cur.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             self.schema_version = SCHEMA_VERSION
             cur.execute("INSERT INTO meta VALUES ('epoch', '0')")

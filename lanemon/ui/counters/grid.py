@@ -111,6 +111,67 @@ def cell_of(v, ttl: float) -> Cell:
     return Cell(v.id, FREE, "free", sub, None, v.customers)
 
 
+def agent_of(staff: str) -> str:
+    """The agent a staff member or customer of a staff agent belongs to (``agent/S1`` -> ``agent``)."""
+    return staff.split("/", 1)[0]
+
+
+def store_cells(state, kept: dict | None = None) -> list[Cell]:
+    """One ``Cell`` per counter of a store's board (``lanemon.agents.board_follow.BoardState``),
+    short enough for small cells: a double says how many are seated on it and which agents
+    seated them (how many agents, past two); a seated customer is named without its agent
+    (``desk-1/C3`` -> ``C3``) and says who seated it; a claim says its owner and the TTL left.
+    With ``kept`` (filled here: counter id -> (view, seated by, cell)) an unchanged counter
+    keeps its cell."""
+    cells = []
+    for v, by, ttl in zip(state.counters, state.seated_by, state.claim_ttls):
+        hit = kept.get(v.id) if kept is not None else None
+        if hit is not None and hit[0] == v and hit[1] == by:
+            cells.append(hit[2])
+            continue
+        cell = cell_of(v, ttl or 1.0)
+        if cell.kind == DOUBLE:
+            agents = list(dict.fromkeys(agent_of(s) for s in by))
+            who = " + ".join(agents) if len(agents) <= 2 else f"{len(agents)} agents"
+            cell = Cell(v.id, DOUBLE, f"×{len(v.customers)}", f"DOUBLE · {who}", None, v.customers)
+        elif cell.kind == ASSIGNED:
+            cell = Cell(v.id, ASSIGNED, _short(v.customer or ""), f"by {v.owner}", None, v.customers)
+        elif cell.kind == CLAIMED:
+            cell = Cell(v.id, CLAIMED, f"{v.owner} → {_short(v.customer or '')}", cell.sub, cell.ttl_fraction,
+                        v.customers)
+        if kept is not None:
+            kept[v.id] = (v, by, cell)
+        cells.append(cell)
+    return cells
+
+
+def _short(customer: str) -> str:
+    return customer.rsplit("/", 1)[-1]
+
+
+def store_chips(state) -> list[Chip]:
+    """One chip per agent on a store's board: the staff agents the store lists and every agent
+    seen on the board or holding the store lock; "guiding" while it has a claim or a customer
+    seated (text: its strategy where the store says it, and how many counters it holds)."""
+    strategy = {a.name: a.strategy for a in state.agents if a.role in (None, "staff")}
+    held: dict[str, int] = {}
+    for v, by in zip(state.counters, state.seated_by):
+        names = {agent_of(s) for s in by}
+        if v.state == CounterState.CLAIMED and v.owner:
+            names.add(agent_of(v.owner))
+        for name in names:
+            held[name] = held.get(name, 0) + 1
+    lock_agent = agent_of(state.lock_holder) if state.lock_holder else None
+    names = sorted(set(strategy) | set(held) | ({lock_agent} if lock_agent else set()))
+    chips = []
+    for name in names:
+        n = held.get(name, 0)
+        how = strategy.get(name)
+        text = (f"{how} · " if how else "") + f"{n} counter{'s' if n != 1 else ''}"
+        chips.append(Chip(name, "guiding" if n else "idle", text, name == lock_agent))
+    return chips
+
+
 def chips_from(snapshot) -> list[Chip]:
     chips = []
     for s in snapshot.staff:

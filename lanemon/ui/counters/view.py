@@ -27,6 +27,18 @@ Customers turned away by the full queue (``SimConfig.queue_limit``) show in
 the tallies ("turned away", in the warning colour once > 0) and, after a
 compare, as served figures in the warning colour whose tooltip says how many.
 
+**Store mode** (``set_source(follower)``, a ``lanemon.agents.board_follow.BoardFollower``;
+``set_source(None)``: this window's simulation again, the default): the grid shows the
+store's counters (red when double assigned, each saying who seated or claims it), the
+staff strip one chip per agent (its strategy, the counters it holds, the store lock), the
+headline the store and the lock holder, and two lines under it say what the counters
+scenario shows with the store-wide figures live (``STORE_SCENARIO``, ``store_figures``).
+The follower reads the store when its change feed says the board changed; a frame
+redraws only when it read something new or a claim's countdown runs. A running
+simulation is replaced by a new one, not started; its controls are disabled and its
+tallies and compare hidden while the store is shown. The view owns the follower: it
+starts it, and closes it when another source is set or the window closes.
+
 ``install_counters_view(window)`` adds the tab; when the window closes, the
 view's ``shutdown`` stops a running simulation and a compare in flight: it
 returns once the run's
@@ -62,9 +74,17 @@ from lanemon.ui.counters.controls import (
     MessageLine,
     TalliesPanel,
 )
-from lanemon.ui.counters.grid import CountersGrid, StaffStrip, cells_from, chips_from, counter_label
+from lanemon.ui.counters.grid import (
+    CountersGrid,
+    StaffStrip,
+    cells_from,
+    chips_from,
+    counter_label,
+    store_cells,
+    store_chips,
+)
 from lanemon.ui.kit import theme
-from lanemon.ui.kit.live_label import LiveLabel
+from lanemon.ui.kit.live_label import LiveLabel, figure_parts
 from lanemon.ui.kit.live_view import LiveView
 from lanemon.ui.kit.reflow import Reflow
 
@@ -80,6 +100,23 @@ ARRIVAL_BUDGET_S = 0.004  # ... and ends a turn's chunk after this long (a frame
                           # staff, the services and the frame share the rest)
 
 BOARD_AT = 220   # px at font scale 1: the board's least width beside the two fixed columns
+
+#: what the counters scenario shows, said under the headline in store mode
+STORE_SCENARIO = ("Counters across processes: short lock double-assigns (red: two agents chose one "
+                  "free counter), long lock serialises (no double), claim: no double and more "
+                  "seated per second than long.")
+
+
+def store_figures(state) -> list[tuple[str, str, str | None]]:
+    """The store-wide figures of a board (``BoardState``) as (name, value, colour) triples:
+    double assignments in red once there are any."""
+    c = state.counts
+    return [("seated", f"{state.seated:,}", None),
+            ("double assignments", f"{c.double_assignments:,}", theme.REF_LONG if c.double_assignments else None),
+            ("seated/s", f"{state.seated_per_s:.1f}", None),
+            ("claims", f"{c.claims:,}", None),
+            ("refused", f"{c.claim_refused:,}", None),
+            ("expired", f"{c.expired:,}", None)]
 
 class CountersView(LiveView):
     """The Counters tab (see the module docstring). ``grid_frames`` counts the grid's
@@ -97,6 +134,10 @@ class CountersView(LiveView):
         self._cells_kept: dict = {}  # counter id -> (view, cell): unchanged counters keep their cell
         self.grid_frames = 0        # grid repaints done (for tests and the bench)
         self.last_snapshot = None
+        self.source = None          # a BoardFollower (store mode), or None: this window's simulation
+        self._source_unsubscribe = None
+        self.last_store_state = None   # the store's board shown last (store mode)
+        self._store_kept: dict = {}    # counter id -> (view, seated by, cell)
 
         # --- controls ------------------------------------------------------------
         self.form = ConfigForm()
@@ -140,9 +181,16 @@ class CountersView(LiveView):
         self.grid = CountersGrid()
         self.staff = StaffStrip()
         self.headline = LiveLabel()      # strategy, state, time, lock; at most TEXT_FPS a second
+        self.scenario = MessageLine()    # store mode: what the scenario shows ...
+        self.scenario.setText(STORE_SCENARIO)
+        self.figures = LiveLabel()       # ... and the store-wide figures, live
+        self.scenario.hide()
+        self.figures.hide()
         board = QVBoxLayout()
         board.setSpacing(4)
         board.addWidget(self.headline)
+        board.addWidget(self.scenario)
+        board.addWidget(self.figures)
         board.addWidget(self.staff)
         board.addWidget(self.grid, 1)
         self._board = board
@@ -218,12 +266,54 @@ class CountersView(LiveView):
         head.setPointSizeF(theme.pt(theme.BASE_POINT_SIZE + 1))
         self.headline.setFont(head)
         self.message.apply_fonts()
+        self.scenario.apply_fonts()
         self.compare.apply_fonts()
 
     # --- controls -> domain ------------------------------------------------------------------
     def show_message(self, text: str, error: bool = False) -> None:
         self.message.error = error
         self.message.setText(text)
+
+    # --- the source: this window's simulation or a store ------------------------------------
+    def set_source(self, follower) -> bool:
+        """Show a store's counters (``follower``: a ``BoardFollower``, which this view then owns:
+        it is started now and closed when another source is set or the window closes), or
+        this window's simulation again (``None``). See the module docstring. Once the view
+        is shut (the window closing) it is refused: False, and the follower stays the caller's."""
+        old = self.source
+        if self.is_shut:
+            return False
+        if follower is old:
+            return True
+        if self._source_unsubscribe is not None:
+            self._source_unsubscribe()
+            self._source_unsubscribe = None
+        if old is not None:
+            self.spawn(old.aclose())
+        store = follower is not None
+        if store and self._task is not None and not self._task.done():
+            self.reset()    # the running simulation stops (a new one waits, not started)
+        if store:
+            follower.start()
+            self._source_unsubscribe = follower.subscribe(self._on_source)
+        self.source = follower
+        self.last_store_state = None
+        self._store_kept = {}
+        self._countdown = False
+        self.grid.selected = None
+        self._controls.setEnabled(not store)
+        self._right.setVisible(not store)
+        self.scenario.setVisible(store)
+        self.figures.setVisible(store)
+        if store:
+            self.show_message("Store mode: pick this window as the source to run the simulation again.")
+        else:
+            self.show_message("Showing this window's simulation.")
+        self.mark_dirty(urgent=True)
+        return True
+
+    def _on_source(self) -> None:
+        self.mark_dirty()
 
     @property
     def running(self) -> bool:
@@ -364,7 +454,14 @@ class CountersView(LiveView):
 
     async def close_domain(self) -> None:
         """After the view's tasks (a compare in flight: cancelled, its worker thread ended;
-        ``LiveView.shutdown``): stop the simulation and wait until its run has ended."""
+        ``LiveView.shutdown``): close the store follower, if any; stop the simulation and
+        wait until its run has ended."""
+        source, self.source = self.source, None
+        if self._source_unsubscribe is not None:
+            self._source_unsubscribe()
+            self._source_unsubscribe = None
+        if source is not None:
+            await source.aclose()
         task = self._task
         self._drop_sim()
         if task is not None:
@@ -399,7 +496,10 @@ class CountersView(LiveView):
 
     def frame_motion(self, changed: bool, refreshing: bool, text_due: bool) -> bool:
         """Every tick in which something changed or a claim's countdown runs: read one
-        snapshot and repaint what changed in the grid; the text parts are then behind."""
+        snapshot and repaint what changed in the grid; the text parts are then behind.
+        In store mode: the follower's state, when it read something new or a countdown runs."""
+        if self.source is not None:
+            return self._store_motion(changed)
         sim = self.sim
         if sim is None:
             return False
@@ -415,13 +515,50 @@ class CountersView(LiveView):
         self.mark_stale()
         return True
 
+    def _store_motion(self, changed: bool) -> bool:
+        if not changed and not self._countdown:
+            return False
+        state = self.source.state()
+        self.last_store_state = state
+        cells = store_cells(state, self._store_kept)
+        self._countdown = any(c.ttl_fraction is not None for c in cells)
+        self.grid.set_cells(cells)
+        self.grid_frames += 1
+        self.mark_stale()
+        return True
+
     def refresh_steps(self, urgent: bool):
         """The text parts from the last snapshot: after a control was used, all at once;
         else in two steps, the staff strip, then the tallies and the headline (each costs
         ~0.2-0.6 ms to repaint), so no tick repaints all of them."""
+        if self.source is not None:
+            return (self._show_store,)
         if urgent:
             return (self._show_all,)
         return (self._show_staff, self._show_figures)
+
+    def _show_store(self) -> None:
+        state = self.last_store_state
+        if state is None:
+            return
+        self.staff.set_chips(store_chips(state))
+        self.headline.set_parts(self._store_headline(state))
+        self.figures.set_parts(figure_parts(store_figures(state), theme.MUTED, "  ·  "))
+
+    def _store_headline(self, state) -> list[tuple[str, str, bool]]:
+        fg, muted = theme.FG, theme.MUTED
+        staff = [a for a in state.agents if a.role == "staff"]
+        strategies = sorted({a.strategy for a in staff if a.strategy})
+        who = f"{len(staff)} staff agents" + (f" ({', '.join(strategies)})" if strategies else "")
+        parts = [("store", fg, True), (f"  ·  {state.url}  ·  ", muted, False)]
+        if state.agents:
+            parts.append((who + "  ·  ", muted, False))
+        parts += [("lock: ", muted, False), (state.lock_holder or "free", fg, state.lock_holder is not None)]
+        if state.error:
+            parts.append((f"  ·  {state.error}", theme.REF_LONG, True))
+        elif not state.version:
+            parts.append(("  ·  reading…", muted, False))
+        return parts
 
     def _show_all(self) -> None:
         self._show_staff()
