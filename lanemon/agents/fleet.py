@@ -170,6 +170,7 @@ class _Child:
     log_path: str
     stop_sent: bool = False
     paused_here: bool = False     # our last signal to it was SIGSTOP (where /proc cannot say)
+    last_line: str | None = None  # its log's last line, read once it has exited
     reaped: threading.Event = field(default_factory=threading.Event)
 
 
@@ -291,8 +292,10 @@ class Fleet:
     def _state(self, child: _Child) -> AgentState:
         code = child.popen.returncode
         if code is not None:
+            if child.last_line is None and child.reaped.is_set():
+                child.last_line = _last_line(child.log_path)
             return AgentState(child.name, child.popen.pid, child.spec, child.started, _exited(code), code,
-                              child.log_path, _last_line(child.log_path))
+                              child.log_path, child.last_line or "")
         letter = procs.state(child.popen.pid)
         if letter is None or letter == "Z":        # no /proc, or exiting this very moment
             paused = child.paused_here
