@@ -275,3 +275,23 @@ def test_session_watch_reads_says_why_not_and_recovers():
         await w.read_once()
         return w.error
     assert "cannot list its sessions" in asyncio.run(old_store())
+
+
+def test_a_fleet_its_owner_never_closed_stops_its_agents_at_exit(tmp_path):
+    """A program that starts agents and ends without closing its fleet leaves no orphan."""
+    script = (
+        "import sys\n"
+        f"sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
+        "from fleet_fakes import sleeper_command\n"
+        "from lanemon.agents.fleet import AgentSpec, Fleet\n"
+        "f = Fleet(sleeper_command())\n"
+        "a = f.start(AgentSpec('sqlite:///unused.db', 'orphan-candidate'))\n"
+        "print(a.pid, flush=True)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert out.returncode == 0, out.stderr
+    pid = int(out.stdout.split()[0])
+    orphaned = procs.alive(pid)
+    if orphaned:
+        os.kill(pid, signal.SIGKILL)         # (leave nothing behind, then fail)
+    assert not orphaned, "the agent outlived the program that started it"

@@ -217,3 +217,64 @@ def test_the_tab_with_three_processes_one_paused_grabs_to_a_png(qtbot, tmp_path)
     if os.environ.get("LANEMON_SHOTS"):
         import shutil
         shutil.copy(png, os.path.join(os.environ["LANEMON_SHOTS"], "processes-panel.png"))
+
+
+def test_an_agent_that_exits_with_an_error_is_said_with_its_last_line(qtbot, tmp_path):
+    import sys
+
+    async def scenario(win):
+        view = win.processes_view
+        view.fleet.command = lambda spec: [sys.executable, "-c",
+                                           "import sys; print('lanemon agent: store not opened: gone'); sys.exit(2)"]
+        win.show_view("processes")
+        view.url.setText("sqlite:///" + str(tmp_path / "unused.db").lstrip("/"))
+        view.count.setValue(1)
+        view.start_button.click()
+        (a,) = view.fleet.agents()
+        await wait_until(lambda: "exited 2" in view.result.text(), 20)
+        return a, view.result.text(), _state(view, a.name)
+
+    rc, (a, said, state), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert state == "exited 2"
+    assert said.startswith(f"{a.name} (pid {a.pid}) exited 2: lanemon agent: store not opened: gone")
+
+
+def test_bad_store_urls_are_refused_before_any_process_starts(qtbot):
+    async def scenario(win):
+        view = win.processes_view
+        view.fleet.command = sleeper_command()
+        said = []
+        for text in ("", "memory:", "ftp://nowhere/x"):
+            view.url.setText(text)
+            assert view.start_agents() == []
+            said.append(view.result.text())
+        return said, view.fleet.agents()
+
+    rc, (said, agents), errors = run_window(scenario)
+    assert rc == 0 and errors == [] and agents == []
+    assert "Give a store URL" in said[0]
+    assert "memory: is this window's own" in said[1]
+    assert said[2].startswith("Not started:")
+
+
+def test_in_store_mode_agents_start_on_the_lanes_tabs_store(qtbot, tmp_path):
+    url, _path = new_sqlite_store(tmp_path)
+
+    async def scenario(win):
+        view = win.processes_view
+        win.show_view("processes")
+        await wait_until(lambda: view.watch is not None and (view.watch.reads or view.watch.error), 30)
+        watch = view.watch
+        view.refresh_now()
+        return view.store_url(), view.url_note.text(), watch.error, [r.name for r in view.rows]
+
+    rc, (used, note, error, names), errors = run_window(scenario, store_url=url)
+    assert rc == 0 and errors == []
+    assert used == url and note == "from the Lanes tab"
+    # before SqlStore.sessions() (contract 2) the tab says it cannot list sessions; after, it lists
+    # this window's own sessions (the Lanes tab's and its own), marked as this window
+    if error is not None:
+        assert "cannot list its sessions" in error
+    else:
+        assert any(n.endswith("(this window)") for n in names)

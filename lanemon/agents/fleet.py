@@ -23,7 +23,10 @@ Guarantees:
 - **No orphan**: :meth:`Fleet.aclose` (or :meth:`Fleet.close_now`, blocking)
   stops every agent still running and returns once each has been reaped,
   unless ``keep=True``, which leaves them running (and their logs in place)
-  and says which (the window's "keep agents running" choice).
+  and says which (the window's "keep agents running" choice). A fleet still
+  open when the interpreter exits (its owner never closed it) is closed then
+  (``atexit``, 2 s grace). A SIGKILLed window cannot stop its agents: they run
+  on, each in its own session (nothing here survives a SIGKILL to say so).
 - Agents run in their own session (``start_new_session``): a Ctrl+C in the
   window's terminal reaches the window, which stops them (or keeps them) itself.
   Each gets ``LANEMON_STARTED_BY=<this pid>`` in its environment and the
@@ -47,6 +50,7 @@ a session of another host cannot be signalled from here (said, not done).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import os
 import shutil
@@ -57,6 +61,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -215,6 +220,7 @@ class Fleet:
         self._closed = False
         self._lock = threading.Lock()
         self._on_reaped: list[Callable[[], None]] = []   # called (on the reaper thread) after each reap
+        _open_fleets.add(self)
 
     # --- starting ---------------------------------------------------------------------------
     def next_name(self) -> str:
@@ -284,15 +290,15 @@ class Fleet:
 
     def forget_exited(self) -> int:
         """Drop the exited agents from the list; how many."""
-        gone = [n for n, c in self._children.items() if c.popen.returncode is not None]
+        gone = [n for n, c in self._children.items() if c.reaped.is_set()]
         for name in gone:
             del self._children[name]
         return len(gone)
 
     def _state(self, child: _Child) -> AgentState:
-        code = child.popen.returncode
+        code = child.popen.returncode if child.reaped.is_set() else None   # (exited = reaped)
         if code is not None:
-            if child.last_line is None and child.reaped.is_set():
+            if child.last_line is None:
                 child.last_line = _last_line(child.log_path)
             return AgentState(child.name, child.popen.pid, child.spec, child.started, _exited(code), code,
                               child.log_path, child.last_line or "")
@@ -448,6 +454,17 @@ class Fleet:
                 return SignalResult(True, f"SIGKILL sent to {row.name} (pid {row.pid})")
             return SignalResult(False, f"SIGKILL not sent: {row.name} (pid {row.pid}) has already exited")
         return _signal_elsewhere(row, sig, grace)
+
+
+# fleets not closed yet: stopped at interpreter exit (a window that never ran its shutdown)
+_open_fleets: weakref.WeakSet[Fleet] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_open_fleets() -> None:
+    for fleet in list(_open_fleets):
+        if not fleet.closed:
+            fleet.close_now(grace=2.0)
 
 
 def _signal_elsewhere(row: ProcessRow, sig: int, grace: float) -> SignalResult:

@@ -149,6 +149,7 @@ class ProcessesView(LiveView):
         self._selected: str | None = None                   # the selected row's key
         self.last_result: SignalResult | None = None
         self.kept: list = []                                # agents left running at close
+        self._announced: set[tuple[str, int]] = set()     # (name, pid) of failed agents already said
 
         self.head = QLabel("Processes")
         self.head.setWordWrap(True)
@@ -205,6 +206,7 @@ class ProcessesView(LiveView):
                 "resume": "SIGCONT: a paused process runs again",
                 "stop": "SIGTERM: a clean stop (SIGKILL if it has not exited a few seconds later)",
                 "kill": "SIGKILL: it ends now, mid-save or not"}
+        self._tips = tips
         for action, button in self.buttons.items():
             button.setToolTip(tips[action])
             button.clicked.connect(lambda _checked=False, a=action: self.act(a))
@@ -429,13 +431,17 @@ class ProcessesView(LiveView):
         self.buttons["resume"].setEnabled(ok and not worker and state in ("paused", "stopping"))
         self.buttons["stop"].setEnabled(ok and not worker and state in ("running", "paused"))
         self.buttons["kill"].setEnabled(ok)
-        if row is not None and not row.can_signal and row.why_not:
-            for button in self.buttons.values():
-                button.setToolTip(f"{row.name}: {row.why_not}")
+        why = f"{row.name}: {row.why_not}" if row is not None and not row.can_signal and row.why_not else ""
+        for action, button in self.buttons.items():
+            tip = why or self._tips[action]
+            if button.toolTip() != tip:
+                button.setToolTip(tip)
 
     def _say(self, ok: bool, text: str) -> None:
         self.result.setText(text)
-        self.result.setStyleSheet(f"color: {theme.FG if ok else theme.ERROR_TEXT};")
+        sheet = f"color: {theme.FG if ok else theme.ERROR_TEXT};"
+        if self.result.styleSheet() != sheet:     # (a new sheet re-polishes the label)
+            self.result.setStyleSheet(sheet)
 
     # --- LiveView ------------------------------------------------------------------------------
     def frame_motion(self, changed: bool, refreshing: bool, text_due: bool) -> bool:
@@ -475,6 +481,7 @@ class ProcessesView(LiveView):
         rows = process_rows(agents, sessions, workers, now=time.time())
         self.rows = rows
         self._show_head(agents, rows, watch)
+        self._say_failures(agents)
         self._show_keep(agents)
         t = self.table
         t.blockSignals(True)
@@ -506,6 +513,15 @@ class ProcessesView(LiveView):
             t.blockSignals(False)
         self._enable_buttons(rows[chosen] if chosen >= 0 else None)
         self._fit()
+
+    def _say_failures(self, agents) -> None:
+        """An agent that exited with an error status is said once under the buttons, with
+        its log's last line (a store that cannot be opened, a bad option...)."""
+        for a in agents:
+            if a.returncode is not None and a.returncode > 0 and (a.name, a.pid) not in self._announced:
+                self._announced.add((a.name, a.pid))
+                why = f": {a.last_line}" if a.last_line else ""
+                self._say(False, f"{a.name} (pid {a.pid}) {a.state}{why} (its log: {a.log_path})")
 
     def _show_head(self, agents, rows, watch) -> None:
         live = [a for a in agents if a.alive]
