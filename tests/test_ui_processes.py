@@ -278,3 +278,38 @@ def test_in_store_mode_agents_start_on_the_lanes_tabs_store(qtbot, tmp_path):
         assert "cannot list its sessions" in error
     else:
         assert any(n.endswith("(this window)") for n in names)
+
+
+def test_the_tab_and_its_controls_are_reached_from_the_keyboard(qtbot):
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QApplication
+
+    async def scenario(win):
+        view = win.processes_view
+        view.fleet.command = sleeper_command()
+        win.activateWindow()
+        await wait_until(lambda: QApplication.activeWindow() is win, 10)
+        alt = Qt.KeyboardModifier.AltModifier
+        QTest.keyClick(win, Qt.Key.Key_O, alt)                         # the tab
+        await wait_until(lambda: win.tabs.tabText(win.tabs.currentIndex()) == "Pr&ocesses", 10)
+        await wait_until(view.isVisible, 10)
+        QTest.keyClick(win, Qt.Key.Key_S, alt)                         # Start, with no URL yet
+        await wait_until(lambda: "Give a store URL" in view.result.text(), 10)
+        QTest.keyClick(win, Qt.Key.Key_E, alt)                         # the store URL field
+        await wait_until(lambda: QApplication.focusWidget() is view.url, 10)
+        QTest.keyClicks(view.url, "sqlite:///tmp/keyboard.db")
+        QTest.keyClick(win, Qt.Key.Key_S, alt)
+        await wait_until(lambda: len(view.fleet.agents()) == 2 and len(view.rows) >= 2, 20)
+        first = view.rows[0]
+        view.table.setFocus()
+        view.select(first.key)
+        QTest.keyClick(win, Qt.Key.Key_P, alt)                         # Pause the selected row
+        await wait_until(lambda: _state(view, first.name) == "paused", 20)
+        QTest.keyClick(win, Qt.Key.Key_I, alt)                         # Kill it
+        await wait_until(lambda: _state(view, first.name) == "exited -9", 20)
+        return [a.pid for a in view.fleet.agents()]
+
+    rc, pids, errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert all(_reaped(p) for p in pids)
