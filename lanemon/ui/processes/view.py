@@ -27,10 +27,11 @@ window's worker processes, with Pause / Resume / Stop / Kill.
   closes" checked they are left running; the tab says so while it is checked, and
   the close says which on stderr.
 
-Keyboard: the tab is Alt+O; Start (Alt+S), the store URL (Alt+E), role (Alt+L), strategy
-(Alt+Y), local lanes (Alt+C), Stop all (Alt+A), Forget exited (Alt+G), keep running (Alt+K),
-Pause (Alt+P), Resume (Alt+R), Stop (Alt+T), Kill (Alt+I); the table and the agents' count
-by Tab, rows by the arrow keys.
+Keyboard: the tab is reached with Ctrl+Tab / Ctrl+Shift+Tab (it has no Alt+letter: every
+letter of "Processes" belongs to another tab's control or a menu); Start (Alt+S), the store
+URL (Alt+E), role (Alt+L), strategy (Alt+Y), local lanes (Alt+C), Stop all (Alt+A), Forget
+exited (Alt+G), keep running (Alt+K), Pause (Alt+P), Resume (Alt+R), Stop (Alt+T), Kill
+(Alt+I); the table and the agents' count by Tab, rows by the arrow keys.
 """
 
 from __future__ import annotations
@@ -586,7 +587,7 @@ def install_processes_view(window, fleet: Fleet | None = None) -> ProcessesView:
     """Add the Processes tab to ``window`` (a ``MainWindow``); the window's shutdown
     (``view.shutdown`` -> ``close_domain``) stops the agents it started."""
     view = ProcessesView(fleet)
-    window.add_view("processes", "Pr&ocesses", view)
+    window.add_view("processes", "Processes", view)
     return view
 
 
