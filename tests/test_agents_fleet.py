@@ -210,6 +210,11 @@ def test_rows_join_agents_with_their_sessions_and_say_who_cannot_be_signalled(fl
         _until(lambda: procs.state(elsewhere.pid) == "T", "paused elsewhere")
         paused = {r.key: r for r in process_rows(f.agents(), sessions, host=host, now=now)}["session:s4"]
         assert paused.state == "paused"
+        f.kill("mine")                                    # an exited agent keeps its session's row
+        _until(lambda: not f.agent("mine").alive, "mine exited")
+        dead = [r for r in process_rows(f.agents(), sessions, host=host, now=now) if r.pid == a.pid]
+        assert [(r.key, r.state, r.heartbeat_age_s, r.can_signal) for r in dead] == [
+            ("agent:mine", "exited -9", 1.0, False)]
         assert f.act(other, "stop", grace=0.3).sent      # SIGTERM (+SIGCONT): python's default ends it
         assert elsewhere.wait(30) == -signal.SIGTERM
         gone = {r.key: r for r in process_rows(f.agents(), sessions, host=host, now=now)}["session:s4"]

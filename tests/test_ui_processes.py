@@ -8,6 +8,7 @@ read from that store's ``sessions`` table (``fleet_fakes``). Every wait is for a
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import time
 
@@ -97,9 +98,9 @@ def test_keep_running_leaves_the_agents_and_the_window_says_so(qtbot, tmp_path, 
         (a,) = view.fleet.agents()
         view.keep.setChecked(True)
         await wait_until(lambda: "leaves 1 agent running" in view.keep_note.text(), 10)
-        return a.pid, a.name, view.keep_note.text()
+        return a.pid, a.name, view.keep_note.text(), view.fleet.log_dir
 
-    rc, (pid, name, note), errors = run_window(scenario)
+    rc, (pid, name, note, logs), errors = run_window(scenario)
     try:
         assert rc == 0 and errors == []
         assert f"{name} (pid {pid})" in note
@@ -107,6 +108,7 @@ def test_keep_running_leaves_the_agents_and_the_window_says_so(qtbot, tmp_path, 
         assert f"left 1 agent running (keep agents running was on): {name} (pid {pid})" in capfd.readouterr().err
     finally:
         os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(logs, ignore_errors=True)       # (a kept agent's log is left in place)
     deadline = time.monotonic() + 30
     while not _reaped(pid) and time.monotonic() < deadline:   # its reaper thread reaps it
         time.sleep(0.02)
@@ -215,7 +217,6 @@ def test_the_tab_with_three_processes_one_paused_grabs_to_a_png(qtbot, tmp_path)
     image = QImage(str(png))
     assert (image.width(), image.height()) == size
     if os.environ.get("LANEMON_SHOTS"):
-        import shutil
         shutil.copy(png, os.path.join(os.environ["LANEMON_SHOTS"], "processes-panel.png"))
 
 

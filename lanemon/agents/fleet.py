@@ -561,7 +561,8 @@ def process_rows(agents: Iterable[AgentState], sessions: Sequence[Any] = (), wor
                  host: str | None = None, now: float | None = None, own_pid: int | None = None
                  ) -> list[ProcessRow]:
     """The rows of the Processes tab: the agents started here (each with its store
-    session's figures, matched by host and pid), then the other sessions (this host's
+    session's figures, matched by host and pid, exited or not: a killed agent's session
+    stays in the store until reaped there, and is shown on its agent's row), then the other sessions (this host's
     first), then the worker processes. ``sessions``: ``SessionRow``-like objects
     (attributes session, pid, host, name, started, last_seen, info); ``workers``:
     ``WorkerProcess``-like (pid, kind, busy); ``now``: ``time.time()`` (heartbeat ages
@@ -576,7 +577,7 @@ def process_rows(agents: Iterable[AgentState], sessions: Sequence[Any] = (), wor
     rows: list[ProcessRow] = []
     matched = set()
     for a in agents:
-        s = by_pid.get(a.pid) if a.alive else None
+        s = by_pid.get(a.pid)        # (an exited agent keeps its last heartbeat; a killed one's row stays)
         info = getattr(s, "info", None) or {}
         if s is not None:
             matched.add(id(s))

@@ -362,8 +362,7 @@ class ProcessesView(LiveView):
         else:
             names = ", ".join(f"{a.name} (pid {a.pid})" for a in started)
             self._say(True, f"Started {_count(len(started), 'agent')}: {names}.")
-        if self.watch is None:
-            self._url_edited()
+        self._url_edited()                  # (watch that store's sessions, if not yet)
         self.mark_dirty(urgent=True)
         return started
 
