@@ -195,6 +195,7 @@ def test_rows_join_agents_with_their_sessions_and_say_who_cannot_be_signalled(fl
         assert "another host (far-away)" in remote.why_not and remote.heartbeat_age_s == 2.5
         result = f.act(remote, "stop")
         assert not result.sent and "another host" in result.message
+        assert "session:s3" not in {r.key for r in process_rows(f.agents(), sessions, host=host, hide=("s3",))}
         window = rows["session:s3"]
         assert not window.can_signal and "this window" in window.name
         other = rows["session:s4"]

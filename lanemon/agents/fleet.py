@@ -558,15 +558,18 @@ def this_host() -> str:
 
 
 def process_rows(agents: Iterable[AgentState], sessions: Sequence[Any] = (), workers: Iterable[Any] = (), *,
-                 host: str | None = None, now: float | None = None, own_pid: int | None = None
-                 ) -> list[ProcessRow]:
+                 host: str | None = None, now: float | None = None, own_pid: int | None = None,
+                 hide: Iterable[str] = ()) -> list[ProcessRow]:
     """The rows of the Processes tab: the agents started here (each with its store
     session's figures, matched by host and pid, exited or not: a killed agent's session
     stays in the store until reaped there, and is shown on its agent's row), then the other sessions (this host's
     first), then the worker processes. ``sessions``: ``SessionRow``-like objects
     (attributes session, pid, host, name, started, last_seen, info); ``workers``:
     ``WorkerProcess``-like (pid, kind, busy); ``now``: ``time.time()`` (heartbeat ages
-    are by this machine's clock against the store's)."""
+    are by this machine's clock against the store's); ``hide``: session ids left out (the
+    session the listing itself reads through)."""
+    hidden = set(hide)
+    sessions = [s for s in sessions if getattr(s, "session", None) not in hidden]
     host = this_host() if host is None else host
     now = time.time() if now is None else now
     own = os.getpid() if own_pid is None else own_pid
@@ -633,6 +636,7 @@ class SessionWatch:
     """The store's sessions, read every ``period_s`` s by ``run()`` (a task of its owner).
 
     ``rows``: the latest read (``SessionRow``-like objects; ``[]`` before one);
+    ``own_session``: the id of the session it reads through (the listing leaves it out);
     ``error``: why the latest round could not read them (``None`` after a good read):
     a store that cannot be opened, a lost connection (the session is closed and opened
     again next round), or a store without ``sessions()``. ``reads`` counts good reads.
@@ -647,6 +651,7 @@ class SessionWatch:
         self.rows: list[Any] = []
         self.error: str | None = None
         self.reads = 0
+        self.own_session: str | None = None    # the session it reads through (not an agent)
         self._opener = opener
         self._store = None
 
@@ -654,6 +659,7 @@ class SessionWatch:
         try:
             if self._store is None:
                 self._store = await self._opener(self.url)
+                self.own_session = getattr(self._store, "session", None)
             read = getattr(self._store, "sessions", None)
             if read is None:
                 self.error = ("this store cannot list its sessions (no SqlStore.sessions() in this "

@@ -478,7 +478,8 @@ class ProcessesView(LiveView):
             workers = list(self._workers())
         except Exception:                  # (a read: never in the way of the rest)
             workers = []
-        rows = process_rows(agents, sessions, workers, now=time.time())
+        own = (watch.own_session,) if watch is not None and watch.own_session else ()
+        rows = process_rows(agents, sessions, workers, now=time.time(), hide=own)
         self.rows = rows
         self._show_head(agents, rows, watch)
         self._say_failures(agents)
