@@ -197,7 +197,8 @@ def test_rows_join_agents_with_their_sessions_and_say_who_cannot_be_signalled(fl
         assert not result.sent and "another host" in result.message
         assert "session:s3" not in {r.key for r in process_rows(f.agents(), sessions, host=host, hide=("s3",))}
         window = rows["session:s3"]
-        assert not window.can_signal and "this window" in window.name
+        assert not window.can_signal and "this window" in window.name and window.origin == "this window"
+        assert (mine.origin, remote.origin, rows["worker:111"].origin) == ("here", "elsewhere", "runs tab")
         other = rows["session:s4"]
         assert not other.here and other.can_signal and other.state == "running"
         assert [rows[f"worker:{p}"].state for p in (111, 112)] == ["busy", "busy"]

@@ -272,11 +272,21 @@ def test_in_store_mode_agents_start_on_the_lanes_tabs_store(qtbot, tmp_path):
         await wait_until(lambda: view.watch is not None and (view.watch.reads or view.watch.error), 30)
         watch = view.watch
         view.refresh_now()
-        return view.store_url(), view.url_note.text(), watch.error, [r.name for r in view.rows]
+        out = view.store_url(), view.url_note.text(), watch.error, [r.name for r in view.rows]
+        # a URL with a password: the field shows it redacted, agents get the whole URL; back to
+        # the window's simulation, the redacted text (no URL to start on) leaves the field
+        secret, shown = "postgresql://u:secret@127.0.0.1:1/db", "postgresql://u:***@127.0.0.1:1/db"
+        view.use_store(secret, shown=shown)
+        switched = view.url.text(), view.store_url()
+        view.use_store(None)
+        back = view.url.text(), view.store_url(), view.url_note.text()
+        return (*out, switched, back)
 
-    rc, (used, note, error, names), errors = run_window(scenario, store_url=url)
+    rc, (used, note, error, names, switched, back), errors = run_window(scenario, store_url=url)
     assert rc == 0 and errors == []
     assert used == url and note == "from the Lanes tab"
+    assert switched == ("postgresql://u:***@127.0.0.1:1/db", "postgresql://u:secret@127.0.0.1:1/db")
+    assert back == ("", "", "")
     # before SqlStore.sessions() (contract 2) the tab says it cannot list sessions; after, it lists
     # this window's own sessions (the Lanes tab's and its own), marked as this window
     if error is not None:

@@ -510,7 +510,8 @@ class ProcessRow:
 
     ``kind``: "agent" (started here), "session" (a store session not started here:
     another terminal, another host, or this window's own), "worker" (the window's
-    worker process). ``here``: started by this window. ``state``: "running",
+    worker process). ``here``: started by this window; ``origin``: "here", "this
+    window" (its own store session), "elsewhere", "runs tab". ``state``: "running",
     "paused", "stopping", "exited N", "gone" (a session whose process is no more),
     "remote" (another host's: its heartbeat is all we know), "busy"/"idle" (a
     worker). ``jobs_running``/``lanes_held``/``heartbeat_age_s``: from the store
@@ -525,6 +526,7 @@ class ProcessRow:
     host: str
     here: bool
     state: str
+    origin: str = ""
     role: str = ""
     jobs_running: int | None = None
     lanes_held: int | None = None
@@ -586,6 +588,7 @@ def process_rows(agents: Iterable[AgentState], sessions: Sequence[Any] = (), wor
             matched.add(id(s))
         rows.append(ProcessRow(
             key=f"agent:{a.name}", kind="agent", name=a.name, pid=a.pid, host=host, here=True, state=a.state,
+            origin="here",
             role=_role(a.spec), jobs_running=_int(info.get("jobs_running")),
             lanes_held=_int(info.get("lanes_held")),
             heartbeat_age_s=None if s is None else max(0.0, now - float(s.last_seen)),
@@ -609,10 +612,12 @@ def process_rows(agents: Iterable[AgentState], sessions: Sequence[Any] = (), wor
             letter = procs.state(pid)
             state, ok, why = ("paused" if letter in ("T", "t") else "running"), True, ""
         age = getattr(s, "last_seen", None)
+        mine = local and pid == own
         rows.append(ProcessRow(
             key=f"session:{getattr(s, 'session', '')}", kind="session",
-            name=(getattr(s, "name", "") or "?") + (" (this window)" if local and pid == own else ""),
-            pid=pid, host=s_host, here=False, state=state, role=_role(info),
+            name=(getattr(s, "name", "") or "?") + (" (this window)" if mine else ""),
+            pid=pid, host=s_host, here=False, state=state, origin="this window" if mine else "elsewhere",
+            role=_role(info),
             jobs_running=_int(info.get("jobs_running")), lanes_held=_int(info.get("lanes_held")),
             heartbeat_age_s=None if age is None else max(0.0, now - float(age)),
             can_signal=ok, why_not=why))
@@ -621,7 +626,7 @@ def process_rows(agents: Iterable[AgentState], sessions: Sequence[Any] = (), wor
         kind = getattr(w, "kind", "")
         rows.append(ProcessRow(
             key=f"worker:{w.pid}", kind="worker", name=f"{kind} worker", pid=w.pid, host=host, here=True,
-            state="busy" if busy else "idle", role="runs tab", can_signal=True))
+            state="busy" if busy else "idle", origin="runs tab", role="runs tab", can_signal=True))
     return rows
 
 

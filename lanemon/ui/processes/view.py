@@ -36,6 +36,7 @@ exited (Alt+G), keep running (Alt+K), Pause (Alt+P), Resume (Alt+R), Stop (Alt+T
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import time
 from collections.abc import Callable
@@ -107,16 +108,6 @@ def _state_color(state: str) -> str | None:
     if state == "gone":
         return theme.PROGRAM_STALE
     return None
-
-
-def _origin(row: ProcessRow) -> str:
-    if row.kind == "agent":
-        return "here"
-    if row.kind == "worker":
-        return "runs tab"
-    if row.name.endswith("(this window)"):
-        return "this window"
-    return "elsewhere"
 
 
 def _count(n: int, what: str) -> str:
@@ -274,6 +265,8 @@ class ProcessesView(LiveView):
         the field shows it (``shown``: its redacted form, default ``url``) and agents start
         on ``url`` while the field is left as it is."""
         if url is None:
+            if self._lanes_url is not None and self.url.text().strip() == self._lanes_url[0]:
+                self.url.clear()        # (a redacted URL is no URL to start agents on)
             self._lanes_url = None
             self.url_note.setText("")
         else:
@@ -315,8 +308,6 @@ class ProcessesView(LiveView):
 
     async def _keep_watching(self, watch: SessionWatch) -> None:
         """Read the store's sessions every ``SESSIONS_PERIOD_S`` while the tab is shown."""
-        import asyncio
-
         try:
             while True:
                 if self.isVisible():
@@ -494,7 +485,7 @@ class ProcessesView(LiveView):
                 cells = (
                     _item(row.name, bold=row.here, tip=tip),
                     _item("–" if row.pid is None else str(row.pid), right=True),
-                    _item(_origin(row), theme.MUTED if not row.here else None),
+                    _item(row.origin, theme.MUTED if not row.here else None),
                     _item(row.state, _state_color(row.state), bold=True, tip=row.detail),
                     _item("–" if row.jobs_running is None else str(row.jobs_running), right=True),
                     _item("–" if row.lanes_held is None else str(row.lanes_held), right=True),
