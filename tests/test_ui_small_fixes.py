@@ -421,3 +421,31 @@ def test_a_long_status_message_keeps_a_gap_before_the_lag_figures(qtbot):
         assert message and lag, presenter                      # both are painted
         assert max(message) > left - 200, presenter            # the message is long: it fills its room
         assert min(lag) - max(message) > 12, (presenter, max(message), min(lag), left)   # a clear gap
+
+
+def test_a_long_passing_message_is_elided_with_its_whole_text_as_tooltip(qtbot):
+    """Qt's status bar cut a passing message at the lag figures ("Chart written to /tmp/a-very-
+    long-fol"): neither the file's name nor that the text went on could be seen."""
+    async def scenario(win):
+        await wait_until(win.isVisible, 10)
+        bar, seen = win.statusBar(), []
+        for presenter in (False, True):
+            win.talk.set_presenter(presenter)
+            text = "Chart written to /tmp/" + "a-very-long-folder-name/" * 12 + "chart.png"
+            bar.showMessage(text, 15000)
+            await wait_until(lambda text=text: bar.currentMessage() == text, 10)
+            room = bar.message_rect()
+            lag_left = win.lag_label.mapTo(bar, QPoint(0, 0)).x()
+            seen.append((text, bar.shown_message(), bar.toolTip(), room.right(), lag_left,
+                         bar.fontMetrics().horizontalAdvance(bar.shown_message()), room.width()))
+            bar.clearMessage()
+            seen.append(bar.toolTip())
+        return seen
+
+    rc, seen, errors = run_window(scenario, size=(1024, 768))
+    assert rc == 0 and errors == []
+    for text, shown, tip, right, lag_left, advance, width in seen[0::2]:
+        assert shown.endswith("…") and text.startswith(shown[:-1]) and len(shown) < len(text)
+        assert tip == text
+        assert advance <= width and right < lag_left        # drawn in its room, left of the lag figures
+    assert all(tip != seen[0][0] for tip in seen[1::2])      # the tooltip goes with the message

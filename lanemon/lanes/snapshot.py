@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from .lanes import LaneView
 
-__all__ = ["JobView", "QueueView", "RunSpan", "Counts", "Snapshot", "LaneView"]
+__all__ = ["JobView", "QueueView", "RunSpan", "Counts", "Snapshot", "LaneView", "LaneHolder"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +40,7 @@ class JobView:
     result: str | None
     notes: tuple[tuple[str, Any], ...] = ()  # every note of its work (RunContext.note),
                                              # key -> latest value, in first-noted order
+    owner: str | None = None   # the process that last wrote it (a store's job: ``jobs.owner``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +54,11 @@ class QueueView:
 
 
 class RunSpan(NamedTuple):
-    """One run of a workspace, for a timeline (lanes claimed -> released)."""
+    """One run of a workspace, for a timeline (lanes claimed -> released).
+
+    From a followed store (``lanemon.agents.follow``): ``owner`` is the process
+    that ran it (``None`` in this window's own scheduler) and ``overlap`` says
+    that another run of the same workspace ran during part of it."""
 
     job_id: int
     queue: str
@@ -61,6 +66,17 @@ class RunSpan(NamedTuple):
     started_at: float
     ended_at: float
     state: str
+    owner: str | None = None
+    overlap: bool = False
+
+
+class LaneHolder(NamedTuple):
+    """Who holds a workspace's scheduled lane in a followed store: the agent's name, its
+    store session and when the lease runs out (store clock)."""
+
+    agent: str
+    session: str
+    lease_until: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,3 +103,9 @@ class Snapshot:
     pending_failures: int
     counts: Counts
     workspaces: tuple[str, ...] = field(default=())  # every workspace seen
+    # -- a followed store only (``lanemon.agents.follow``; empty for this window's scheduler) --
+    running: Mapping[str, tuple[RunSpan, ...]] = field(default_factory=dict)  # ws -> runs going on
+    holders: Mapping[str, LaneHolder] = field(default_factory=dict)  # ws -> its scheduled lane's holder
+    overlaps: int = 0          # runs (kept) that overlapped another run of their workspace
+    max_at_once: int = 0       # the most runs of one workspace at once among them (0: no run)
+    agents: tuple[str, ...] = ()  # the sessions' names (who is connected to the store)

@@ -180,3 +180,6 @@ class Backend(Protocol):
 
     # everything, for ``lanemon store dump`` and the invariant checks
     async def dump(self) -> dict[str, Any]: ...
+
+    # SELECTs in one read snapshot (``?`` placeholders): the follower's reads (``sql.reads``)
+    async def read(self, queries: list[tuple[str, tuple]]) -> tuple[float, list[list[tuple]]]: ...

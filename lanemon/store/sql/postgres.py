@@ -757,6 +757,29 @@ class PostgresBackend(BackendSession):
             raise StoreError(explain(self.url, exc)) from None
         return dump_rows(results.__getitem__, now)
 
+    async def read(self, queries: list[tuple[str, tuple]]) -> tuple[float, list[list[tuple]]]:
+        """Run the SELECTs ``queries`` (``?`` placeholders, made ``%s`` here) in one
+        REPEATABLE READ snapshot; returns the store clock and each query's rows (the
+        follower's reads, :mod:`lanemon.store.sql.reads`). Failures -> StoreError."""
+        pool = self._pool
+        if pool is None:
+            raise StoreError(f"postgresql store {self.url.redacted()} is closed")
+        try:
+            async with pool.connection() as conn:
+                async with conn.transaction():
+                    await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                    cur = await conn.execute(_SQL["clock"], (self.clock_skew,))
+                    now = (await cur.fetchone())[0]
+                    results = []
+                    for sql, params in queries:
+                        cur = await conn.execute(sql.replace("?", "%s"), params)
+                        results.append(await cur.fetchall())
+        except psycopg.Error as exc:
+            raise StoreError(explain(self.url, exc)) from None
+        except (PoolTimeout, PoolClosed) as exc:
+            raise StoreError(explain(self.url, exc)) from None
+        return now, results
+
 
 async def _run(conn: psycopg.AsyncConnection, sql: str, params: Any, fetch: bool | str) -> Any:
     cur = await conn.execute(sql, params)

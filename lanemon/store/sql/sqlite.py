@@ -392,6 +392,21 @@ class SqliteBackend(BackendSession):
         finally:
             cur.execute("COMMIT")
 
+    async def read(self, queries: list[tuple[str, tuple]]) -> tuple[float, list[list[tuple]]]:
+        """Run the SELECTs ``queries`` (``?`` placeholders) in one read snapshot (WAL: no
+        writer waits); returns the store clock and each query's rows (the follower's reads,
+        :mod:`lanemon.store.sql.reads`). Refused: a closed or unreadable store (StoreError)."""
+        db = self._require()
+        cur = db.cursor()
+        try:
+            cur.execute("BEGIN")
+            try:
+                return self._now(), [cur.execute(sql, params).fetchall() for sql, params in queries]
+            finally:
+                cur.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StoreError(_explain(self.path, exc)) from None
+
 
 def _take_ids(cur: sqlite3.Cursor, n: int) -> list[int]:
     """``n`` fresh job ids from the ``job_id`` row of ``meta`` (above every id ever used)."""

@@ -96,6 +96,7 @@ JOB_STATE_COLORS = {
 QUEUE_COLORS = {"reservations": "#1f77b4", "cafe": "#e8590c"}   # a queue's runs and its name
 HELD_SAVE = "#d9480f"     # a held final save: the timeline's hatched tail, the "holds" figure
 WAITING_JOB = "#9aa3b2"   # a job waiting for its lane: the timeline's thin line
+OVERLAP_RUN = "#e03131"   # a followed store: a run of a workspace that overlapped another (timeline, figure)
 
 # The shortcut overlay (talk mode): a dark panel over a shaded window, in both palettes.
 SHORTCUT_SHADE = "rgba(0, 0, 0, 150)"     # over the window
@@ -117,7 +118,7 @@ COLOR_NAMES = (
     "QT_BRIGHT_TEXT", "QT_SHADOW", "PHASE_FILL", "PHASE_EDGE",
     "COUNTER_CLAIMED", "COUNTER_ASSIGNED", "COUNTER_DOUBLE", "CLAIM_TTL_BAR",
     "STAFF_STATE_COLORS", "STAFF_SELECTED", "JOB_STATE_COLORS", "QUEUE_COLORS", "HELD_SAVE",
-    "WAITING_JOB", "SHORTCUT_SHADE", "SHORTCUT_PANEL", "SHORTCUT_BORDER", "SHORTCUT_TEXT",
+    "WAITING_JOB", "OVERLAP_RUN", "SHORTCUT_SHADE", "SHORTCUT_PANEL", "SHORTCUT_BORDER", "SHORTCUT_TEXT",
     "SHORTCUT_KEY", "SHORTCUT_HINT", "PROGRAM_COLORS", "PROGRAM_STALE",
 )
 """The names every palette defines (``PLACE_COLORS`` follows from them)."""
@@ -168,7 +169,7 @@ PALETTES = {
             "cancelled": ("#4a5262", "#e4e7ec"),
         },
         "QUEUE_COLORS": {"reservations": "#1f77b4", "cafe": "#e8590c"},
-        "HELD_SAVE": "#d9480f", "WAITING_JOB": "#9aa3b2",
+        "HELD_SAVE": "#d9480f", "WAITING_JOB": "#9aa3b2", "OVERLAP_RUN": "#ff6b6b",
         "SHORTCUT_SHADE": "rgba(0, 0, 0, 150)", "SHORTCUT_PANEL": "rgba(12, 16, 24, 238)",
         "SHORTCUT_BORDER": "#5b6578", "SHORTCUT_TEXT": "#ffffff", "SHORTCUT_KEY": "#ffd23f",
         "SHORTCUT_HINT": "#c3cad6",

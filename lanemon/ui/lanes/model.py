@@ -245,6 +245,8 @@ class LaneRow(NamedTuple):
     last: str          # "#12 succeeded" (the last finished run)
     last_state: str | None
     busy: tuple[str, ...]
+    agent: str | None = None          # a followed store: the agent holding the lane ...
+    lease_until: float | None = None  # ... and when its lease runs out (store clock)
 
 
 class WorkspacesModel(_RowsModel):
@@ -270,10 +272,14 @@ class WorkspacesModel(_RowsModel):
         return row.claimed_at is not None
 
     def _time_text(self, r: LaneRow) -> str:
-        return seconds(None if r.claimed_at is None else max(0.0, self.now - r.claimed_at))
+        held = seconds(None if r.claimed_at is None else max(0.0, self.now - r.claimed_at))
+        if r.lease_until is None or r.claimed_at is None:
+            return held
+        left = r.lease_until - self.now
+        return f"{held} · lease {seconds(left)}" if left > 0 else f"{held} · lease over"
 
     def _cells(self, r: LaneRow) -> tuple:
-        return (r.workspace, (r.queue, r.job_id), r.epoch, self._time_text(r),
+        return (r.workspace, (r.queue, r.job_id, r.agent), r.epoch, self._time_text(r),
                 (r.stop, r.stop_reason), (r.last, r.last_state), r.busy)
 
     def workspace(self, row: int) -> str | None:
@@ -299,7 +305,9 @@ class WorkspacesModel(_RowsModel):
             if c == 0:
                 return r.workspace
             if c == 1:
-                return f"{r.queue} #{r.job_id}" if r.queue else "free"
+                if not r.queue:
+                    return "free"
+                return f"{r.queue} #{r.job_id}" + (f" · {r.agent}" if r.agent else "")
             if c == 2:
                 return "" if r.epoch is None else str(r.epoch)
             if c == 3:
@@ -353,6 +361,7 @@ def job_row(job) -> JobRow:
         t0, t1 = (job.started_at or job.created_at), job.finished_at
     else:
         t0, t1 = job.started_at, None
+    owner = job.owner
     if job.error:
         detail = job.error
     elif job.save_held:
@@ -363,6 +372,8 @@ def job_row(job) -> JobRow:
         detail = "stop requested"
     else:
         detail = job.run_id or ""
+    if owner:
+        detail = f"{owner} · {detail}" if detail else owner
     return JobRow(job.id, job.workspace, job_label(job), job.work, job.epoch, t0, t1, detail,
                   job.run_id)
 
@@ -374,7 +385,8 @@ class JobsModel(_RowsModel):
         "state": "queued → running → saving → succeeded / failed / cancelled",
         "ws": "workspace",
         "time": "waiting: time queued · running: time running · done: run time",
-        "detail": "error, placement, stop request or run ID",
+        "detail": "a followed store's job: the process that wrote it last; then error, placement, "
+                  "stop request or run ID",
     }
     TIME_COLUMN = 3
 

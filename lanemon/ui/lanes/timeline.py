@@ -7,6 +7,13 @@ you see. A job whose final save is held shows a hatched red tail, kept after
 its release; failed runs are crossed, cancelled ones dotted; waiting jobs show
 as a thin grey line under their row.
 
+A followed store (``lanemon.agents.follow``) adds what one window cannot have:
+runs still going on in other processes (``snap.running``, drawn to "now"),
+each bar labelled with the process that ran it (``RunSpan.owner``: at most
+``MAX_LABELS`` labels, the newest bar of each row first), and runs of one
+workspace that overlapped another drawn in ``theme.OVERLAP_RUN`` over their
+queue's colour (``RunSpan.overlap``): with store lanes there are none.
+
 Cheap by construction: a fixed handful of single-colour ``chart_items.Bars``
 (reservations, cafe, held saves, waiting, failed and cancelled marks), each drawn with one ``drawRects``,
 bounds computed once per rebuild (not in Python on every repaint); 1-pixel
@@ -22,11 +29,11 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPen
-from PySide6.QtWidgets import QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGraphicsItem, QVBoxLayout, QWidget
 
 from lanemon.lanes import parse_owner
 from lanemon.ui.kit import theme
-from lanemon.ui.kit.chart_items import Bars, cosmetic_pen, live_plot
+from lanemon.ui.kit.chart_items import Bars, BoundedItem, Label, cosmetic_pen, live_plot
 from lanemon.ui.kit.live_label import LiveLabel
 
 MAX_ROWS = 30
@@ -35,6 +42,7 @@ BAR = 0.72               # bar height, in rows
 WAIT = 0.16              # waiting line height, in rows
 
 ROW_LABEL_CHARS = 12     # a row's label: longer workspace names are elided to this many characters
+MAX_LABELS = 40          # owner labels on bars (a followed store), at most
 
 pg.setConfigOptions(antialias=False)
 
@@ -58,9 +66,21 @@ def _bar_colors() -> dict[str, tuple]:
     saves (hatched), then waiting jobs, then the marks over failed (crossed, the failed
     state's colour) and cancelled (dotted, the cancelled state's text colour) runs."""
     return {**{q: (c, None) for q, c in theme.QUEUE_COLORS.items()},
+            "overlap": (theme.OVERLAP_RUN, None),
             "held": (theme.HELD_SAVE, Qt.BrushStyle.BDiagPattern), "waiting": (theme.WAITING_JOB, None),
             "failed": (theme.JOB_STATE_COLORS["failed"][1], Qt.BrushStyle.CrossPattern),
             "cancelled": (theme.JOB_STATE_COLORS["cancelled"][0], Qt.BrushStyle.Dense5Pattern)}
+
+
+class _LabelsParent(BoundedItem):
+    """Paints nothing: the owner labels are its children, so one move scrolls them all."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemHasNoContents, True)
+
+    def paint(self, painter, _option, _widget=None) -> None:
+        return None
 
 
 class _Rects:
@@ -107,6 +127,13 @@ class LanesTimeline(QWidget):
         for z, it in enumerate(self.items.values()):
             it.setZValue(z)
             self.plot.addItem(it, ignoreBounds=True)
+        # owner labels (a followed store) ride on one parent item that scrolls with the bars
+        self._labels_parent = _LabelsParent()
+        self._labels_parent.setZValue(len(self.items) + 1)
+        self.plot.addItem(self._labels_parent, ignoreBounds=True)
+        self._labels: list[Label] = []
+        self.labels: tuple[str, ...] = ()     # the owner labels shown (``draw``)
+        self.store_mode = False               # a followed store: the legend says "overlap"
         self.empty = pg.TextItem(f"no activity in the last {window_s:.0f} s — add a job (Alt+A)", color=theme.MUTED,
                                  anchor=(0.5, 0.5))
         self.empty.setPos(-self.window_s / 2, 0)
@@ -140,6 +167,11 @@ class LanesTimeline(QWidget):
         for name, style in _bar_colors().items():
             self.items[name].set_style(*_bar_style(*style))
         self.empty.setColor(theme.MUTED)
+        for lab in self._labels:   # made again in the new colours at the next draw
+            scene = lab.scene()
+            if scene is not None:
+                scene.removeItem(lab)
+        self._labels = []
 
     def _set_title(self) -> None:
         # the queues' colours are in the queue tables' titles (■ Reservations, ■ Cafe delivery)
@@ -148,13 +180,21 @@ class LanesTimeline(QWidget):
                    f"&nbsp;failed"
                    f"&nbsp;&nbsp;<span style='color:{theme.JOB_STATE_COLORS['cancelled'][0]}'>▒</span>"
                    f"&nbsp;cancelled"
-                   f"&nbsp;&nbsp;<span style='color:{theme.WAITING_JOB}'>▁</span>&nbsp;waiting")
+                   f"&nbsp;&nbsp;<span style='color:{theme.WAITING_JOB}'>▁</span>&nbsp;waiting"
+                   + (f"&nbsp;&nbsp;<span style='color:{theme.OVERLAP_RUN}'>■</span>&nbsp;overlap"
+                      if self.store_mode else ""))
         self.plot.getPlotItem().getAxis("bottom").setLabel(legend)   # short: the plot is narrow
         shown = (f"{len(self.rows)} of {self.total_workspaces} workspaces (latest activity)"
                  if self.total_workspaces > len(self.rows) else
                  f"{len(self.rows)} workspace{'s' * (len(self.rows) != 1)}")
         self.title.set_parts([("Timeline", None, True),
                               (f" · s ago, last {self.window_s:.0f} s · {shown}", theme.MUTED, False)])
+
+    def set_store_mode(self, on: bool) -> None:
+        """A followed store is drawn (or no longer): the legend names the overlaps."""
+        if on != self.store_mode:
+            self.store_mode = on
+            self._set_title()
 
     def max_rows(self) -> int:
         h = self.plot.getViewBox().height()
@@ -191,6 +231,9 @@ class LanesTimeline(QWidget):
                 waiting.append(j)
                 if j.workspace not in score:
                     score[j.workspace] = now
+        going = snap.running
+        for ws in going:
+            score[ws] = now + 1.0
         for ws, spans in snap.history.items():
             if spans and ws not in score:
                 end = spans[-1].ended_at
@@ -214,16 +257,22 @@ class LanesTimeline(QWidget):
         rects = {k: _Rects() for k in self.items}
         marks = {"failed": rects["failed"], "cancelled": rects["cancelled"]}
         h = BAR / 2
+        owners: list[tuple[float, float, float, str]] = []   # (end, x0, row, owner) of labelled bars
+        overlap = rects["overlap"]
         for ws, i in row_of.items():
-            for sp in snap.history.get(ws, ()):
+            for sp in (*snap.history.get(ws, ()), *going.get(ws, ())):
                 if sp.ended_at <= horizon:
                     continue
                 r = rects.get(sp.queue)
                 if r is None:
                     continue
                 x0 = max(sp.started_at - now, left)
-                x1 = max(sp.ended_at - now, x0 + minw)
+                x1 = min(max(sp.ended_at - now, x0 + minw), far)
                 r.add(x0, x1, i - h, i + h)
+                if sp.overlap:
+                    overlap.add(x0, x1, i - h * 0.55, i + h * 0.55)
+                if sp.owner:
+                    owners.append((sp.ended_at, x0, i, sp.owner))
                 mark = marks.get(sp.state)
                 if mark is not None:
                     mark.add(x0, x1, i - h, i + h)
@@ -249,8 +298,35 @@ class LanesTimeline(QWidget):
         for k, item in self.items.items():
             rects[k].apply(item)
             item.setPos(0.0, 0.0)
+        self._place_labels(owners, -w)
+        self._labels_parent.setPos(0.0, 0.0)
         self.counts = {k: len(r.x0) for k, r in rects.items()}
         return bool(rows)
+
+    def _place_labels(self, owners: list[tuple[float, float, float, str]], left: float) -> None:
+        """Label the bars of ``owners`` with their process, newest first, at most ``MAX_LABELS``
+        (and one per row and process: a run after run of one agent is said once)."""
+        chosen, seen = [], set()
+        for _end, x0, row, owner in sorted(owners, reverse=True):
+            if (row, owner) in seen:
+                continue
+            seen.add((row, owner))
+            chosen.append((max(x0, left), row, owner))
+            if len(chosen) == MAX_LABELS:
+                break
+        labels = self._labels
+        while len(labels) < len(chosen):
+            lab = Label("", color=theme.FG, fill=QColor(theme.BG), anchor=(0.0, 0.5))
+            lab.setFont(self.font())
+            lab.setParentItem(self._labels_parent)
+            labels.append(lab)
+        for lab, (x, row, owner) in zip(labels, chosen):
+            lab.set_text(owner)
+            lab.setPos(x, row)
+            lab.setVisible(True)
+        for lab in labels[len(chosen):]:
+            lab.setVisible(False)
+        self.labels = tuple(owner for _, _, owner in chosen)
 
     def scroll(self, now: float) -> bool:
         """Time passed since ``draw``: move the bars left (no bar is rebuilt).
@@ -269,6 +345,7 @@ class LanesTimeline(QWidget):
         dx = -shift_px / px_per_s
         for item in self.items.values():
             item.setPos(dx, 0.0)
+        self._labels_parent.setPos(dx, 0.0)
         return True
 
     def _set_title_if_changed(self) -> None:

@@ -34,6 +34,23 @@ reports any broken invariant.
 ``install_lanes_view(window)`` creates the scheduler and adds the tab; when the
 window closes, the view's ``shutdown`` cancels its tasks and ``aclose()``s the
 scheduler.
+
+The source (``kit.source_picker``, above the counters): "this window
+(simulated)" -- the scheduler above, the default -- or a store URL the tab
+**follows** (``follow(url)``): a ``lanemon.agents.follow.Follower`` keeps a
+model of the store from its change feed, one task of the view, and every
+refresh draws ``follower.snapshot()`` instead of the scheduler's: the store's
+scheduled lanes (agent, epoch, lease), both queues, the timeline across all
+agents (each bar labelled with its process, overlapping runs of one workspace
+in red) and the refused-write ledger (a table under the workspaces, shown
+only then). The counters strip says whom it follows, the agents, the overlaps
+and the ledger's count; a lost store is said there (in the error colour) while
+the last state stays drawn, and the tab follows again once the store is back.
+In store mode Add and Burst submit jobs to the store (``SqlStore.submit``: the
+agents take them); the controls that act on this window's own scheduler
+(cancel, holds, failures, stop, busy outside) are disabled. A URL that is
+refused (malformed, unreachable) is said beside the picker; the tab keeps its
+source. The window's scheduler runs on whatever the tab shows.
 """
 
 from __future__ import annotations
@@ -53,14 +70,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from lanemon.lanes import InvariantChecker, Scheduler, parse_owner
+from lanemon.lanes import CpuWork, InvariantChecker, Scheduler, parse_owner
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.fast_delegate import FastDelegate
 from lanemon.ui.kit.live_label import LiveLabel, figure_parts
 from lanemon.ui.kit.live_view import LiveView
 from lanemon.ui.kit.reflow import Reflow
+from lanemon.ui.kit.source_picker import SourcePicker
 from lanemon.ui.kit.tables import keep_within_width, set_widths
 from lanemon.ui.lanes.controls import LanesControls, busy_text
+from lanemon.ui.lanes.ledger import LedgerModel
 from lanemon.ui.lanes.model import QUEUE_LABELS, JobsModel, LaneRow, WorkspacesModel, job_row
 from lanemon.ui.lanes.timeline import LanesTimeline
 from lanemon.work.slicing import yield_to_timers
@@ -70,6 +89,7 @@ WS_STEP = 1500         # workspaces table rows built per tick
 BURST_CHUNK = 200      # a burst submits at most this many jobs per loop turn ...
 BURST_BUDGET_S = 0.006  # ... and stops a turn's chunk after this long (a frame is 16.7 ms)
 MIN_JOB_ROWS = 12      # jobs per list (running / waiting / recent) read per frame, at least
+LEDGER_ROWS = 50       # ledger rows shown (the newest; the count in the title is complete)
 
 
 # columns that give way first when a table is narrow (least needed first): never "busy outside"
@@ -171,9 +191,12 @@ class LanesView(LiveView):
 
     TEXT_FPS = TEXT_FPS
 
-    def __init__(self, scheduler: Scheduler, parent: QWidget | None = None) -> None:
+    def __init__(self, scheduler: Scheduler, parent: QWidget | None = None, *, settings=None) -> None:
         super().__init__(parent)
         self.scheduler = scheduler
+        self.follower = None                 # the store followed (None: this window's scheduler)
+        self._follow_task: asyncio.Task | None = None
+        self._ledger_shown = None            # the LedgerView last shown
         self.checker = InvariantChecker(scheduler)
         self._observer = _Observer(self.mark_dirty)
         self._unsubscribe = scheduler.subscribe(self._observer)
@@ -193,6 +216,8 @@ class LanesView(LiveView):
         # --- parts ---------------------------------------------------------------------------
         # text that changes several times a second: LiveLabels (no window re-layout per change)
         self.counters = LiveLabel("")
+        self.source_picker = SourcePicker(settings)
+        self.source_picker.chosen.connect(self.choose_source)
         self.controls = LanesControls()
         self.timeline = LanesTimeline()
         self.lanes_model = WorkspacesModel(on_busy=self._set_busy, parent=self)
@@ -202,6 +227,9 @@ class LanesView(LiveView):
         self.queue_models = {q: JobsModel(self) for q in scheduler.queues}
         self.queue_tables = {q: _table(m) for q, m in self.queue_models.items()}
         self.queue_titles = {q: LiveLabel(QUEUE_LABELS.get(q, q)) for q in scheduler.queues}
+        self.ledger_model = LedgerModel(self)
+        self.ledger_table = _table(self.ledger_model)
+        self.ledger_title = LiveLabel("Refused writes")
 
         c = self.controls
         c.add_button.clicked.connect(self.add_job)
@@ -232,9 +260,13 @@ class LanesView(LiveView):
         middle = QSplitter(Qt.Orientation.Vertical)
         middle.addWidget(self.timeline)
         middle.addWidget(titled(self.lanes_title, self.lanes_table))
+        self.ledger_box = titled(self.ledger_title, self.ledger_table)
+        middle.addWidget(self.ledger_box)
+        self.ledger_box.setVisible(False)     # store mode only
         middle.setStretchFactor(0, 1)
         middle.setStretchFactor(1, 1)
-        middle.setSizes([250, 250])
+        middle.setStretchFactor(2, 1)
+        middle.setSizes([250, 250, 160])
         middle.setChildrenCollapsible(False)
         right = QSplitter(Qt.Orientation.Vertical)
         for q in scheduler.queues:
@@ -265,6 +297,7 @@ class LanesView(LiveView):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 4, 6, 4)
         layout.setSpacing(4)
+        layout.addWidget(self.source_picker)
         layout.addWidget(self.counters)
         layout.addWidget(main, 1)
 
@@ -275,6 +308,9 @@ class LanesView(LiveView):
         """After the view's tasks (``shutdown``): close the scheduler. Whatever is held or
         running is prompted: holds are released, running jobs end cancelled ("window
         closed"), final records saved before lanes go."""
+        follower, self.follower = self.follower, None
+        if follower is not None:            # (its task was cancelled with the view's tasks)
+            await follower.close()
         await self.scheduler.aclose("window closed")
         self._unsubscribe()
         self.checker.unsubscribe()
@@ -284,13 +320,13 @@ class LanesView(LiveView):
         title = QFont(self.font())
         title.setPointSizeF(theme.pt(12))
         title.setBold(True)
-        for lab in (self.lanes_title, *self.queue_titles.values()):
+        for lab in (self.lanes_title, self.ledger_title, *self.queue_titles.values()):
             lab.setFont(title)
         counters = QFont(self.font())
         counters.setPointSizeF(theme.pt(11))
         self.counters.setFont(counters)
         row = int(QFontMetrics(self.font()).height() * 1.45)
-        for t in (self.lanes_table, *self.queue_tables.values()):
+        for t in (self.lanes_table, self.ledger_table, *self.queue_tables.values()):
             t.itemDelegate().clear()
             t.verticalHeader().setDefaultSectionSize(row)
             t.verticalHeader().setMinimumSectionSize(row)
@@ -326,6 +362,9 @@ class LanesView(LiveView):
         jobs = (wid("0000"), wid("ws-000"), bwid("succeeded"), wid("00.0 s"), wid("sim 2000 ms"))
         for t in self.queue_tables.values():
             set_widths(t, {i: w + pad for i, w in enumerate(jobs)})
+        ledger = (wid("00:00:00.000"), wid("agent-00000"), wid("#0000"), wid("succeeded"),
+                  wid("scheduled · ws-00"), wid("epoch held"), wid("epoch now"))
+        set_widths(self.ledger_table, {i: w + pad for i, w in enumerate(ledger)})
 
     # --- refresh -----------------------------------------------------------------------------
     def request_refresh(self) -> None:
@@ -358,22 +397,33 @@ class LanesView(LiveView):
                   for k in range(parts)),
                 partial(self._step, self._show_titles),
                 *(partial(self._step, partial(self._show_queue, q)) for q in self.scheduler.queues),
+                *((partial(self._step, self._show_ledger),) if self.follower is not None else ()),
                 partial(self._step, self._draw_bars))
 
     def _read(self) -> None:
-        """Step 1: the snapshot the other steps show (as many jobs as the tables show)."""
+        """Step 1: the snapshot the other steps show (as many jobs as the tables show): the
+        followed store's model, or this window's scheduler."""
         limit = max(MIN_JOB_ROWS, self._visible_job_rows() + 2)
-        self._snap = self.scheduler.snapshot(limit=limit, queue_lanes=False)
+        follower = self.follower
+        if follower is not None:
+            self._snap = follower.snapshot(limit)
+        else:
+            self._snap = self.scheduler.snapshot(limit=limit, queue_lanes=False)
+
+    def clock(self) -> float:
+        """The clock of what the tab shows: the store's (followed) or the scheduler's."""
+        follower = self.follower
+        return follower.clock() if follower is not None else self.scheduler.clock()
 
     def _step(self, show) -> None:
-        show(self.scheduler.clock())
+        show(self.clock())
 
     def frame_motion(self, changed: bool, refreshing: bool, text_due: bool) -> bool:
         """While bars run, the clock moves: the timeline's bars slide left (no bar is
         rebuilt) and, between refreshes at ``TEXT_FPS``, the time columns tick."""
         if not self._live:
             return False
-        now = self.scheduler.clock()
+        now = self.clock()
         if not refreshing:
             if text_due:
                 self.text_shown()
@@ -401,6 +451,7 @@ class LanesView(LiveView):
             self._owners = {lane.workspace: lane for lane in snap.scheduled}
             self._pending_rows = []
         owners = self._owners
+        holders = snap.holders
         occupancy = snap.occupancy
         history = snap.history
         rows = self._pending_rows
@@ -411,8 +462,9 @@ class LanesView(LiveView):
             lane = owners.get(ws)
             spans = history.get(ws)
             busy = occupancy.get(ws, ())
+            holder = holders.get(ws)
             c = cache.get(ws)
-            if c is not None and c[0] is lane and c[1] is busy and c[2] is spans:
+            if c is not None and c[0] is lane and c[1] is busy and c[2] is spans and c[4] == holder:
                 rows.append(c[3])
                 continue
             last = spans[-1] if spans else None
@@ -421,12 +473,13 @@ class LanesView(LiveView):
                 rows.append(LaneRow(ws, owner.queue, owner.job_id, lane.epoch, lane.claimed_at, lane.stop_reason,
                                     lane.stop_requested,
                                     f"#{last.job_id} {last.state}" if last else "",
-                                    last.state if last else None, busy))
+                                    last.state if last else None, busy,
+                                    holder.agent if holder else None, holder.lease_until if holder else None))
             else:
                 rows.append(LaneRow(ws, None, None, None, None, None, False,
                                     f"#{last.job_id} {last.state}" if last else "",
                                     last.state if last else None, busy))
-            cache[ws] = (lane, busy, spans, rows[-1])
+            cache[ws] = (lane, busy, spans, rows[-1], holder)
         if not final:
             return
         self._owners = None
@@ -446,12 +499,16 @@ class LanesView(LiveView):
         self.lanes_title.set_parts([
             ("Workspaces", None, True),
             (f" {len(snap.workspaces)} · {held} lane{'s' * (held != 1)} held"
-             + (f" · {busy} busy outside" if busy else "") + " · Space toggles busy", theme.MUTED, False)])
+             + (f" · {busy} busy outside" if busy else "")
+             + (" · Space toggles busy" if self.follower is None else " · agent and lease in the store"),
+             theme.MUTED, False)])
         self._update_counters(snap)
 
     def _show_queue(self, q: str, now: float) -> None:
         """Step 4: one queue's table and title from ``_snap`` (running, waiting, recent)."""
-        qv = self._snap.queues[q]
+        qv = self._snap.queues.get(q)
+        if qv is None:
+            return
         jobs = (*qv.running, *qv.waiting, *reversed(qv.recent))
         cache = self._job_rows.setdefault(q, {})
         fresh, jrows = {}, []
@@ -480,6 +537,9 @@ class LanesView(LiveView):
         self._sync_selection()
 
     def _update_counters(self, snap) -> None:
+        if self.follower is not None:
+            self._update_store_counters(snap)
+            return
         n = snap.counts
         ck = self.checker
         bad = theme.REF_LONG
@@ -504,6 +564,117 @@ class LanesView(LiveView):
             self.counters.setToolTip("\n".join(ck.violations[:10]) or
                                      "max runs at once: the most runs of one workspace seen at the "
                                      "same time since the window opened (InvariantChecker)")
+
+    def _update_store_counters(self, snap) -> None:
+        """The top line in store mode: whom it follows (or that the store is lost), the
+        agents, the most runs of one workspace at once, the overlaps, the ledger's count."""
+        f = self.follower
+        bad, ok, muted = theme.REF_LONG, theme.OK_TEXT, theme.MUTED
+        n = snap.counts
+        m = snap.max_at_once
+        state = ("following", f"{f.url.engine} store", ok) if f.connected else \
+            ("store lost", f"{f.problem or 'not connected'} · trying again", bad)
+        figures = [
+            (state[0], state[1], state[2]),
+            ("agents", len(snap.agents), None),
+            ("max runs at once per workspace", m, bad if m > 1 else ok),
+            ("overlapping runs", snap.overlaps, theme.OVERLAP_RUN if snap.overlaps else ok),
+            ("refused writes (ledger)", n.stale_writes, bad if n.stale_writes else None),
+            ("lanes held", len(snap.scheduled), None),
+            ("jobs", f"{n.jobs_finished}/{n.jobs_submitted}", None),
+        ]
+        parts = figure_parts(figures, muted, " · ")
+        if tuple(parts) != self.counters.parts:
+            self.counters.set_parts(parts)
+            self.counters.setToolTip(f"store: {f.url.redacted()}\n"
+                                     "agents: " + (", ".join(snap.agents) or "none") + "\n"
+                                     "overlapping runs: runs of one workspace that ran at the same time "
+                                     "as another (kept runs; none with store lanes)")
+
+    def _show_ledger(self, now: float) -> None:
+        """Store mode's extra step: the refused-write ledger (newest first) and its title."""
+        follower = self.follower
+        if follower is None:                # (the source changed under this refresh)
+            return
+        view = follower.ledger()
+        if view is self._ledger_shown:
+            return
+        self._ledger_shown = view
+        rows = list(view.rows[:LEDGER_ROWS])
+        self.ledger_model.set_rows(rows, [e.id for e in rows], now)
+        writers = " · ".join(f"{w} {k}" for w, k in view.by_writer[:4])
+        self.ledger_title.set_parts([
+            ("Refused writes", None, True),
+            (f" {view.total} in the ledger" + (f" · {writers}" if writers else "")
+             + " · the store's fence refused them (epoch held is not the lane's)", theme.MUTED, False)])
+
+    # --- the source: this window's scheduler or a followed store ------------------------------------
+    def choose_source(self, url: str) -> asyncio.Task | None:
+        """The picker asked for ``url`` (``""``: this window's simulation)."""
+        if not url:
+            return self._spawn(self.use_window())
+        if self.follower is not None and url == self.follower.url.text:
+            return None
+        return self._spawn(self.follow(url))
+
+    async def follow(self, url: str) -> bool:
+        """Follow the store ``url``: True once following; False (said beside the picker) when
+        the URL is refused or the store cannot be read -- the tab keeps its source."""
+        from lanemon.agents.follow import Follower
+        from lanemon.store.url import StoreError
+
+        picker = self.source_picker
+        picker.say("opening…")
+        try:
+            follower = Follower(url, on_change=self.mark_dirty)
+            await follower.connect()
+        except StoreError as exc:
+            picker.say(f"Not followed: {exc}", error=True)
+            return False
+        await self._stop_following()
+        self.follower = follower
+        self._follow_task = self.spawn(follower.run())
+        picker.set_source(url)
+        picker.say(f"Following {follower.url.redacted()}: agents' lanes, queues and runs, from its change feed.")
+        self._switched(store=True)
+        return True
+
+    async def use_window(self) -> None:
+        """Back to this window's own scheduler."""
+        await self._stop_following()
+        self.source_picker.set_source(None)
+        self.source_picker.say("This window's own simulation.")
+        self._switched(store=False)
+
+    async def _stop_following(self) -> None:
+        task, self._follow_task = self._follow_task, None
+        follower, self.follower = self.follower, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        if follower is not None:
+            await follower.close()
+
+    def _switched(self, store: bool) -> None:
+        """Everything drawn again from the new source; the controls that act on this window's
+        scheduler are enabled only without a store."""
+        self._lane_rows.clear()
+        self._job_rows.clear()
+        self._snap = None
+        self._ledger_shown = None
+        self.ledger_box.setVisible(store)
+        self.timeline.set_store_mode(store)
+        if not store:
+            self.ledger_model.set_rows([], [], 0.0)
+        c = self.controls
+        for w in (c.cancel_button, c.hold_button, c.release_button, c.fail_button, c.stop_button,
+                  c.busy_button, c.job_box, c.placement_box):
+            w.setEnabled(not store)
+        if not store:   # placement is for CPU work only (as the controls set it)
+            c.placement_box.setEnabled(c.kind_box.currentText() == "CPU")
+        c.say("Store mode: Add and Burst submit jobs to the store (its agents take them); the other "
+              "controls act on this window's own simulation." if store else "")
+        self.request_refresh()
 
     # --- selection <-> the chosen job / workspace -------------------------------------------------
     def _sync_selection(self) -> None:
@@ -543,7 +714,10 @@ class LanesView(LiveView):
     def _sync_busy_button(self) -> None:
         b = self.controls.busy_button
         ws = self.controls.workspace_box.currentText().strip()
-        busy = bool(ws) and self.scheduler.occupancy.is_busy(ws)
+        if self.follower is not None:
+            busy = bool(ws) and self._snap is not None and bool(self._snap.occupancy.get(ws))
+        else:
+            busy = bool(ws) and self.scheduler.occupancy.is_busy(ws)
         if b.isChecked() != busy:
             b.setChecked(busy)
         if b.text() != busy_text(busy):
@@ -583,6 +757,10 @@ class LanesView(LiveView):
             return None
         ws, work = got
         q = c.queue()
+        if self.follower is not None:
+            return self._spawn(self.follower.submit([_spec(ws, q, work)]),
+                               lambda ids: self._say(f"Job #{ids[0]} ({work.describe()}) submitted to the store "
+                                                     f"in {QUEUE_LABELS.get(q, q)} for {ws}: an agent takes it."))
         return self._spawn(self.scheduler.submit(q, ws, work),
                            lambda jid: self._say(f"Job #{jid} ({work.describe()}) queued in "
                                                  f"{QUEUE_LABELS.get(q, q)} for {ws}."))
@@ -602,6 +780,12 @@ class LanesView(LiveView):
         work = got[0]
         wss = c.burst_workspaces()
         q = c.queue()
+        if self.follower is not None:
+            self._burst = self._spawn(
+                self.follower.submit([_spec(ws, q, work) for ws in wss]),
+                lambda ids: self._say(f"Burst: {len(ids):,} jobs (#{ids[0]}–#{ids[-1]}) submitted to the store "
+                                      f"over {len(set(wss)):,} workspaces in {QUEUE_LABELS.get(q, q)}."))
+            return self._burst
         self._burst = self._spawn(
             self._burst_in_chunks(q, wss, work),
             lambda ids: self._say(f"Burst: {len(ids):,} jobs (#{ids[0]}–#{ids[-1]}) over "
@@ -721,6 +905,9 @@ class LanesView(LiveView):
         self._set_busy(r.workspace, not r.busy)
 
     def _set_busy(self, ws: str, busy: bool) -> None:
+        if self.follower is not None:
+            self._say("Busy outside acts on this window's own simulation: back to it first.", error=True)
+            return
         if busy:
             self.scheduler.mark_busy(ws, "outside")
             self._say(f"{ws} is busy outside: none of its jobs starts until it is cleared.")
@@ -728,6 +915,15 @@ class LanesView(LiveView):
             self.scheduler.clear_busy(ws, "outside")
             self._say(f"{ws} is free again: its next job may start.")
         self._sync_busy_button()
+
+
+def _spec(ws: str, queue: str, work):
+    """The store's job for the controls' work: simulated seconds (and failure) or CPU ms."""
+    from lanemon.store.sql.backend import JobSpec
+
+    if isinstance(work, CpuWork):
+        return JobSpec(workspace=ws, queue=queue, cpu_ms=work.cpu_ms)
+    return JobSpec(workspace=ws, queue=queue, seconds=work.duration, fail=bool(work.fail))
 
 
 def install_lanes_view(window, scheduler: Scheduler | None = None) -> LanesView:

@@ -52,6 +52,7 @@ from lanemon.ui.heartbeat.timer import DEFAULT_PERIOD_MS, Heartbeat
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.live_label import LiveLabel
 from lanemon.ui.kit.live_view import LiveView
+from lanemon.ui.kit.status_bar import StatusBar
 from lanemon.ui.lanes.view import install_lanes_view
 from lanemon.ui.processes.view import install_processes_view
 from lanemon.ui.programs.view import install_programs_view
@@ -115,6 +116,8 @@ class MainWindow(QMainWindow):
         self._started = False
         self._shut = False
 
+        # passing messages are elided with the whole text as tooltip, not cut at the lag figures
+        self.setStatusBar(StatusBar())
         self.runs_panel = RunsPanel(self.controller)
         self.runs_panel.export_chart_requested.connect(self._export_chart)
         # the Runs tab's messages (exports written or not, refused runs) also go to the status

@@ -5,7 +5,9 @@ Organization "lanemon", application "lanemon": on Linux
 on Windows, a plist on macOS. Kept: the window geometry, presenter mode, the
 theme (palette outside presenter mode), the chart's lag axis outside presenter
 mode (log or linear: presenter mode's own log axis is not kept), the heartbeat
-period, the job size and its unit. ``restore(window, store)`` before the window shows;
+period, the job size and its unit, and the store URLs a tab followed last
+(``recent_sources`` / ``remember_source``: redacted, newest first, at most
+:data:`RECENT_SOURCES_KEPT`). ``restore(window, store)`` before the window shows;
 ``save(window, store)`` when it closes (``app.main`` does both).
 ``unwritable(store)`` says, before anything is lost, why a store cannot be
 written (the window shows it at start); ``save`` raises ``OSError`` when the
@@ -40,6 +42,8 @@ LOG_SCALE = "chart/log_scale"
 PERIOD = "heartbeat/period_ms"
 JOB_SIZE = "job/size"
 JOB_UNIT = "job/unit"
+RECENT_SOURCES = "sources/recent"
+RECENT_SOURCES_KEPT = 8
 
 _scratch: str | None = None
 
@@ -149,3 +153,25 @@ def restore(window, store: QSettings) -> None:
     size = _number(store.value(JOB_SIZE))
     if size is not None and size >= 1 and unit in ("iterations", "CPU ms"):
         window.runs_panel.set_job(size, unit)
+
+
+def recent_sources(store: QSettings) -> list[str]:
+    """The store URLs followed last (newest first; what ``remember_source`` kept)."""
+    value = store.value(RECENT_SOURCES)
+    if isinstance(value, str):          # an ini file gives one value back as a string
+        value = [value]
+    if not isinstance(value, (list, tuple)):
+        return []
+    return [v for v in value if isinstance(v, str) and v.strip()][:RECENT_SOURCES_KEPT]
+
+
+def remember_source(store: QSettings, url_text: str) -> list[str]:
+    """Put ``url_text`` first among the recent sources, redacted (a password is never kept:
+    such a URL must be typed again); returns the list kept."""
+    from lanemon.store.url import redact
+
+    shown = redact(url_text.strip())
+    kept = [shown, *(u for u in recent_sources(store) if u != shown)][:RECENT_SOURCES_KEPT]
+    store.setValue(RECENT_SOURCES, kept)
+    store.sync()
+    return kept
