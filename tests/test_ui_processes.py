@@ -336,3 +336,24 @@ def test_the_tab_and_its_controls_are_reached_from_the_keyboard(qtbot):
     rc, pids, errors = run_window(scenario)
     assert rc == 0 and errors == []
     assert all(_reaped(p) for p in pids)
+
+
+def test_the_store_field_follows_the_store_the_lanes_tab_follows(qtbot, tmp_path):
+    url, _path = new_sqlite_store(tmp_path)
+
+    async def scenario(win):
+        view, lanes = win.processes_view, win.views["lanes"]
+        win.show_view("processes")
+        before = view.store_url()
+        assert await lanes.follow(url)
+        await wait_until(lambda: view.store_url() == url, 10)
+        following = view.url.text(), view.url_note.text()
+        await lanes.use_window()
+        await wait_until(lambda: view.store_url() == "", 10)
+        return before, following, view.url_note.text()
+
+    rc, (before, following, note_after), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert before == ""
+    assert following == (url, "from the Lanes tab")
+    assert note_after == ""

@@ -5,7 +5,8 @@ window's worker processes, with Pause / Resume / Stop / Kill.
 
 - **Start N agents**: N real OS processes running ``lanemon agent`` (the fleet's
   command) on the store URL of the field (which ``use_store(url)`` fills with the
-  Lanes & queues tab's store when it follows one), with "local lanes" (each
+  Lanes & queues tab's store: the one ``lanemon --store`` gave it, or the one its
+  source picker follows, looked at on each refresh), with "local lanes" (each
   agent its own in-memory lanes: the seed's design scaled out by mistake), the
   role (lanes or staff) and, for staff, the strategy. A URL the store module
   cannot parse, or ``memory:``, is refused with the reason. **Stop all** stops
@@ -123,12 +124,18 @@ class ProcessesView(LiveView):
     TEXT_FPS = 2.0
 
     def __init__(self, fleet: Fleet | None = None, *, session_opener=None,
-                 workers: Callable[[], list] | None = None, parent: QWidget | None = None) -> None:
+                 workers: Callable[[], list] | None = None,
+                 lanes_source: Callable[[], tuple[str, str] | None] | None = None,
+                 parent: QWidget | None = None) -> None:
         """``fleet``: the agents' fleet (default: a new one running ``lanemon agent``);
         ``session_opener(url)``: how ``SessionWatch`` opens a store session (default: the
         store module); ``workers()``: the worker processes (default
-        ``lanemon.work.worker_processes``)."""
+        ``lanemon.work.worker_processes``); ``lanes_source()``: the store the Lanes & queues
+        tab follows, ``(url, redacted url)`` or ``None``, read at each refresh: a change is
+        taken with ``use_store``."""
         super().__init__(parent)
+        self._lanes_source = lanes_source
+        self._lanes_seen: tuple[str, str] | None = None
         if workers is None:
             from lanemon.work import worker_processes as workers
         self.fleet = fleet if fleet is not None else Fleet()
@@ -461,7 +468,23 @@ class ProcessesView(LiveView):
                 fit.set_natural(column, natural + SLACK_PX)
         fit.apply()
 
+    def _follow_lanes_source(self) -> None:
+        """The Lanes tab followed another store (or went back to its simulation): take it."""
+        if self._lanes_source is None:
+            return
+        try:
+            now = self._lanes_source()
+        except Exception:                  # (a read: never in the way of the rest)
+            return
+        if now != self._lanes_seen:
+            self._lanes_seen = now
+            if now is None:
+                self.use_store(None)
+            else:
+                self.use_store(now[0], shown=now[1])
+
     def _show(self) -> None:
+        self._follow_lanes_source()
         agents = self.fleet.agents()
         watch = self.watch
         sessions = watch.rows if watch is not None else []
@@ -576,8 +599,13 @@ class ProcessesView(LiveView):
 
 def install_processes_view(window, fleet: Fleet | None = None) -> ProcessesView:
     """Add the Processes tab to ``window`` (a ``MainWindow``); the window's shutdown
-    (``view.shutdown`` -> ``close_domain``) stops the agents it started."""
-    view = ProcessesView(fleet)
+    (``view.shutdown`` -> ``close_domain``) stops the agents it started. The store field
+    follows the store the Lanes & queues tab follows (its ``follower``), when it follows one."""
+    def lanes_source() -> tuple[str, str] | None:
+        follower = getattr(window.views.get("lanes"), "follower", None)
+        return None if follower is None else (follower.url.text, follower.url.redacted())
+
+    view = ProcessesView(fleet, lanes_source=lanes_source)
     window.add_view("processes", "Processes", view)
     return view
 
