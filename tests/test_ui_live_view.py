@@ -168,7 +168,7 @@ def test_every_view_of_the_window_is_a_live_view_and_others_are_refused(qtbot):
 
     win = MainWindow()
     qtbot.addWidget(win)
-    assert set(win.views) == {"runs", "placement", "lanes", "counters", "programs"}
+    assert set(win.views) == {"runs", "placement", "lanes", "counters", "programs", "processes"}
     assert all(isinstance(v, LiveView) for v in win.views.values())
     with pytest.raises(TypeError):
         win.add_view("plain", "Plain", QLabel("not live"))

@@ -6,7 +6,8 @@ Qt-free and numpy-free. Public API:
 - ``run_sliced``, ``run_sliced_budget``, ``SlicedResult``, ``SliceStopped``,
   ``calibrate``, ``calibrate_async``, ``iterations_for_ms``  (``slicing``)
 - ``run_in_worker``, ``spawn_cost_ms``, ``warm_roundtrip_ms``, ``warm_pool``,
-  ``shutdown_workers``, ``WorkerError``, ``WorkerDied``, ``KINDS``  (``workers``)
+  ``shutdown_workers``, ``WorkerError``, ``WorkerDied``, ``KINDS``,
+  ``worker_processes``, ``WorkerProcess``, ``kill_worker``  (``workers``)
 - ``place``, ``decide``, ``Placement``, ``threshold_from_startup``  (``placement``)
 - ``LagRecorder``, ``LagStats``, ``summarize``   (``lag``)
 - ``run_job``, ``RunSpec``, ``RunResult``, ``RunTimedOut``, ``family``, ``RUN_KINDS``,
@@ -52,6 +53,8 @@ from lanemon.work.workers import (
     KINDS,
     WorkerDied,
     WorkerError,
+    WorkerProcess,
+    kill_worker,
     live_worker_pids,
     run_in_worker,
     shutdown_workers,
@@ -59,6 +62,7 @@ from lanemon.work.workers import (
     start_method,
     warm_pool,
     warm_roundtrip_ms,
+    worker_processes,
 )
 
 __all__ = [
@@ -67,8 +71,9 @@ __all__ = [
     "DEFAULT_THRESHOLD_MS", "LOOP_LIMIT_MS", "Placement", "decide", "place", "threshold_from_startup",
     "SlicedResult", "SliceStopped", "calibrate", "calibrate_async", "iterations_for_ms",
     "iterations_per_ms", "run_sliced", "run_sliced_budget",
-    "KINDS", "WorkerDied", "WorkerError", "live_worker_pids", "run_in_worker", "shutdown_workers",
-    "spawn_cost_ms", "start_method", "warm_pool", "warm_roundtrip_ms",
+    "KINDS", "WorkerDied", "WorkerError", "WorkerProcess", "kill_worker", "live_worker_pids",
+    "run_in_worker", "shutdown_workers", "spawn_cost_ms", "start_method", "warm_pool", "warm_roundtrip_ms",
+    "worker_processes",
     "DEFAULT_SLICE_MS", "DEFAULT_TOTAL", "FAMILIES", "MAX_TOTAL", "RUN_KINDS", "WINDOW_TOTAL",
     "RunResult", "RunSpec", "RunTimedOut", "family", "run_job",
 ]

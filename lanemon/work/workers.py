@@ -31,6 +31,10 @@ Guarantees:
   that want one cancel (``asyncio.timeout``), which stops the worker the same
   way.
 - ``shutdown_workers()`` leaves no worker process behind.
+- ``worker_processes()`` lists the live worker processes (warm or cold, busy
+  or idle); ``kill_worker(pid)`` SIGKILLs one of them and nothing else (the
+  window's Processes tab): its run fails with ``WorkerDied`` (as for any
+  death) and a warm worker is replaced, busy or idle.
 - Process starts (and the first forkserver start) happen in a helper thread,
   never on the event loop, so starting a worker does not stall the loop.
 
@@ -538,6 +542,43 @@ async def warm_roundtrip_ms(repeat: int = 5) -> float:
         await pool.call("hash", 0, "an empty job")
         best = min(best, (time.perf_counter() - t0) * 1000.0)
     return best
+
+
+@dataclass(frozen=True)
+class WorkerProcess:
+    """A live worker process of this process: ``kind`` is "warm" (the pool's, or starting for
+    it) or "cold" (one run's); ``busy``: running a job (a cold worker always is)."""
+
+    pid: int
+    kind: str
+    busy: bool
+
+
+def worker_processes() -> list[WorkerProcess]:
+    """Every live worker process lanemon started here, by pid (a read: starts nothing)."""
+    pool = _pool
+    busy = set(pool.busy_pids()) if pool is not None else set()
+    found = []
+    for proc in list(_live):
+        if not proc.is_alive():
+            continue
+        cold = proc.name == "lanemon-cold"
+        found.append(WorkerProcess(proc.pid, "cold" if cold else "warm", cold or proc.pid in busy))
+    return sorted(found, key=lambda w: w.pid)
+
+
+def kill_worker(pid: int) -> bool:
+    """SIGKILL the live worker process ``pid``; ``False`` (nothing sent) when no live lanemon
+    worker of this process has that pid (it ended already, or ``pid`` is something else).
+
+    The worker's run in flight, if any, fails with ``WorkerDied`` (its pid and exit code -9);
+    the warm pool retires a killed worker and starts its replacement at once, busy or idle
+    (see the module docstring)."""
+    for proc in list(_live):
+        if proc.pid == pid and proc.is_alive():
+            proc.kill()
+            return True
+    return False
 
 
 def live_worker_pids() -> list[int]:

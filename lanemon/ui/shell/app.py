@@ -176,6 +176,7 @@ async def main(window: MainWindow | None = None, store_url: str | None = None) -
         scheduler = scheduler_on(lanes_store)
         win = MainWindow(lanes_scheduler=scheduler)
         win.show_store(lanes_store.url.redacted())
+        win.processes_view.use_store(store_url, shown=lanes_store.url.redacted())
         lanes_store.start_keeper()
         retry = asyncio.ensure_future(scheduler.retry_waiting(STORE_RETRY_S))
 
