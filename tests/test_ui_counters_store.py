@@ -114,3 +114,43 @@ def test_closing_the_window_closes_the_stores_follower(tmp_path):
     assert not followers[0].running
     late = BoardFollower(url)
     assert views[0].set_source(late) is False and not late.running   # a shut view takes none
+
+
+def test_the_counters_tab_picks_its_source_like_the_lanes_tab(request, tmp_path):
+    """The Counters tab has the Lanes tab's source picker: a store URL typed is followed once
+    its board was read; a bad URL and a store that cannot be read are said beside it, the tab
+    keeping its source; the simulation comes back from the list's first item."""
+    async def scenario(win):
+        win.show_view("counters")
+        v = win.views["counters"]
+        picker = v.source_picker
+        other = await open_test_store(request, "sqlite")
+        try:
+            claims = other.claims(counters=3)
+            await claims.refresh()
+            await claims.assign(0, "a1/C1", "a1/S1")
+            said = {}
+            picker.choose("postgres:/nowhere")
+            await wait_until(lambda: "Not followed" in picker.status.text(), 30)
+            said["bad url"] = (picker.status.text(), v.source is None)
+            picker.choose(f"sqlite:///{tmp_path}/no/such/dir/x.db")
+            await wait_until(lambda: "Not followed" in picker.status.text()
+                             and picker.status.text() != said["bad url"][0], 30)
+            said["unreadable"] = (picker.status.text(), v.source is None)
+            picker.choose(other.url.text)
+            await wait_until(lambda: v.source is not None and len(v.grid.cells) == 3, 30)
+            said["followed"] = (picker.source, picker.status.text(), v.grid.cell(0).kind)
+            picker.choose("")
+            await wait_until(lambda: v.source is None and v._controls.isEnabled(), 30)
+            said["back"] = (picker.source, picker.status.text())
+            return said
+        finally:
+            await other.close()
+
+    said = _run(scenario)
+    assert said["bad url"][1] and said["unreadable"][1]
+    assert "postgres:/nowhere" in said["bad url"][0] or "URL" in said["bad url"][0], said
+    assert "x.db" in said["unreadable"][0] or "no such" in said["unreadable"][0].lower(), said
+    assert said["followed"][0] and said["followed"][0].startswith("sqlite:///")
+    assert "Following" in said["followed"][1] and said["followed"][2] == ASSIGNED
+    assert said["back"] == (None, "This window's own simulation.")

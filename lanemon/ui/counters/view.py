@@ -87,6 +87,7 @@ from lanemon.ui.kit import theme
 from lanemon.ui.kit.live_label import LiveLabel, figure_parts
 from lanemon.ui.kit.live_view import LiveView
 from lanemon.ui.kit.reflow import Reflow
+from lanemon.ui.kit.source_picker import SourcePicker
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +103,9 @@ ARRIVAL_BUDGET_S = 0.004  # ... and ends a turn's chunk after this long (a frame
 BOARD_AT = 220   # px at font scale 1: the board's least width beside the two fixed columns
 
 #: what the counters scenario shows, said under the headline in store mode
+#: how long a store may take to answer its first board read before the picker says it failed
+FOLLOW_TIMEOUT_S = 15.0
+
 STORE_SCENARIO = ("Counters across processes: short lock double-assigns (red: two agents chose one "
                   "free counter), long lock serialises (no double), claim: no double and more "
                   "seated per second than long.")
@@ -124,7 +128,7 @@ class CountersView(LiveView):
 
     TEXT_FPS = TEXT_FPS
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, settings=None) -> None:
         super().__init__(parent)
         self.sim: Simulation | None = None
         self._unsubscribe = None
@@ -186,6 +190,11 @@ class CountersView(LiveView):
         self.figures = LiveLabel()       # ... and the store-wide figures, live
         self.scenario.hide()
         self.figures.hide()
+        # where the board comes from: this window's simulation or a store's (kit.source_picker,
+        # across the top of the tab as in the Lanes & queues tab)
+        # (every letter of "Data source" and "Go" is taken in this tab: Alt+B, then Enter)
+        self.source_picker = SourcePicker(settings, label="&Board from", go="Go")
+        self.source_picker.chosen.connect(self.choose_source)
         board = QVBoxLayout()
         board.setSpacing(4)
         board.addWidget(self.headline)
@@ -221,11 +230,18 @@ class CountersView(LiveView):
         top.setSpacing(8)
         top.addWidget(controls, 0)
         top.addLayout(board, 1)
-        layout = QBoxLayout(QBoxLayout.Direction.LeftToRight, self)
-        layout.setContentsMargins(8, 8, 8, 8)
+        layout = QBoxLayout(QBoxLayout.Direction.LeftToRight)
+        layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(8)
         layout.addLayout(top, 1)
         layout.addWidget(self._right, 0)
+        self._columns = layout
+        # the source picker across the top, over simulation, board and numbers
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(8, 8, 8, 8)
+        outer.setSpacing(6)
+        outer.addWidget(self.source_picker)
+        outer.addLayout(layout, 1)
         # simulation | board | numbers side by side when the board keeps BOARD_AT px, else the
         # numbers go below the simulation and its board (which stay side by side)
         self.reflow = Reflow(self, layout, self._wide_at)
@@ -250,7 +266,7 @@ class CountersView(LiveView):
         m = layout.contentsMargins()
         board = max(int(BOARD_AT * theme.font_scale()), self._board.minimumSize().width())
         return (self._controls.width() + self._right.width() + board
-                + 2 * layout.spacing() + m.left() + m.right())
+                + 2 * self._columns.spacing() + m.left() + m.right())
 
     def fonts_changed(self) -> None:
         s = theme.font_scale()
@@ -314,6 +330,54 @@ class CountersView(LiveView):
 
     def _on_source(self) -> None:
         self.mark_dirty()
+
+    def choose_source(self, url: str) -> asyncio.Task | None:
+        """The picker asked for ``url`` (``""``: this window's simulation): the store's board
+        is shown once its first read worked; a URL refused or a store that cannot be read is
+        said beside the picker and the tab keeps its source."""
+        if not url:
+            if self.set_source(None):
+                self.source_picker.set_source(None)
+                self.source_picker.say("This window's own simulation.")
+            return None
+        return self.spawn(self.follow(url))
+
+    async def follow(self, url: str, timeout_s: float = FOLLOW_TIMEOUT_S) -> bool:
+        """Follow the board of the store ``url`` (see ``choose_source``): True once shown."""
+        from lanemon.agents.board_follow import BoardFollower
+        from lanemon.store.url import StoreError
+
+        picker = self.source_picker
+        try:
+            follower = BoardFollower(url)
+        except StoreError as exc:
+            picker.say(f"Not followed: {exc}", error=True)
+            return False
+        picker.say("opening…")
+        wake = asyncio.Event()
+        unsubscribe = follower.subscribe(wake.set)    # (after each read, failed ones too)
+        follower.start()
+        try:
+            # until the first good read, or the first failure (the follower says why in its state)
+            deadline = time.monotonic() + timeout_s
+            while follower.state().read_at == 0 and follower.state().error is None \
+                    and time.monotonic() < deadline:
+                wake.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(wake.wait(), 0.25)
+        finally:
+            unsubscribe()
+        state = follower.state()
+        if state.read_at == 0 or state.error is not None:
+            await follower.aclose()
+            picker.say(f"Not followed: {state.error or 'no answer from the store'}", error=True)
+            return False
+        if not self.set_source(follower):
+            await follower.aclose()
+            return False
+        picker.set_source(url)
+        picker.say(f"Following {follower.url}: the store's counter board, from its change feed.")
+        return True
 
     @property
     def running(self) -> bool:

@@ -35,11 +35,13 @@ SIMULATED = "this window (simulated)"
 
 class SourcePicker(QWidget):
     """See the module docstring. ``settings``: a ``QSettings`` for the recent URLs
-    (``None``: ``lanemon.ui.shell.settings.open_store()``)."""
+    (``None``: ``lanemon.ui.shell.settings.open_store()``); ``label`` and ``go``: the field's label and
+    the button's text, each with the Alt letter free in the tab's scope."""
 
     chosen = Signal(str)
 
-    def __init__(self, settings=None, parent: QWidget | None = None) -> None:
+    def __init__(self, settings=None, parent: QWidget | None = None, *,
+                 label: str = "Da&ta source", go: str = "&Go") -> None:
         super().__init__(parent)
         from lanemon.ui.shell import settings as kept
 
@@ -50,13 +52,13 @@ class SourcePicker(QWidget):
         self.box = QComboBox()
         self.box.setEditable(True)
         self.box.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
-        self.box.setMinimumContentsLength(28)
+        self.box.setMinimumContentsLength(14)    # (a long URL scrolls in the field; the whole is its tooltip)
         self.box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.box.setToolTip("this window's own simulation, or a store to follow: sqlite:///path/file.db "
                             "or postgresql://user@host/db (Enter or Go)")
-        self.follow_button = QPushButton("&Go")
+        self.follow_button = QPushButton(go)
         self.follow_button.setToolTip("follow the store typed (or go back to this window's simulation)")
-        label = QLabel("Da&ta source")
+        label = QLabel(label)
         label.setBuddy(self.box)
         self.status = QLabel("")
         self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
