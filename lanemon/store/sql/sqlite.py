@@ -22,7 +22,6 @@ connection commits) and reads ``changes`` after the last ``seq`` it saw.
 from __future__ import annotations
 
 import os
-import socket
 import sqlite3
 import time
 from typing import Any
@@ -31,20 +30,27 @@ from lanemon.lanes.records import Reservation, State, transition_allowed
 from lanemon.store.sql.backend import (
     MAX_ATTEMPTS,
     SCHEMA_VERSION,
+    STALE_SESSION_LEASES,
     STATS_KEYS,
     JobSpec,
     LaneRow,
     SaveOutcome,
     SaveResult,
+    SessionRow,
+    StoredJob,
 )
 from lanemon.store.sql.common import (
     JOB_COLS,
     LANE_COLS,
+    QUEUED_COLS,
+    SESSION_COLS,
     BackendSession,
     check_version,
     dump_rows,
     job_record,
     lane_row,
+    session_row,
+    stored_job,
 )
 from lanemon.store.url import StoreError
 
@@ -86,7 +92,7 @@ CREATE TABLE IF NOT EXISTS stats (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS occupancy (workspace TEXT PRIMARY KEY, reason TEXT NOT NULL, since REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions (
     session TEXT PRIMARY KEY, pid INTEGER NOT NULL, host TEXT NOT NULL, name TEXT NOT NULL,
-    started REAL NOT NULL, last_seen REAL NOT NULL);
+    started REAL NOT NULL, last_seen REAL NOT NULL, info TEXT NOT NULL DEFAULT '{}');
 CREATE TABLE IF NOT EXISTS changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, tbl TEXT NOT NULL,
     key TEXT NOT NULL);
 """ + "".join(
@@ -104,8 +110,8 @@ class SqliteBackend(BackendSession):
 
     answers_now = True
 
-    def __init__(self, path: str, *, lease: float, name: str = "") -> None:
-        super().__init__(lease=lease, name=name)
+    def __init__(self, path: str, *, lease: float, name: str = "", info: dict[str, Any] | None = None) -> None:
+        super().__init__(lease=lease, name=name, info=info)
         self.path = path
         self._db: sqlite3.Connection | None = None
 
@@ -135,10 +141,8 @@ class SqliteBackend(BackendSession):
             self._check_or_create(create, older_ok)
             if self.schema_version != SCHEMA_VERSION:
                 return
-            now = self._now()
             with self._tx() as cur:
-                cur.execute("INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?, ?)",
-                            (self.session, os.getpid(), socket.gethostname(), self.name, now, now))
+                self._upsert_session(cur, self._now())
         except sqlite3.DatabaseError as exc:
             db.close()
             self._db = None
@@ -303,12 +307,22 @@ class SqliteBackend(BackendSession):
         with self._tx() as cur:
             return cur.execute("DELETE FROM occupancy WHERE workspace=?", (workspace,)).rowcount == 1
 
+    def _upsert_session(self, cur: sqlite3.Cursor, now: float) -> None:
+        """This session's row: made (again, if it was reaped), heartbeat and info now."""
+        cur.execute(f"INSERT INTO sessions ({SESSION_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (session) DO UPDATE SET last_seen=excluded.last_seen, info=excluded.info",
+                    self.session_values(now))
+
     async def renew(self) -> int:
         with self._tx() as cur:
             now = self._now()
-            cur.execute("UPDATE sessions SET last_seen=? WHERE session=?", (now, self.session))
+            self._upsert_session(cur, now)
             return cur.execute("UPDATE lanes SET lease_until=? WHERE session=?",
                                (now + self.lease, self.session)).rowcount
+
+    async def sessions(self) -> list[SessionRow]:
+        db = self._require()
+        return [session_row(r) for r in db.execute(f"SELECT {SESSION_COLS} FROM sessions ORDER BY started")]
 
     async def reap(self) -> list[LaneRow]:
         with self._tx() as cur:
@@ -317,6 +331,8 @@ class SqliteBackend(BackendSession):
                 f"SELECT {LANE_COLS} FROM lanes WHERE lease_until <= ?", (now,)).fetchall()]
             for lane in rows:
                 self._expire(cur, lane, now)
+            cur.execute("DELETE FROM sessions WHERE last_seen < ? AND session <> ?",
+                        (now - STALE_SESSION_LEASES * self.lease, self.session))
             if rows or int(now) % 10 == 0:
                 cur.execute("DELETE FROM changes WHERE seq <= (SELECT max(seq) FROM changes) - ?",
                             (KEEP_CHANGES,))
@@ -381,6 +397,16 @@ class SqliteBackend(BackendSession):
         """``n`` job ids no one else was or will be given (in this store)."""
         with self._tx() as cur:
             return _take_ids(cur, n)
+
+    async def queued_jobs(self, queues: list[str], after_id: int, limit: int) -> list[StoredJob]:
+        db = self._require()
+        marks = ", ".join("?" * len(queues))
+        try:
+            rows = db.execute(f"SELECT {QUEUED_COLS} FROM jobs WHERE state='queued' AND queue IN ({marks}) "
+                              "AND id > ? ORDER BY id LIMIT ?", (*queues, after_id, limit)).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(_explain(self.path, exc)) from None
+        return [stored_job(r) for r in rows]
 
     # -- everything --------------------------------------------------------------------
     async def dump(self) -> dict[str, Any]:
