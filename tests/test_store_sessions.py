@@ -150,3 +150,35 @@ async def test_a_version_1_store_is_refused_as_older(request, tmp_path):
     db.close()
     with pytest.raises(StoreError, match="schema version 1, older than this lanemon's .2.*lanemon store reset"):
         await open_sql_store(parse(store.url.text))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_attempts_are_counted_by_the_store_whatever_record_the_writer_holds(request, engine):
+    """An agent adopts a queued job (attempts 0); another runs it and loses its lane (the job is
+    re-queued, attempts 1); the first then runs it from its older record: the store counts 2."""
+    store = await open_test_store(request, engine, lease=1.0)
+    other = await _second(store, "b")
+    try:
+        (jid,) = await store.submit([JobSpec("w", "reservations")])
+        (old,) = await other.queued_jobs(["reservations"], 0, 10)  # b's record: attempts 0
+        lanes_a = store.lanes("scheduled", clock=lambda: 0.0, emit=None)
+        token = await lanes_a.aclaim("w", "a")
+        running = old.record._replace(state=State.RUNNING, attempts=1, epoch=token.epoch)
+        await store.records(writer="a").save(running, (token,))
+        other.backend.clock_skew = 2.0  # a's lease ran out: b's reap re-queues the job
+        await other.backend.reap()
+        job = (await other.dump())["jobs"][0]
+        assert (job["state"], job["attempts"]) == ("queued", 1)
+        lanes_b = other.lanes("scheduled", clock=lambda: 0.0, emit=None)
+        mine = await lanes_b.aclaim("w", "b")
+        records = other.records(writer="b")
+        stale = old.record._replace(state=State.RUNNING, attempts=old.record.attempts + 1, epoch=mine.epoch)
+        await records.save(stale, (mine,))
+        assert (await other.dump())["jobs"][0]["attempts"] == 2
+        await records.save(stale._replace(state=State.SUCCEEDED), (mine,))
+        job = (await other.dump())["jobs"][0]
+        assert (job["state"], job["attempts"], job["owner"]) == ("succeeded", 2, "b")
+        assert jid == job["id"]
+    finally:
+        await other.close()
+        await store.close()

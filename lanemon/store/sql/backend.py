@@ -66,7 +66,11 @@ Rules every backend enforces
   never overwritten; a new job must be queued): ``invalid_transitions`` +1 ->
   ``INVALID``. Else the row is written with ``owner`` = the writer,
   ``store_started`` set when it becomes running, ``store_ended`` when it
-  becomes terminal -> ``OK``.
+  becomes terminal -> ``OK``. ``attempts`` are counted by the store: a
+  ``running`` write sets the stored count + 1, any other update keeps it
+  (the record's own value is used only for a new row), so a writer holding
+  a record older than a re-queue (an agent's adopted job) cannot set it back
+  and the :data:`MAX_ATTEMPTS` rule holds.
 * **renew**: this session's lanes get ``lease_until = now + lease``; its
   ``sessions`` row gets ``last_seen = now`` (its last heartbeat) and the
   session's current ``info`` (``set_info``), and is made again if another

@@ -334,7 +334,9 @@ BEGIN
     -- the transition rule in the write itself (a concurrent writer's row is re-checked after its commit)
     UPDATE lanemon.jobs SET workspace = p_ws, queue = p_queue, state = p_state, created_at = p_created,
         updated_at = p_updated, run_id = p_run_id, error = p_error, started_at = p_started,
-        finished_at = p_finished, attempts = p_attempts, epoch = p_epoch, owner = p_writer,
+        finished_at = p_finished, epoch = p_epoch, owner = p_writer,
+        -- the store counts the attempts (a writer's record may be older than a re-queue)
+        attempts = CASE WHEN p_state = 'running' THEN attempts + 1 ELSE attempts END,
         store_started = CASE WHEN p_state = 'running' THEN t ELSE store_started END,
         store_ended = CASE WHEN p_state IN ('succeeded', 'failed', 'cancelled') THEN t ELSE store_ended END
         WHERE id = p_id AND state = ANY (p_allowed_from);

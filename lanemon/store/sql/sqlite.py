@@ -357,15 +357,17 @@ class SqliteBackend(BackendSession):
                                 (now, writer, record.id, record.state.value, lane_name, ws, epoch, current))
                     bump(cur, "stale_writes")
                     return SaveResult(SaveOutcome.STALE, fence=(lane_name, ws, epoch), current_epoch=current)
-            row = cur.execute("SELECT state FROM jobs WHERE id=?", (record.id,)).fetchone()
+            row = cur.execute("SELECT state, attempts FROM jobs WHERE id=?", (record.id,)).fetchone()
             prev = None if row is None else State(row[0])
             state = record.state
             if not transition_allowed(prev, state):
                 bump(cur, "invalid_transitions")
                 return SaveResult(SaveOutcome.INVALID, current_state="new" if prev is None else prev.value)
+            # the store counts the attempts (a writer's record may be older than a re-queue)
+            attempts = record.attempts if prev is None else row[1] + 1 if state is State.RUNNING else row[1]
             values = (record.workspace, record.queue, state.value, record.created_at, record.updated_at,
                       record.run_id, record.error, record.started_at, record.finished_at,
-                      record.attempts, record.epoch)
+                      attempts, record.epoch)
             if prev is None:
                 cur.execute(f"INSERT INTO jobs ({JOB_COLS}, owner, store_started, store_ended) "
                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL)",
