@@ -133,8 +133,9 @@ class AgentStats:
     pid: int = 0
     lanes: str = "store"
     adopted: int = 0                 # jobs taken into its queues
-    finished: list[int] = field(default_factory=list)   # jobs it ran to their end (first KEEP_IDS)
+    finished: list[int] = field(default_factory=list)   # jobs it ran and saved terminal (first KEEP_IDS)
     finished_count: int = 0
+    unsaved: list[int] = field(default_factory=list)    # jobs it ran whose final save the store refused
     taken_elsewhere: int = 0         # adopted jobs the store gave to another (or let go)
     claim_errors: int = 0
     unsaved_finals: int = 0
@@ -212,6 +213,7 @@ class _Agent:
         self._sched: Scheduler | None = None
         self._store_ok = True
         self._info: dict[str, Any] | None = None
+        self._unsaved: set[int] = set()  # jobs whose final record was not written (till their "finished")
 
     def info(self, sched: Scheduler | None) -> dict[str, Any]:
         """The session's ``info`` now (see "Who is running")."""
@@ -243,9 +245,16 @@ class _Agent:
         kind = ev.kind
         if kind == "finished":
             stats = self._stats
+            if ev.job_id in self._unsaved:  # its end is not in the store (e.g. a refused late save)
+                self._unsaved.discard(ev.job_id)
+                if len(stats.unsaved) < KEEP_IDS:
+                    stats.unsaved.append(ev.job_id)
+                return
             stats.finished_count += 1
             if len(stats.finished) < KEEP_IDS:
                 stats.finished.append(ev.job_id)
+        elif kind == "unsaved":
+            self._unsaved.add(ev.job_id)
         elif kind == "adopted":
             self._stats.adopted += 1
 
