@@ -358,6 +358,12 @@ def cmd_agent(args) -> int:
     if args.stats is not None:
         _check_writable(args.stats, "--stats")
     name = args.name or f"agent-{os.getpid()}"
+    import logging
+
+    # a lost store is said once by the agent itself (lanemon.agents.agent "Losing the store"),
+    # not once per failed reconnection by the pool and the keeper (their errors are counted)
+    for noisy in ("psycopg.pool", "lanemon.store.sql"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
 
     stop_now: list = []  # the running loop's stop.set, while there is one
 

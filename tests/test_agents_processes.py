@@ -41,6 +41,7 @@ from pathlib import Path
 
 import pytest
 from engines import open_test_store
+from postgres import skip_or_fail
 from procs import wait_until_none_left
 
 import lanemon
@@ -335,3 +336,71 @@ async def test_a_store_that_cannot_be_opened_is_one_line_and_exit_2(tmp_path):
 async def test_the_staff_role_says_when_it_is_not_available(tmp_path):
     out = _cli("--store", "sqlite:///" + str(tmp_path / "s.db").lstrip("/"), "--role", "staff")
     assert out.returncode == 2 and "the staff role is not available" in out.stderr
+
+
+@pytest.fixture(scope="module")
+def restartable_cluster():
+    """A PostgreSQL cluster of this module's own: the test restarts it."""
+    from lanemon.store.throwaway import ThrowawayCluster, available
+    here = available()
+    if not here:
+        skip_or_fail(f"no throwaway PostgreSQL cluster: {here.reason}")
+    with ThrowawayCluster() as cluster:
+        yield cluster
+
+
+async def _dump_through(store, timeout_s: float = TIMEOUT_S) -> dict:
+    """A dump, waiting out a store that is coming back (a restart)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return await store.dump()
+        except StoreError:
+            assert time.monotonic() < deadline, "the store did not come back"
+            await asyncio.sleep(0.1)
+
+
+async def test_agents_that_lose_the_server_say_so_come_back_and_never_write_without_a_current_epoch(
+        restartable_cluster, tmp_path):
+    """The PostgreSQL server restarts under two agents running jobs (every connection lost,
+    every lease run out meanwhile): each says it lost the store, takes no job, says it is back,
+    and the store stays consistent: every job terminal, no overlap, every refused write stale."""
+    from lanemon.store.sql import open_sql_store
+    from lanemon.store.url import parse
+
+    url = restartable_cluster.create_database(f"agents_{uuid.uuid4().hex[:8]}") + f"?lease={LEASE}"
+    store = await open_sql_store(parse(url), create=True, name="test")
+    agents = Agents(url, tmp_path)
+    left = ["?"]
+    try:
+        for name in ("p1", "p2"):
+            agents.start(name)
+        await _sessions_up(store, ["p1", "p2"])
+        ids = await store.submit([JobSpec(f"w{i % 2}", "reservations", seconds=0.3) for i in range(16)])
+        await _until(store, lambda d: sum(j["state"] == "running" for j in d["jobs"]) == 2, "both run a job")
+        await asyncio.to_thread(restartable_cluster.restart)
+        deadline = time.monotonic() + TIMEOUT_S
+        while not all("store back after" in agents.log(n) for n in ("p1", "p2")):
+            assert time.monotonic() < deadline, (agents.log("p1"), agents.log("p2"))
+            await asyncio.sleep(0.1)
+        while audit(dump := await _dump_through(store)).not_terminal:
+            assert time.monotonic() < deadline, "not every job terminal"
+            await asyncio.sleep(0.05)
+        for name in ("p1", "p2"):
+            agents.signal(name, signal.SIGTERM)
+        for name in ("p1", "p2"):
+            assert await agents.wait(name) == 0, agents.log(name)
+        dump = await _dump_through(store)
+    finally:
+        left = agents.close()
+        await store.close()
+    assert left == []
+    for name in ("p1", "p2"):
+        log = agents.log(name)
+        assert log.count("store lost:") == 1 and "not taking jobs, retrying" in log, log
+        assert "error connecting" not in log and "store keeper" not in log, log  # said once, by the agent
+        assert agents.stats(name)["store_lost"] == 1
+    result = audit(dump)
+    assert result.problems() == [] and result.jobs == len(ids)
+    for job in dump["jobs"]:  # ended, or the failure of its final save recorded (fenced)
+        assert job["state"] == "succeeded" or job["error"].startswith("final save failed"), job

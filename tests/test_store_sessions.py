@@ -182,3 +182,27 @@ async def test_attempts_are_counted_by_the_store_whatever_record_the_writer_hold
     finally:
         await other.close()
         await store.close()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_lane_released_with_its_job_still_running_requeues_the_job(request, engine):
+    """An owner whose final save was lost (its connection went away) and whose release then
+    went through: the job is not left running under no lane; the dead-owner rule applies."""
+    store = await open_test_store(request, engine)
+    try:
+        (jid,) = await store.submit([JobSpec("w", "reservations")])
+        (queued,) = await store.queued_jobs(["reservations"], 0, 10)
+        lanes = store.lanes("scheduled", clock=lambda: 0.0, emit=None)
+        for attempt in range(1, 4):
+            token = await lanes.aclaim("w", "a")
+            running = queued.record._replace(state=State.RUNNING, attempts=attempt, epoch=token.epoch)
+            await store.records(writer="a").save(running, (token,))
+            assert await lanes.arelease(token)  # (no final save)
+            job = (await store.dump())["jobs"][0]
+            if attempt < 3:
+                assert (job["state"], job["attempts"], job["epoch"], job["owner"]) == ("queued", attempt, None, None)
+                assert job["error"] == "re-queued: owner a lost its lane (released with its job running)"
+        assert (job["state"], job["error"], job["id"]) == ("failed", "owner died", jid)
+        assert (await store.dump())["stats"]["requeued"] == 2
+    finally:
+        await store.close()

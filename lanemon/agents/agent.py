@@ -80,9 +80,13 @@ timeout), the agent **stops taking jobs**: it says so in one line on stderr
 first poll that works again says ``store back after N s``. Its running jobs go
 on; their saves are fenced by the store, so a write is accepted only under a
 current epoch: a lane lost meanwhile (lease expired while the connection was
-down) gets its write refused and in the ledger. A final save that cannot be
-written ends the job locally as an unsaved final and its lanes are left to
-their lease, after which the store re-queues it. Claims that fail leave
+down) gets its write refused and in the ledger. A final save that fails while
+the lane is still current is recorded by the scheduler as ``failed`` ("final
+save failed: ...", fenced) once the store answers again; one that cannot be
+written at all ends the job locally as an unsaved final, and the store
+re-queues the job (its lane expires, or its release finds it still running:
+the dead-owner rule). The pool's and the keeper's own reconnection messages
+are silenced by ``lanemon agent`` (the agent says it once). Claims that fail leave
 their job waiting (``Scheduler`` "Claims that fail"); the keeper counts its
 own errors (``SqlStore.keeper_errors``) and, on PostgreSQL, takes the
 session's lock again on reconnection.

@@ -53,7 +53,10 @@ Rules every backend enforces
   asked to stop).
 * **release_lane(name, ws, epoch)**: only the current epoch's release frees
   the lane (history ``released``); any other changes nothing but
-  ``stale_releases`` (+1) and returns False.
+  ``stale_releases`` (+1) and returns False. A job still ``running`` under
+  the released epoch (its owner's final save was lost, e.g. to a connection
+  that went away) is treated as a lost owner's job (below): re-queued or
+  ``owner died``, never left running under no lane.
 * **revoke_lane**: clears the lane whatever its owner (history ``revoked``,
   ``revoked`` +1); jobs are not touched: the old owner's writes are refused.
 * **save_job**: checks every fence ``(name, workspace, epoch)`` against the
@@ -89,7 +92,8 @@ Rules every backend enforces
 * **Job ids** come from the store (``add_jobs``, ``reserve_ids``: a SQLite
   ``meta`` row, a PostgreSQL sequence), so the processes sharing a store
   never give one id to two jobs.
-* **A lost owner's job** (reaped with its lane): its running job goes back
+* **A lost owner's job** (reaped with its lane, or left running at its
+  release): its running job goes back
   to ``queued`` (attempts kept; run_id, epoch, owner cleared) while
   ``attempts < MAX_ATTEMPTS``; else it ends ``failed`` with error
   ``owner died``. Either way the lost owner's later writes are refused by

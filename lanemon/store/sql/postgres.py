@@ -164,11 +164,17 @@ $$ SELECT s <> mine AND pg_try_advisory_xact_lock(hashtextextended(s, 0)) $$;
 
 -- end a held lane (lease ran out / session gone): history, count, its running jobs
 CREATE FUNCTION expire(l lanemon.lanes, t float8, why text) RETURNS void LANGUAGE plpgsql AS $$
-DECLARE j record;
 BEGIN
     DELETE FROM lanemon.lanes WHERE name = l.name AND workspace = l.workspace AND epoch = l.epoch;
     UPDATE lanemon.lane_history SET ended_at = t, end_reason = 'expired' WHERE epoch = l.epoch;
     UPDATE lanemon.stats SET value = value + 1 WHERE key = 'lease_expired';
+    PERFORM lanemon.lost_owner(l, t, why);
+END $$;
+
+-- the jobs still running under an ended lane's epoch: re-queued, or failed "owner died"
+CREATE FUNCTION lost_owner(l lanemon.lanes, t float8, why text) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE j record;
+BEGIN
     FOR j IN SELECT id, attempts FROM lanemon.jobs WHERE epoch = l.epoch AND state = 'running'
              ORDER BY id FOR UPDATE LOOP
         IF j.attempts < {MAX_ATTEMPTS} THEN
@@ -220,15 +226,17 @@ END $$;
 
 CREATE FUNCTION release_lane(p_name text, p_ws text, p_epoch bigint, p_skew float8)
         RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE l lanemon.lanes; t float8;
 BEGIN
-    WITH gone AS (DELETE FROM lanemon.lanes WHERE name = p_name AND workspace = p_ws AND epoch = p_epoch
-                  RETURNING epoch)
-    UPDATE lanemon.lane_history SET ended_at = lanemon.clock(p_skew), end_reason = 'released'
-        WHERE epoch = (SELECT epoch FROM gone);
-    IF NOT FOUND THEN  -- (a held lane always has its history row)
+    DELETE FROM lanemon.lanes WHERE name = p_name AND workspace = p_ws AND epoch = p_epoch RETURNING * INTO l;
+    IF NOT FOUND THEN
         UPDATE lanemon.stats SET value = value + 1 WHERE key = 'stale_releases';
         RETURN false;
     END IF;
+    t := lanemon.clock(p_skew);
+    UPDATE lanemon.lane_history SET ended_at = t, end_reason = 'released' WHERE epoch = l.epoch;
+    -- (a job left running under it: its final save was lost; the dead-owner rule)
+    PERFORM lanemon.lost_owner(l, t, 'released with its job running');
     RETURN true;
 END $$;
 

@@ -252,28 +252,19 @@ class SqliteBackend(BackendSession):
         cur.execute("UPDATE lane_history SET ended_at=?, end_reason='expired' WHERE epoch=?",
                     (now, lane.epoch))
         bump(cur, "lease_expired")
-        for jid, attempts in cur.execute("SELECT id, attempts FROM jobs WHERE epoch=? AND state='running'",
-                                         (lane.epoch,)).fetchall():
-            if attempts < MAX_ATTEMPTS:
-                cur.execute("UPDATE jobs SET state='queued', run_id=NULL, epoch=NULL, owner=NULL, "
-                            "store_started=NULL, error=? WHERE id=?",
-                            (f"re-queued: owner {lane.owner} lost its lane (lease expired)", jid))
-                bump(cur, "requeued")
-            else:
-                cur.execute("UPDATE jobs SET state='failed', error='owner died', store_ended=? WHERE id=?",
-                            (now, jid))
-                bump(cur, "owner_died")
+        _lost_owner(cur, lane.epoch, lane.owner, "lease expired", now)
 
     async def release_lane(self, name: str, workspace: str, epoch: int) -> bool:
         with self._tx() as cur:
             now = self._now()
-            gone = cur.execute("DELETE FROM lanes WHERE name=? AND workspace=? AND epoch=? RETURNING epoch",
+            gone = cur.execute("DELETE FROM lanes WHERE name=? AND workspace=? AND epoch=? RETURNING owner",
                                (name, workspace, epoch)).fetchone()
             if gone is None:
                 bump(cur, "stale_releases")
                 return False
             cur.execute("UPDATE lane_history SET ended_at=?, end_reason='released' WHERE epoch=?",
                         (now, epoch))
+            _lost_owner(cur, epoch, gone[0], "released with its job running", now)
             return True
 
     async def revoke_lane(self, name: str, workspace: str) -> LaneRow | None:
@@ -427,6 +418,22 @@ def _take_ids(cur: sqlite3.Cursor, n: int) -> list[int]:
     top = cur.execute("UPDATE meta SET value = max(CAST(value AS INTEGER), (SELECT coalesce(max(id), 0) FROM jobs)) "
                       "+ ? WHERE key='job_id' RETURNING CAST(value AS INTEGER)", (n,)).fetchone()[0]
     return list(range(top - n + 1, top + 1))
+
+
+def _lost_owner(cur: sqlite3.Cursor, epoch: int, owner: str, why: str, now: float) -> None:
+    """The jobs still ``running`` under ``epoch``, whose lane just ended: re-queued
+    (attempts kept) below MAX_ATTEMPTS, else ``failed`` with ``owner died``."""
+    for jid, attempts in cur.execute("SELECT id, attempts FROM jobs WHERE epoch=? AND state='running'",
+                                     (epoch,)).fetchall():
+        if attempts < MAX_ATTEMPTS:
+            cur.execute("UPDATE jobs SET state='queued', run_id=NULL, epoch=NULL, owner=NULL, "
+                        "store_started=NULL, error=? WHERE id=?",
+                        (f"re-queued: owner {owner} lost its lane ({why})", jid))
+            bump(cur, "requeued")
+        else:
+            cur.execute("UPDATE jobs SET state='failed', error='owner died', store_ended=? WHERE id=?",
+                        (now, jid))
+            bump(cur, "owner_died")
 
 
 def bump(cur: sqlite3.Cursor, key: str, n: int = 1) -> None:
