@@ -115,7 +115,8 @@ async def test_a_stopped_agent_finishes_its_running_jobs_and_leaves_its_waiting_
     agents = Agents(store.url.text)
     try:
         agents.start("a", grace=10.0)
-        ids = await store.submit([JobSpec("w", "reservations", seconds=0.3)] * 4)
+        # (the first job outlasts the looks below: 1 s, while the keeper writes the info every 1/3 s)
+        ids = await store.submit([JobSpec("w", "reservations", seconds=1.0)] + [JobSpec("w", "reservations")] * 3)
         await _until(store, lambda d: any(j["state"] == "running" for j in d["jobs"]), "a runs a job")
         info = await _until(store, lambda d: next((s["info"] for s in d["sessions"] if s["name"] == "a"
                                                    and s["info"].get("jobs_running") == 1), None),
@@ -189,7 +190,8 @@ async def test_an_agent_that_loses_its_store_stops_taking_jobs_says_so_and_comes
     agents = Agents(store.url.text)
     try:
         agents.start("a")
-        await store.submit([JobSpec("w", "reservations", seconds=0.2)] * 3)
+        await store.submit([JobSpec("w", "reservations", seconds=0.6)]
+                           + [JobSpec("w", "reservations", seconds=0.1)] * 2)
         await _until(store, lambda d: any(j["state"] == "running" for j in d["jobs"]), "a runs a job")
         down.set()
         lost = await _until(store, lambda d: next((s["info"] for s in d["sessions"] if s["name"] == "a"

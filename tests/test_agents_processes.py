@@ -46,7 +46,7 @@ from procs import wait_until_none_left
 
 import lanemon
 from lanemon.agents.audit import audit
-from lanemon.procs import alive
+from lanemon.procs import alive, children
 from lanemon.store.sql.backend import JobSpec
 from lanemon.store.url import StoreError
 
@@ -246,8 +246,8 @@ async def test_agents_paused_killed_and_stopped_leave_the_store_consistent(reque
         assert job["owner"] in agents.procs, job
     for victim, job_id, epoch in killed:  # re-queued and run by another, or "owner died"
         job = jobs[job_id]
-        assert job["epoch"] != epoch and (job["attempts"] >= 2 or job["error"] == "owner died"), job
-        assert job["owner"] != victim
+        if job["error"] != "owner died":  # (owner died keeps the dead owner's epoch and name)
+            assert job["epoch"] != epoch and job["attempts"] >= 2 and job["owner"] != victim, job
         assert next(h for h in dump["history"] if h["epoch"] == epoch)["end_reason"] == "expired"
     writers = {victim for victim, _, _ in paused}
     for victim, job_id, epoch in paused:
@@ -404,3 +404,25 @@ async def test_agents_that_lose_the_server_say_so_come_back_and_never_write_with
     assert result.problems() == [] and result.jobs == len(ids)
     for job in dump["jobs"]:  # ended, or the failure of its final save recorded (fenced)
         assert job["state"] == "succeeded" or job["error"].startswith("final save failed"), job
+
+
+async def test_a_cpu_job_placed_in_a_worker_runs_there_and_the_stopped_agent_leaves_no_process(
+        request, tmp_path):
+    """``cpu_ms`` above the placement threshold goes to the worker pool (lanemon.work); a stopped
+    agent stops its pool: nothing carrying its marker is left (its workers inherit it)."""
+    store = await _store(request, "sqlite")
+    agents = Agents(store.url.text, tmp_path)
+    try:
+        agents.start("c")
+        await _sessions_up(store, ["c"])
+        ids = await store.submit([JobSpec("w", "cafe", cpu_ms=120.0), JobSpec("w", "cafe", cpu_ms=5.0)])
+        dump = await _until(store, _all_terminal(len(ids)), "the CPU jobs end")
+        kids = children(agents.procs["c"].pid)
+        agents.signal("c", signal.SIGTERM)
+        assert await agents.wait("c") == 0, agents.log("c")
+    finally:
+        left = agents.close()
+        await store.close()
+    assert [j["state"] for j in dump["jobs"]] == ["succeeded", "succeeded"]
+    assert kids, "the 120-ms job did not start a worker process"
+    assert left == [], f"processes left behind: {left}"
