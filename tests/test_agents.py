@@ -250,3 +250,13 @@ async def test_audit_words_each_broken_rule():
                  "not stale"):
         assert says in text
     assert "overlapping" not in "\n".join(result.problems(local=True))
+
+
+async def test_the_agent_modules_import_neither_qt_nor_numpy():
+    import subprocess
+    import sys
+    code = ("import sys, lanemon.agents.agent, lanemon.agents.audit; "
+            "print(sorted(m for m in ('numpy', 'PySide6', 'qasync', 'pyqtgraph') if m in sys.modules))")
+    out = await asyncio.to_thread(subprocess.run, [sys.executable, "-c", code], capture_output=True, text=True,
+                                  timeout=60, check=True)
+    assert out.stdout.strip() == "[]"
