@@ -11,7 +11,8 @@
                   [--seed N] [--grace S] [--stats FILE]
                                   a headless agent working a shared store until SIGTERM/SIGINT
                                   (``lanemon.agents``); exit 0 after a clean stop, 2 with one
-                                  line when the store cannot be opened
+                                  line when the store cannot be opened; SIGUSR1 prints where
+                                  each of its tasks waits
     lanemon probe listen|demo     hear asyncio programs' probes; a demo program with one
                                   (``lanemon.probe.listen``)
     lanemon install-desktop       add a launcher entry (--uninstall removes it)
@@ -324,6 +325,21 @@ def cmd_install_desktop(args) -> int:
     return 0
 
 
+def _print_tasks() -> None:
+    """SIGUSR1 to an agent: every task of its loop and where it waits (its chain of
+    awaits, innermost last), on stderr."""
+    for task in asyncio.all_tasks():
+        lines = [f"task {task.get_name()}:"]
+        coro = task.get_coro()
+        while coro is not None:
+            frame = getattr(coro, "cr_frame", None) or getattr(coro, "ag_frame", None)
+            if frame is not None:
+                lines.append(f"  {frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}")
+            coro = getattr(coro, "cr_await", None) or getattr(coro, "ag_await", None)
+        print("\n".join(lines), file=sys.stderr)
+    sys.stderr.flush()
+
+
 def cmd_agent(args) -> int:
     """``lanemon agent``: run until SIGTERM/SIGINT (then stop cleanly: exit 0); bad input or a
     store that cannot be opened: one line, exit 2 (see ``lanemon.agents.agent``)."""
@@ -383,6 +399,7 @@ def cmd_agent(args) -> int:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         stop_now.append(lambda: loop.call_soon_threadsafe(stop.set))
+        loop.add_signal_handler(signal.SIGUSR1, _print_tasks)  # what is it waiting on?
         if args.role == "staff":
             strategy = args.strategy or "claim"
             from lanemon.counters.simulation import SimConfig

@@ -260,3 +260,45 @@ async def test_the_agent_modules_import_neither_qt_nor_numpy():
     out = await asyncio.to_thread(subprocess.run, [sys.executable, "-c", code], capture_output=True, text=True,
                                   timeout=60, check=True)
     assert out.stdout.strip() == "[]"
+
+
+async def test_a_failed_claim_with_polls_that_work_is_a_lost_store_too(store, monkeypatch):
+    """A short outage can be waited out inside a poll (PostgreSQL's pool waits for a
+    connection): the operation that met the broken connection first -- here a claim -- is what
+    tells the agent, through its session's error count."""
+    down = asyncio.Event()
+    real = SqliteBackend.claim_lane
+
+    async def claim_lane(self, name, workspace, owner):
+        if down.is_set() and self.name == "a":
+            self.count_error("connection lost (injected)")
+            raise StoreError("connection lost (injected)")
+        return await real(self, name, workspace, owner)
+
+    monkeypatch.setattr(SqliteBackend, "claim_lane", claim_lane)
+    monkeypatch.setattr(agent_mod, "BACKOFF_MIN_S", 0.01)
+    agents = Agents(store.url.text)
+    try:
+        agents.start("a")
+        await _sessions_up_in(store, "a")
+        down.set()
+        await store.submit([JobSpec("w", "reservations")])
+        deadline = time.monotonic() + TIMEOUT_S
+        while not any("store lost:" in line for line in agents.lines):
+            assert time.monotonic() < deadline, agents.lines
+            await asyncio.sleep(0.01)
+        down.clear()
+        dump = await _until(store, _all_terminal(1), "a runs the job once the claims work")
+        (stats,) = (await agents.stop("a")).values()
+    finally:
+        await agents.close()
+    assert "a: store lost: connection lost (injected); not taking jobs, retrying" in agents.lines
+    assert any(line.startswith("a: store back after") for line in agents.lines)
+    assert stats.store_lost == 1 and stats.claim_errors >= 1 and dump["jobs"][0]["owner"] == "a"
+
+
+async def _sessions_up_in(store, name: str) -> None:
+    deadline = time.monotonic() + TIMEOUT_S
+    while name not in {s.name for s in await store.sessions()}:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.01)

@@ -381,7 +381,11 @@ async def test_agents_that_lose_the_server_say_so_come_back_and_never_write_with
         await asyncio.to_thread(restartable_cluster.restart)
         deadline = time.monotonic() + TIMEOUT_S
         while not all("store back after" in agents.log(n) for n in ("p1", "p2")):
-            assert time.monotonic() < deadline, (agents.log("p1"), agents.log("p2"))
+            if time.monotonic() > deadline:
+                for name in ("p1", "p2"):
+                    agents.signal(name, signal.SIGUSR1)  # (where each task waits, in its log)
+                await asyncio.sleep(1)
+                raise AssertionError(agents.log("p1") + agents.log("p2"))
             await asyncio.sleep(0.1)
         while audit(dump := await _dump_through(store)).not_terminal:
             assert time.monotonic() < deadline, "not every job terminal"

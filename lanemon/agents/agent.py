@@ -72,12 +72,17 @@ died``: the dead-owner rule of :mod:`lanemon.store.sql.backend`.)
 
 Losing the store
 ----------------
-When a poll fails (connection refused, server restarted, SQLite busy past its
-timeout), the agent **stops taking jobs**: it says so in one line on stderr
+When a poll fails, or any other operation of its session failed since the
+last poll (``backend.errors``: a claim, a save or the keeper's renew that met
+the broken connection first; connection refused, server restarted, SQLite
+busy past its timeout), the agent **stops taking jobs**: it says so in one line on stderr
 (``store lost: ...; not taking jobs, retrying``), lets its waiting jobs go
 (they stay queued in the store), and polls again with a back-off (from
 :data:`BACKOFF_MIN_S` doubling to :data:`BACKOFF_MAX_S`, seeded jitter); the
-first poll that works again says ``store back after N s``. Its running jobs go
+first poll that works again says ``store back after N s``. A failure within
+:data:`RELAPSE_S` of coming back (a pooled connection broken by the same
+outage, met later) is that outage again: it stops the taking of jobs as any
+loss does, but is not said or counted again. Its running jobs go
 on; their saves are fenced by the store, so a write is accepted only under a
 current epoch: a lane lost meanwhile (lease expired while the connection was
 down) gets its write refused and in the ledger. A final save that fails while
@@ -123,6 +128,8 @@ GRACE_S = 5.0
 #: the back-off between polls of a lost store
 BACKOFF_MIN_S = 0.1
 BACKOFF_MAX_S = 5.0
+#: seconds after the store came back in which a new failure is the same outage (not said again)
+RELAPSE_S = 5.0
 #: job ids kept in ``AgentStats.finished`` (the count goes on beyond)
 KEEP_IDS = 100_000
 LANES_MODES = ("store", "local")
@@ -304,19 +311,35 @@ class _Agent:
         cursor = 0
         backoff = BACKOFF_MIN_S
         lost_at = 0.0
+        backend = store.backend
+        errors = backend.errors
+        relapse_until = 0.0
+        quiet = False
         while not stop.is_set():
             room = MAX_WAITING - sched.adopted_waiting()
             found = 0
-            if room > 0:
+            # any operation of this session that failed since the last look (a claim, a save, the
+            # keeper's renew: whichever met the broken connection first) is a lost store too:
+            # a poll alone can wait out a short outage inside the pool and never fail
+            failed = None if backend.errors == errors else backend.last_error
+            errors = backend.errors
+            if room > 0 or failed is not None:
                 try:
+                    if failed is not None:
+                        raise StoreError(failed)
                     page = await store.queued_jobs(self._queues, cursor, room)
                 except StoreError as exc:
+                    errors = backend.errors
                     if self._store_ok:
                         self._store_ok = False
-                        stats.store_lost += 1
-                        lost_at = time.monotonic()
+                        # (a failure soon after coming back -- a pooled connection broken by the
+                        # same outage, met later -- is that outage again: not said twice)
+                        quiet = time.monotonic() < relapse_until
+                        if not quiet:
+                            stats.store_lost += 1
+                            lost_at = time.monotonic()
+                            self._say(self._name, f"store lost: {exc}; not taking jobs, retrying")
                         sched.let_go_adopted("store lost")
-                        self._say(self._name, f"store lost: {exc}; not taking jobs, retrying")
                         self._publish(store)
                     await _wait(stop, backoff * self._rng.uniform(0.8, 1.2))
                     backoff = min(BACKOFF_MAX_S, backoff * 2)
@@ -324,9 +347,11 @@ class _Agent:
                 if not self._store_ok:
                     self._store_ok = True
                     backoff = BACKOFF_MIN_S
-                    away = time.monotonic() - lost_at
-                    stats.lost_s += away
-                    self._say(self._name, f"store back after {away:.1f} s: taking jobs again")
+                    if not quiet:
+                        away = time.monotonic() - lost_at
+                        stats.lost_s += away
+                        self._say(self._name, f"store back after {away:.1f} s: taking jobs again")
+                    relapse_until = time.monotonic() + RELAPSE_S
                 for job in page:
                     if sched.closed or stop.is_set():
                         break

@@ -129,6 +129,14 @@ class BackendSession:
         self.info_json = "{}"
         if info is not None:
             self.set_info(info)
+        #: operations of this session that failed (a lost connection, a busy file), and the last
+        #: one's message: how a process that only retries learns that the store went away
+        self.errors = 0
+        self.last_error: str | None = None
+
+    def count_error(self, message: str) -> None:
+        self.errors += 1
+        self.last_error = message
 
     def set_info(self, info: dict[str, Any]) -> None:
         """What the next renew writes in this session's ``info`` (a JSON object;

@@ -653,10 +653,10 @@ class PostgresBackend(BackendSession):
                 if conn.broken or conn.closed:
                     self._own = None
                     await pool.putconn(conn)
-        except psycopg.Error as exc:
-            raise StoreError(explain(self.url, exc)) from None
-        except (PoolTimeout, PoolClosed) as exc:
-            raise StoreError(explain(self.url, exc)) from None
+        except (psycopg.Error, PoolTimeout, PoolClosed) as exc:
+            message = explain(self.url, exc)
+            self.count_error(message)
+            raise StoreError(message) from None
 
     async def now(self) -> float:
         return (await self._call(_SQL["clock"], (self.clock_skew,), fetch="one"))[0]
@@ -687,7 +687,11 @@ class PostgresBackend(BackendSession):
         return bool((await self._call(_SQL["unbusy"], (workspace,), fetch="one"))[0])
 
     async def renew(self) -> int:
-        await self._relock()
+        try:
+            await self._relock()
+        except StoreError as exc:
+            self.count_error(str(exc))
+            raise
         return int((await self._call(_SQL["renew"], (self.session, self.lease, self.clock_skew, self.pid,
                                                      self.host, self.name, self.started, self.info_json),
                                      fetch="one"))[0])

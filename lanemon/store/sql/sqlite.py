@@ -205,7 +205,7 @@ class SqliteBackend(BackendSession):
         return self._db
 
     def _tx(self) -> _Tx:
-        return _Tx(self._require())
+        return _Tx(self._require(), self.count_error)
 
     def transaction(self) -> _Tx:
         """``with backend.transaction() as cur:`` one ``BEGIN IMMEDIATE`` transaction
@@ -463,17 +463,24 @@ class _Tx:
     """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on any exception); SQLite
     errors become :class:`StoreError`."""
 
-    __slots__ = ("_db", "_cur")
+    __slots__ = ("_db", "_cur", "_count")
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, count=None) -> None:
         self._db = db
+        self._count = count  # told every failure's message (the backend's error count)
+
+    def _failed(self, exc: sqlite3.Error) -> StoreError:
+        message = _explain(self._db_path(), exc)
+        if self._count is not None:
+            self._count(message)
+        return StoreError(message)
 
     def __enter__(self) -> sqlite3.Cursor:
         cur = self._cur = self._db.cursor()
         try:
             cur.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            raise StoreError(_explain(self._db_path(), exc)) from None
+            raise self._failed(exc) from None
         return cur
 
     def _db_path(self) -> str:
@@ -490,13 +497,13 @@ class _Tx:
                 return False
             except sqlite3.Error as err:
                 cur.execute("ROLLBACK")
-                raise StoreError(_explain(self._db_path(), err)) from None
+                raise self._failed(err) from None
         try:
             cur.execute("ROLLBACK")
         except sqlite3.Error:
             pass
         if isinstance(exc, sqlite3.Error):
-            raise StoreError(_explain(self._db_path(), exc)) from None
+            raise self._failed(exc) from None
         return False
 
 
