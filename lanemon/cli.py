@@ -6,6 +6,13 @@
     lanemon bench [NAME|all]      print measured figures
     lanemon store init|submit|dump|reset --store URL   a SQLite / PostgreSQL store
                                   (``lanemon.store.cli``)
+    lanemon agent --store URL [--name NAME] [--queues reservations,cafe] [--lanes store|local]
+                  [--role lanes|staff] [--strategy short|long|claim] [--staff N] [--counters N]
+                  [--seed N] [--grace S] [--stats FILE]
+                                  a headless agent working a shared store until SIGTERM/SIGINT
+                                  (``lanemon.agents``); exit 0 after a clean stop, 2 with one
+                                  line when the store cannot be opened; SIGUSR1 prints where
+                                  each of its tasks waits
     lanemon probe listen|demo     hear asyncio programs' probes; a demo program with one
                                   (``lanemon.probe.listen``)
     lanemon install-desktop       add a launcher entry (--uninstall removes it)
@@ -78,6 +85,28 @@ def _ms(*, positive: bool):
     return parse
 
 
+def _queues(text: str) -> list[str]:
+    from lanemon.lanes import QUEUE_NAMES
+
+    names = [q.strip() for q in text.split(",")]
+    for q in names:
+        if q not in QUEUE_NAMES:
+            raise argparse.ArgumentTypeError(f"{q!r} is not a queue: use {','.join(QUEUE_NAMES)} or one of them")
+    if len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"{text!r} names a queue twice")
+    return names
+
+
+def _seconds_arg(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"{text} seconds is out of range (0 to 3,600)")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     from lanemon.work.runs import DEFAULT_TOTAL, MAX_TOTAL
     from lanemon.work.workers import KINDS
@@ -123,6 +152,26 @@ def build_parser() -> argparse.ArgumentParser:
     from lanemon.probe.listen import add_parser as add_probe_parser
 
     add_probe_parser(sub, _Parser)
+
+    a = sub.add_parser("agent", help="a headless agent working a shared store until SIGTERM/SIGINT")
+    a.add_argument("--store", help="the store: sqlite:///path/file.db or postgresql://user@host/db "
+                   "(default: $LANEMON_STORE)")
+    a.add_argument("--name", help="the agent's name in the store (default agent-<pid>)")
+    a.add_argument("--queues", type=_queues, default=None, metavar="Q[,Q2]",
+                   help="role lanes: the queues it takes jobs from (default reservations,cafe)")
+    a.add_argument("--lanes", choices=("store", "local"), default="store",
+                   help="role lanes: lanes in the store (default) or each agent's own in memory "
+                        "(the seed's design scaled out: one workspace runs in two agents at once)")
+    a.add_argument("--role", choices=("lanes", "staff"), default="lanes",
+                   help="lanes: run reservation jobs (default); staff: work the bank counters")
+    a.add_argument("--strategy", choices=("short", "long", "claim"), default=None,
+                   help="role staff: short lock, long lock or claim (default claim)")
+    a.add_argument("--staff", type=_int_at_least(1, 1000), default=None, help="role staff: staff members")
+    a.add_argument("--counters", type=_int_at_least(1, 1000), default=None, help="role staff: counters")
+    a.add_argument("--seed", type=int, default=0, help="seed of its random choices (default 0)")
+    a.add_argument("--grace", type=_seconds_arg, default=None,
+                   help="role lanes: seconds its running jobs get to finish when stopped (default 5)")
+    a.add_argument("--stats", help="write what it did as JSON to this file when it stops")
 
     d = sub.add_parser("install-desktop", help="add lanemon to the desktop's application launcher")
     d.add_argument("--uninstall", action="store_true", help="remove the launcher entry and icons")
@@ -276,6 +325,106 @@ def cmd_install_desktop(args) -> int:
     return 0
 
 
+def _print_tasks() -> None:
+    """SIGUSR1 to an agent: every task of its loop and where it waits (its chain of
+    awaits, innermost last), on stderr."""
+    for task in asyncio.all_tasks():
+        lines = [f"task {task.get_name()}:"]
+        coro = task.get_coro()
+        while coro is not None:
+            frame = getattr(coro, "cr_frame", None) or getattr(coro, "ag_frame", None)
+            if frame is not None:
+                lines.append(f"  {frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}")
+            coro = getattr(coro, "cr_await", None) or getattr(coro, "ag_await", None)
+        print("\n".join(lines), file=sys.stderr)
+    sys.stderr.flush()
+
+
+def cmd_agent(args) -> int:
+    """``lanemon agent``: run until SIGTERM/SIGINT (then stop cleanly: exit 0); bad input or a
+    store that cannot be opened: one line, exit 2 (see ``lanemon.agents.agent``)."""
+    import signal
+
+    from lanemon.store.cli import ENV_STORE
+    from lanemon.store.url import StoreError, parse
+
+    text = args.store if args.store is not None else os.environ.get(ENV_STORE)
+    if text is None or not text.strip():
+        raise BadInput(f"no store given: pass --store URL or set {ENV_STORE}")
+    try:
+        if parse(text).engine == "memory":
+            raise BadInput("memory: lives inside one process: an agent needs a shared store "
+                           "(sqlite:///path/file.db or postgresql://...)")
+    except StoreError as exc:
+        raise BadInput(f"--store: {exc}") from None
+    if args.role == "lanes":
+        for option in ("strategy", "staff", "counters"):
+            if getattr(args, option) is not None:
+                raise BadInput(f"--{option} is for --role staff")
+    else:
+        for option in ("queues", "grace"):
+            if getattr(args, option) is not None:
+                raise BadInput(f"--{option} is for --role lanes")
+        if args.lanes != "store":
+            raise BadInput("--lanes is for --role lanes")
+        try:
+            from lanemon.agents.staff import run_staff
+        except ImportError:
+            raise BadInput("the staff role is not available in this install") from None
+    if args.stats is not None:
+        _check_writable(args.stats, "--stats")
+    name = args.name or f"agent-{os.getpid()}"
+    import logging
+
+    # a lost store is said once by the agent itself (lanemon.agents.agent "Losing the store"),
+    # not once per failed reconnection by the pool and the keeper (their errors are counted)
+    for noisy in ("psycopg.pool", "lanemon.store.sql"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
+
+    stop_now: list = []  # the running loop's stop.set, while there is one
+
+    def on_signal(_sig, _frame) -> None:
+        # a Python-level handler kept after the loop closed (asyncio's own goes back to the
+        # default -- death by the signal -- when the run ends: lanemon.store.churn's trap)
+        for wake in stop_now:
+            try:
+                wake()
+            except RuntimeError:  # the loop is closed: nothing left to stop
+                pass
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, on_signal)
+
+    async def go() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        stop_now.append(lambda: loop.call_soon_threadsafe(stop.set))
+        loop.add_signal_handler(signal.SIGUSR1, _print_tasks)  # what is it waiting on?
+        if args.role == "staff":
+            strategy = args.strategy or "claim"
+            from lanemon.counters.simulation import SimConfig
+            staff = args.staff if args.staff is not None else SimConfig.staff
+            counters = args.counters if args.counters is not None else SimConfig.counters
+            await run_staff(text, name=name, strategy=strategy, staff=staff, counters=counters,
+                            seed=args.seed, stop=stop)
+            return
+        from lanemon.agents.agent import GRACE_S, run_agent
+        from lanemon.lanes import QUEUE_NAMES
+
+        await run_agent(text, name=name, queues=args.queues or QUEUE_NAMES, lanes=args.lanes, seed=args.seed,
+                        stop=stop, grace=GRACE_S if args.grace is None else args.grace, stats_path=args.stats)
+
+    try:
+        asyncio.run(go())
+    except (StoreError, ValueError) as exc:
+        raise BadInput(str(exc)) from None
+    finally:
+        # the work is over: a late stop signal is ignored (so it cannot turn the exit into a death)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, signal.SIG_IGN)
+    return 0
+
+
 def cmd_store(args) -> int:
     from lanemon.store.cli import cmd_store as run
 
@@ -350,6 +499,7 @@ COMMANDS = {
     "bench": cmd_bench,
     "install-desktop": cmd_install_desktop,
     "store": cmd_store,
+    "agent": cmd_agent,
     "probe": cmd_probe,
     None: cmd_window,
 }

@@ -49,8 +49,8 @@ async def test_the_feed_starts_with_a_snapshot_then_tells_what_changed_in_commit
         seen = await _collect(feed, {("lanes", "scheduled:W"), ("jobs", "7"), ("occupancy", "W")})
         # each commit's pairs in commit order: the lane's claim before the job, the job before the busy mark
         assert seen.index(("lanes", "scheduled:W")) < seen.index(("jobs", "7")) < seen.index(("occupancy", "W"))
-        # a later change arrives once per wait
-        await records.save(rec._replace(state=State.SUCCEEDED, epoch=token.epoch))
+        # a later change arrives once per wait (the release re-queued the job: it was left running)
+        await records.save(rec._replace(state=State.CANCELLED))
         again = await _collect(feed, {("jobs", "7")})
         assert again.count(("jobs", "7")) == 1 and set(again) <= {("jobs", "7")}
         assert await feed.wait(0.05) == []

@@ -43,6 +43,13 @@ Event kinds (``Event.kind``)
                    (``job_id``) does not start on that look (``detail`` = error)
 ``finished``       a job left the scheduler in a terminal state, lanes free
 ``occupancy``      outside occupancy of a workspace changed (``detail`` = busy)
+``adopted``        a job queued elsewhere entered its queue (``Scheduler.adopt``)
+``taken_elsewhere`` an adopted job left without running here: its ``running``
+                   save was refused (``detail`` = why: run elsewhere, terminal,
+                   stale lane, a store error) or it was let go while waiting;
+                   no terminal write, no ``finished`` event
+``claim_failed``   claiming a job's lanes raised (a store error): it stays
+                   waiting (``detail`` = error)
 """
 
 from __future__ import annotations

@@ -121,6 +121,33 @@ and ``idle_clean`` count such claims in progress.  The scheduler owns its
 state machine: the queues (:class:`ReservationQueue`) are views over
 the state it keeps per queue.
 
+Adopted jobs (several processes on one store)
+---------------------------------------------
+``adopt(queue, record, work)`` takes a job another process already stored as
+``queued`` (``lanemon store submit``, a window, another agent): it enters its
+queue as a submitted job does, **without** a ``queued`` save, and the start
+rule, the order and the lanes are the same.  Since other processes may adopt
+the same job, the store decides who runs it: the job's ``running`` save goes
+through the store's transition rule (``queued`` -> ``running`` once) and its
+fence.  If that save is refused or fails (``InvalidTransition``: another
+process ran it, or it is terminal; ``StaleWrite``: the lane was lost; a store
+error), the job is **dropped quietly**: no terminal write by this scheduler,
+no ``failed``, no ``finished`` event, its lanes released; it is counted in
+``taken_elsewhere`` and announced by a ``taken_elsewhere`` event.  A waiting
+adopted job is never saved ``cancelled`` by ``aclose`` or let go by
+``let_go_adopted()``: it is dropped the same way, left ``queued`` in the store
+for another process.  One that ran ends as any job (its final save fenced).
+Counts: ``jobs_submitted`` (adopted jobs included) = ``jobs_finished`` + live
+jobs + ``taken_elsewhere``.
+
+Claims that fail
+----------------
+A claim that raises (a store that went away: not ``WouldBlock``, not a
+refusal) leaves the job waiting, counted in ``claim_errors`` and announced by
+a ``claim_failed`` event; nothing is held (a first lane already claimed is
+given back).  The workspace is looked at again on its next event or ``kick``
+(``retry_waiting``).
+
 Single event loop; not thread-safe.  Methods that change records are
 coroutines; the rest are synchronous and atomic on the loop.
 """
@@ -214,7 +241,7 @@ class _Job:
     __slots__ = ("id", "seq", "queue", "workspace", "work", "record", "phase", "outcome",
                  "lane_token", "sched_token", "task", "error", "placement", "result",
                  "started_at", "ended_at", "final_state", "rev", "view",
-                 "view_rev", "unsaved", "notes")
+                 "view_rev", "unsaved", "notes", "adopted", "dropped")
 
     def __init__(self, id: int, queue: _Queue, workspace: str, work: Any,
                  record: Reservation) -> None:
@@ -242,6 +269,8 @@ class _Job:
         self.view_rev = -1
         self.unsaved: str | None = None  # why its final record was not written (if so)
         self.notes: tuple[tuple[str, Any], ...] = ()  # what its work noted (JobView.notes)
+        self.adopted = False  # queued by another process (Scheduler.adopt)
+        self.dropped: str | None = None  # adopted, left without running here: why
 
     def note(self, key: str, value: Any) -> None:
         """What the running work says about itself (``RunContext.note``): every
@@ -398,6 +427,9 @@ class Scheduler:
         self.available_errors = 0
         self.jobs_submitted = 0
         self.jobs_finished = 0
+        self.jobs_adopted = 0
+        self.taken_elsewhere = 0
+        self.claim_errors = 0
 
     # -- the state machine of a job (the queues are views over it) ------------------
     # (a job enters its queue in ``_submit``, the one place it does)
@@ -425,6 +457,9 @@ class Scheduler:
         except WouldBlock:
             self._claim_later(job)
             return False
+        except Exception as exc:  # a store that went away (see "Claims that fail")
+            self._claim_failed(job, exc)
+            return False
         if lt is None:
             return False
         try:
@@ -432,6 +467,10 @@ class Scheduler:
         except WouldBlock:
             q.lanes.release(lt)
             self._claim_later(job)
+            return False
+        except Exception as exc:
+            q.lanes.release(lt)
+            self._claim_failed(job, exc)
             return False
         if st is None:
             q.lanes.release(lt)
@@ -454,9 +493,15 @@ class Scheduler:
         owner = owner_name(q.name, job.id)
         lt = st = None
         try:
-            lt = await q.lanes.aclaim(ws, owner)
-            if lt is not None:
-                st = await self.scheduled_lanes.aclaim(ws, owner)
+            try:
+                lt = await q.lanes.aclaim(ws, owner)
+                if lt is not None:
+                    st = await self.scheduled_lanes.aclaim(ws, owner)
+            except Exception as exc:  # a store that went away (see "Claims that fail")
+                self._claim_failed(job, exc)
+                if lt is not None:
+                    await q.lanes.arelease(lt)
+                return
             claimed = lt is not None and st is not None
             still_next = claimed and job.phase is Phase.WAITING and self._closing is None \
                 and self._next_waiting(ws) is job
@@ -472,6 +517,10 @@ class Scheduler:
         # lanes were held by the claim found the workspace taken and did nothing.
         if lt is not None:
             self._kick(ws)
+
+    def _claim_failed(self, job: _Job, exc: Exception) -> None:
+        self.claim_errors += 1
+        self.events.emit("claim_failed", job.workspace, job.queue.name, job.id, None, _err(exc))
 
     def _started(self, job: _Job, lt: Any, st: Any) -> None:
         """``job`` holds both lanes: it leaves its queue and is dispatched."""
@@ -551,12 +600,19 @@ class Scheduler:
                         cancelled_exc = exc  # not written: the job has not run
                         before_run = True
                     except Exception as exc:
+                        if job.adopted:  # the store gave it to another (see "Adopted jobs")
+                            job.dropped = f"running save refused: {_err(exc)}"
+                            return
                         job.outcome = _FAILED
                         job.error = f"running save failed: {_err(exc)}"
                         job.rev += 1
                         await self._final_save_locked(job, fence)
                         return
                 if before_run:
+                    if job.adopted:  # left queued in the store, for another process
+                        job.dropped = "let go before it ran" if self._closing is None \
+                            else f"let go before it ran ({self._closing})"
+                        return
                     job.outcome = _CANCELLED
                     job.error = "task cancelled before it ran"
                     job.rev += 1
@@ -688,6 +744,9 @@ class Scheduler:
         """The job is over: bookkeeping, event, and re-examine its workspace."""
         if job.phase is _DONE:
             return
+        if job.dropped is not None:
+            self._drop(job, started)
+            return
         q = job.queue
         rec = job.record
         state = rec.state
@@ -735,6 +794,27 @@ class Scheduler:
             self._kick(ws)  # may hand the next job to this job's runner task
         job.task = None
         if not live and self._idle is not None:
+            if not self._idle.done():
+                self._idle.set_result(None)
+            self._idle = None
+
+    def _drop(self, job: _Job, started: bool) -> None:
+        """An adopted job leaves without running here (see "Adopted jobs"): nothing
+        written, no ``finished`` event; counted, announced; its workspace looked at again."""
+        q = job.queue
+        job.phase = _DONE
+        job.rev += 1
+        if started:
+            del q.running[job.id]
+        else:
+            self._unqueue(job)
+        del self._live[job.id]
+        self.taken_elsewhere += 1
+        self.events.emit("taken_elsewhere", job.workspace, q.name, job.id, job.record.state, job.dropped)
+        if started:
+            self._kick(job.workspace)
+        job.task = None
+        if not self._live and self._idle is not None:
             if not self._idle.done():
                 self._idle.set_result(None)
             self._idle = None
@@ -792,6 +872,56 @@ class Scheduler:
         """Submit one job per workspace given, in order."""
         q = self._queue_by_name[queue]
         return [await self._submit(q, ws, work) for ws in workspaces]
+
+    def adopt(self, queue: str, record: Reservation, work: Any = None) -> bool:
+        """Take ``record``, a job already stored ``queued`` by another process, into
+        ``queue`` (see "Adopted jobs"): no save now; it starts by the start rule and
+        runs only if its ``running`` save is accepted by the store.
+
+        False (nothing done) when the job is already live here or the record is not
+        ``queued`` or not of ``queue``; :class:`SchedulerClosed` once ``aclose`` began."""
+        if self._closing is not None:
+            raise SchedulerClosed(f"the scheduler is closed ({self._closing}): no new job")
+        q = self._queue_by_name[queue]
+        jid = record.id
+        if jid in self._live or record.state is not _QUEUED or record.queue != queue:
+            return False
+        work = as_work(work)
+        ws = record.workspace
+        self._workspaces[ws] = None
+        if jid > self._next_id:
+            self._next_id = jid
+        job = _Job(jid, q, ws, work, record)
+        job.adopted = True
+        self._live[jid] = job
+        q.submitted += 1
+        self.jobs_submitted += 1
+        self.jobs_adopted += 1
+        job.seq = self._seq = self._seq + 1
+        q.waiting[jid] = job
+        dq = q.by_ws.get(ws)
+        if dq is None:
+            q.by_ws[ws] = deque((job,))
+        else:
+            dq.append(job)
+        self.events.emit("adopted", ws, q.name, jid, _QUEUED, None)
+        self._kick(ws)
+        return True
+
+    def let_go_adopted(self, why: str = "let go") -> int:
+        """Drop every adopted job still waiting (not started), leaving it ``queued``
+        in the store for another process; returns how many. Nothing is written."""
+        n = 0
+        for q in self._queue_list:
+            for job in [j for j in q.waiting.values() if j.adopted and j.phase is _WAITING]:
+                job.dropped = why
+                self._drop(job, started=False)
+                n += 1
+        return n
+
+    def adopted_waiting(self) -> int:
+        """Adopted jobs waiting for their lanes (not started)."""
+        return sum(1 for q in self._queue_list for j in q.waiting.values() if j.adopted)
 
     async def _submit(self, q: _Queue, workspace: str, work: Any) -> int:
         if self._closing is not None:
@@ -1077,7 +1207,12 @@ class Scheduler:
 
     async def _close_waiting(self, job: _Job) -> None:
         """Cancel a waiting job of a closing scheduler: saved ``cancelled``;
-        if that save fails, it ends as an unsaved final."""
+        if that save fails, it ends as an unsaved final. An adopted one is
+        dropped instead, left ``queued`` in the store (see "Adopted jobs")."""
+        if job.adopted:
+            job.dropped = f"let go while waiting ({self._closing})"
+            self._drop(job, started=False)
+            return
         async with self.record_lock.hold(job.id):
             outcome = await self._cancel_locked(job)
         if job.phase is Phase.WAITING:  # the save failed: the record stays queued

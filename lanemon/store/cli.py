@@ -36,7 +36,10 @@ Output
     ended_at, end_reason}]`` -- every ownership ever granted;
   - ``stats``: ``{key: count}`` over :data:`lanemon.store.sql.backend.STATS_KEYS`;
     ``stale_releases`` (int, also in ``stats``);
-  - ``sessions``: ``[{session, pid, host, name, started, last_seen}]``.
+  - ``sessions``: ``[{session, pid, host, name, started, last_seen, info}]``
+    -- ``last_seen`` the session's last heartbeat, ``info`` the JSON object it
+    says about itself (``SqlStore.set_info``; an agent's role, lanes, queues,
+    jobs running, lanes held).
 
 * ``reset`` drops the tables after asking ``[y/N]`` on a terminal; without a
   terminal it needs ``--yes``.

@@ -5,7 +5,10 @@ pool (PostgreSQL) of one process, with an id the store records as the owner
 of every lane it claims. It makes the seam's objects, all on that session:
 
 * ``store.lanes(name, clock=, emit=)`` -- a :class:`~lanemon.store.lanes.LanesFactory`;
-* ``store.records(events=, keep_finished=)`` -- a :class:`~lanemon.store.records.RecordsFactory`;
+* ``store.records(events=, keep_finished=, writer=, fenced=)`` -- a
+  :class:`~lanemon.store.records.RecordsFactory` (``fenced=False``: writes are
+  not fenced by lane tokens, for a scheduler on in-memory lanes; see
+  :class:`~lanemon.store.sql.adapters.SqlRecords`);
 * ``store.claims(counters=, clock=, default_ttl=, events=)`` -- a claim-store factory.
 
 so ``Scheduler(lanes=store.lanes, store=store.records(events=hub,
@@ -18,6 +21,13 @@ lease ran out. A process that stops running its loop for longer than the lease
 -- SIGSTOP, a long GC pause, a laptop lid -- loses its lanes to the next
 claimer, and its late writes are refused by the fence. A session that never
 starts its keeper keeps its lanes for one lease only.
+
+Who is running: each session has a ``sessions`` row (pid, host, name,
+started, last_seen, info). ``set_info(dict)`` keeps what the process says
+about itself in memory; the keeper writes it with each renew, which also sets
+``last_seen`` (the heartbeat); ``open_sql_store(..., info=)`` writes it at
+open. ``await store.sessions()`` lists every session
+(:class:`~lanemon.store.sql.backend.SessionRow`).
 
 ``close()`` stops the keeper, ends the session and closes its connections; the
 lanes it still holds are left to their lease (a closing scheduler releases
@@ -34,7 +44,7 @@ from typing import Any
 
 from lanemon.events import EventHub
 from lanemon.store.sql.adapters import SqlLanes, SqlRecords
-from lanemon.store.sql.backend import Backend, JobSpec
+from lanemon.store.sql.backend import Backend, JobSpec, SessionRow, StoredJob
 from lanemon.store.url import StoreError, StoreUrl
 
 __all__ = ["SqlStore", "open_sql_store"]
@@ -69,8 +79,9 @@ class SqlStore:
         return SqlLanes(self.backend, name, clock=clock, emit=emit)
 
     def records(self, *, events: EventHub | None = None, keep_finished: int | None = None,
-                writer: str = "") -> SqlRecords:
-        return SqlRecords(self.backend, events=events, keep_finished=keep_finished, writer=writer)
+                writer: str = "", fenced: bool = True) -> SqlRecords:
+        return SqlRecords(self.backend, events=events, keep_finished=keep_finished, writer=writer,
+                          fenced=fenced)
 
     def claims(self, *, counters: int, clock: Callable[[], float] | None = None, default_ttl: float = 1.0,
                events: EventHub | None = None):
@@ -98,6 +109,21 @@ class SqlStore:
                 self.last_keeper_error = str(exc)
                 log.warning("store keeper: %s", exc)
             await asyncio.sleep(period)
+
+    # -- who is running ------------------------------------------------------------------
+    def set_info(self, info: dict[str, Any]) -> None:
+        """What this session says about itself (a JSON object), written with the keeper's
+        next renew (and each one after). ``TypeError``/``ValueError`` when not JSON."""
+        self.backend.set_info(info)
+
+    async def sessions(self) -> list[SessionRow]:
+        """Every session of the store, oldest first (a dead SQLite process's row stays
+        until a reaper finds it not renewed for ``STALE_SESSION_LEASES`` leases)."""
+        return await self.backend.sessions()
+
+    async def queued_jobs(self, queues: list[str], after_id: int = 0, limit: int = 256) -> list[StoredJob]:
+        """Up to ``limit`` queued jobs of ``queues`` with ids above ``after_id``, in id order."""
+        return await self.backend.queued_jobs(list(queues), after_id, limit)
 
     # -- outside occupancy (checked inside every claim, by the store) ----------------------
     async def mark_busy(self, workspace: str, reason: str = "outside") -> bool:
@@ -136,7 +162,7 @@ class SqlStore:
 
 
 async def open_sql_store(url: StoreUrl, *, create: bool = False, name: str = "",
-                         older_ok: bool = False) -> SqlStore:
+                         older_ok: bool = False, info: dict[str, Any] | None = None) -> SqlStore:
     """Open a session on the SQLite or PostgreSQL store ``url``.
 
     ``create``: make the schema in an empty store (idempotent on a lanemon
@@ -144,16 +170,17 @@ async def open_sql_store(url: StoreUrl, *, create: bool = False, name: str = "",
     password): an unreachable server, a refused login, a read-only or foreign
     file, a store of another schema version -- except, with ``older_ok`` (for
     ``reset`` only), an older one: that session can only ``reset`` and ``close``.
+    ``info``: the session's ``info`` from its first row on (see ``set_info``).
     """
     if url.engine == "sqlite":
         from lanemon.store.sql.sqlite import SqliteBackend
-        backend: Any = SqliteBackend(url.path, lease=url.lease, name=name)
+        backend: Any = SqliteBackend(url.path, lease=url.lease, name=name, info=info)
     elif url.engine == "postgresql":
         try:
             from lanemon.store.sql.postgres import PostgresBackend
         except ImportError as exc:  # psycopg missing
             raise StoreError(f"PostgreSQL stores need psycopg 3: {exc}") from None
-        backend = PostgresBackend(url, lease=url.lease, name=name)
+        backend = PostgresBackend(url, lease=url.lease, name=name, info=info)
     else:
         raise StoreError(f"{url.redacted()!r} is not a SQL store")
     await backend.open(create=create, older_ok=older_ok)

@@ -213,13 +213,21 @@ class SqlRecords(RecordStore):
     """Reservation records in a SQL store: the memory store's test controls
     (holds, injected failures) and bounded own view, with the write itself
     done -- fenced, checked, counted -- by the backend. ``writer`` is what the
-    store records as the job's owner and, for a refused write, in the ledger."""
+    store records as the job's owner and, for a refused write, in the ledger.
+
+    ``fenced=False``: the fence tokens a save is given are not checked (the
+    write goes to the store without a fence): for a scheduler whose lanes are
+    in memory (``lanemon agent --lanes local``, the seed's design scaled out),
+    whose tokens mean nothing to the store. The transition rule still holds
+    (one job is saved ``running`` once: never run twice), but nothing stops two
+    processes running two jobs of one workspace at once."""
 
     def __init__(self, backend: Backend, *, events: EventHub | None = None,
-                 keep_finished: int | None = None, writer: str = "") -> None:
+                 keep_finished: int | None = None, writer: str = "", fenced: bool = True) -> None:
         super().__init__(events=events, keep_finished=keep_finished)
         self._backend = backend
         self._writer = writer or backend.session
+        self._fenced = fenced
 
     async def save(self, record: Reservation, fence: Iterable[Any] = ()) -> Reservation:
         await self._controls(record)
@@ -241,7 +249,7 @@ class SqlRecords(RecordStore):
 
     async def _store_write(self, record: Reservation, fence: Iterable[Any]) -> Reservation:
         rows = []
-        for token in fence:
+        for token in (fence if self._fenced else ()):
             if type(token) is not LaneToken or not isinstance(token.lanes, SqlLanes):
                 # a token of another engine cannot fence this store's write
                 self._refused_stale(record, getattr(token, "epoch", None), getattr(token, "lanes", None))

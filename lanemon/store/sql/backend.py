@@ -33,8 +33,9 @@ workspace, owner, session, claimed_at, ended_at, end_reason), ``jobs``,
 ``ledger`` (refused writes), ``stats`` (store-wide counts), ``occupancy``
 (workspaces busy outside: workspace, reason, since), ``board`` (the
 counter claims), ``sessions`` (who is connected: session, pid, host, name,
-started, last_seen). The epoch counter: a PostgreSQL sequence; a row of
-``meta`` in SQLite.
+started, last_seen, info -- a JSON object the process says about itself,
+SQLite TEXT, PostgreSQL jsonb; added in version 2). The epoch counter: a
+PostgreSQL sequence; a row of ``meta`` in SQLite.
 
 Rules every backend enforces
 ----------------------------
@@ -52,7 +53,10 @@ Rules every backend enforces
   asked to stop).
 * **release_lane(name, ws, epoch)**: only the current epoch's release frees
   the lane (history ``released``); any other changes nothing but
-  ``stale_releases`` (+1) and returns False.
+  ``stale_releases`` (+1) and returns False. A job still ``running`` under
+  the released epoch (its owner's final save was lost, e.g. to a connection
+  that went away) is treated as a lost owner's job (below): re-queued or
+  ``owner died``, never left running under no lane.
 * **revoke_lane**: clears the lane whatever its owner (history ``revoked``,
   ``revoked`` +1); jobs are not touched: the old owner's writes are refused.
 * **save_job**: checks every fence ``(name, workspace, epoch)`` against the
@@ -65,14 +69,31 @@ Rules every backend enforces
   never overwritten; a new job must be queued): ``invalid_transitions`` +1 ->
   ``INVALID``. Else the row is written with ``owner`` = the writer,
   ``store_started`` set when it becomes running, ``store_ended`` when it
-  becomes terminal -> ``OK``.
-* **renew**: this session's lanes get ``lease_until = now + lease``.
+  becomes terminal -> ``OK``. ``attempts`` are counted by the store: a
+  ``running`` write sets the stored count + 1, any other update keeps it
+  (the record's own value is used only for a new row), so a writer holding
+  a record older than a re-queue (an agent's adopted job) cannot set it back
+  and the :data:`MAX_ATTEMPTS` rule holds.
+* **renew**: this session's lanes get ``lease_until = now + lease``; its
+  ``sessions`` row gets ``last_seen = now`` (its last heartbeat) and the
+  session's current ``info`` (``set_info``), and is made again if another
+  session reaped it (a process that was paused comes back in the list).
 * **reap**: expires every lane whose lease ran out (and, on PostgreSQL, every
-  lane of a session whose advisory lock is free).
+  lane of a session whose advisory lock is free). It also drops the
+  ``sessions`` rows of the gone: on PostgreSQL those whose advisory lock is
+  free, on SQLite (no lock to ask) those not renewed for
+  :data:`STALE_SESSION_LEASES` of the reaper's leases.
+* **sessions**: every session row, oldest first, as :class:`SessionRow`.
+* **queued_jobs(queues, after_id, limit)**: up to ``limit`` jobs in state
+  ``queued`` of those queues with ``id > after_id``, in id order, each with
+  the work it asks for (:class:`StoredJob`); a read, it takes no lock and
+  reserves nothing (another process may take the same job: the transition
+  rule lets only one ``running`` save through).
 * **Job ids** come from the store (``add_jobs``, ``reserve_ids``: a SQLite
   ``meta`` row, a PostgreSQL sequence), so the processes sharing a store
   never give one id to two jobs.
-* **A lost owner's job** (reaped with its lane): its running job goes back
+* **A lost owner's job** (reaped with its lane, or left running at its
+  release): its running job goes back
   to ``queued`` (attempts kept; run_id, epoch, owner cleared) while
   ``attempts < MAX_ATTEMPTS``; else it ends ``failed`` with error
   ``owner died``. Either way the lost owner's later writes are refused by
@@ -88,12 +109,15 @@ from typing import Any, Protocol
 from lanemon.lanes.records import Reservation
 
 __all__ = [
-    "Backend", "JobSpec", "LaneRow", "MAX_ATTEMPTS", "SCHEMA_VERSION", "SaveOutcome",
-    "STATS_KEYS",
+    "Backend", "JobSpec", "LaneRow", "MAX_ATTEMPTS", "SCHEMA_VERSION", "STALE_SESSION_LEASES",
+    "SaveOutcome", "SessionRow", "StoredJob", "STATS_KEYS",
 ]
 
-#: the schema this lanemon writes and reads
-SCHEMA_VERSION = 1
+#: the schema this lanemon writes and reads (2: ``sessions.info``)
+SCHEMA_VERSION = 2
+
+#: SQLite: a session row not renewed for this many leases is dropped by ``reap``
+STALE_SESSION_LEASES = 3
 
 #: a job reaped from a dead owner is re-queued while its attempts are below this
 MAX_ATTEMPTS = 3
@@ -147,6 +171,30 @@ class JobSpec:
     fail: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    """One session of the store (``sessions``): who is connected. ``started`` and
+    ``last_seen`` (its last heartbeat: the keeper's renew) are on the store clock;
+    ``info`` is what the process says about itself (``SqlStore.set_info``), ``{}``
+    until it says something."""
+
+    session: str
+    pid: int
+    host: str
+    name: str
+    started: float
+    last_seen: float
+    info: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredJob:
+    """A queued job as the store has it: its record and the work it asks for."""
+
+    record: Reservation
+    spec: JobSpec
+
+
 class Backend(Protocol):
     answers_now: bool
     session: str
@@ -168,6 +216,8 @@ class Backend(Protocol):
     async def mark_busy(self, workspace: str, reason: str) -> bool: ...
     async def clear_busy(self, workspace: str) -> bool: ...
     async def renew(self) -> int: ...
+    def set_info(self, info: dict[str, Any]) -> None: ...
+    async def sessions(self) -> list[SessionRow]: ...
     async def reap(self) -> list[LaneRow]: ...
     async def lane_rows(self) -> list[LaneRow]: ...
 
@@ -177,6 +227,7 @@ class Backend(Protocol):
     async def load_job(self, id: int) -> Reservation | None: ...
     async def add_jobs(self, specs: list[JobSpec]) -> list[int]: ...
     async def reserve_ids(self, n: int) -> list[int]: ...
+    async def queued_jobs(self, queues: list[str], after_id: int, limit: int) -> list[StoredJob]: ...
 
     # everything, for ``lanemon store dump`` and the invariant checks
     async def dump(self) -> dict[str, Any]: ...

@@ -73,8 +73,6 @@ connection for the lanes it still holds.
 
 from __future__ import annotations
 
-import os
-import socket
 from typing import Any
 
 import psycopg
@@ -89,15 +87,21 @@ from lanemon.store.sql.backend import (
     LaneRow,
     SaveOutcome,
     SaveResult,
+    SessionRow,
+    StoredJob,
 )
 from lanemon.store.sql.common import (
     JOB_COLS,
     LANE_COLS,
+    QUEUED_COLS,
+    SESSION_COLS,
     BackendSession,
     check_version,
     dump_rows,
     job_record,
     lane_row,
+    session_row,
+    stored_job,
 )
 from lanemon.store.url import StoreError, StoreUrl
 
@@ -149,7 +153,7 @@ CREATE TABLE stats (key text PRIMARY KEY, value bigint NOT NULL);
 CREATE TABLE occupancy (workspace text PRIMARY KEY, reason text NOT NULL, since float8 NOT NULL);
 CREATE TABLE sessions (
     session text PRIMARY KEY, pid integer NOT NULL, host text NOT NULL, name text NOT NULL,
-    started float8 NOT NULL, last_seen float8 NOT NULL);
+    started float8 NOT NULL, last_seen float8 NOT NULL, info jsonb NOT NULL DEFAULT '{{}}'::jsonb);
 
 CREATE FUNCTION clock(skew float8) RETURNS float8 LANGUAGE sql VOLATILE AS
 $$ SELECT extract(epoch FROM clock_timestamp())::float8 + skew $$;
@@ -160,11 +164,17 @@ $$ SELECT s <> mine AND pg_try_advisory_xact_lock(hashtextextended(s, 0)) $$;
 
 -- end a held lane (lease ran out / session gone): history, count, its running jobs
 CREATE FUNCTION expire(l lanemon.lanes, t float8, why text) RETURNS void LANGUAGE plpgsql AS $$
-DECLARE j record;
 BEGIN
     DELETE FROM lanemon.lanes WHERE name = l.name AND workspace = l.workspace AND epoch = l.epoch;
     UPDATE lanemon.lane_history SET ended_at = t, end_reason = 'expired' WHERE epoch = l.epoch;
     UPDATE lanemon.stats SET value = value + 1 WHERE key = 'lease_expired';
+    PERFORM lanemon.lost_owner(l, t, why);
+END $$;
+
+-- the jobs still running under an ended lane's epoch: re-queued, or failed "owner died"
+CREATE FUNCTION lost_owner(l lanemon.lanes, t float8, why text) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE j record;
+BEGIN
     FOR j IN SELECT id, attempts FROM lanemon.jobs WHERE epoch = l.epoch AND state = 'running'
              ORDER BY id FOR UPDATE LOOP
         IF j.attempts < {MAX_ATTEMPTS} THEN
@@ -216,15 +226,17 @@ END $$;
 
 CREATE FUNCTION release_lane(p_name text, p_ws text, p_epoch bigint, p_skew float8)
         RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE l lanemon.lanes; t float8;
 BEGIN
-    WITH gone AS (DELETE FROM lanemon.lanes WHERE name = p_name AND workspace = p_ws AND epoch = p_epoch
-                  RETURNING epoch)
-    UPDATE lanemon.lane_history SET ended_at = lanemon.clock(p_skew), end_reason = 'released'
-        WHERE epoch = (SELECT epoch FROM gone);
-    IF NOT FOUND THEN  -- (a held lane always has its history row)
+    DELETE FROM lanemon.lanes WHERE name = p_name AND workspace = p_ws AND epoch = p_epoch RETURNING * INTO l;
+    IF NOT FOUND THEN
         UPDATE lanemon.stats SET value = value + 1 WHERE key = 'stale_releases';
         RETURN false;
     END IF;
+    t := lanemon.clock(p_skew);
+    UPDATE lanemon.lane_history SET ended_at = t, end_reason = 'released' WHERE epoch = l.epoch;
+    -- (a job left running under it: its final save was lost; the dead-owner rule)
+    PERFORM lanemon.lost_owner(l, t, 'released with its job running');
     RETURN true;
 END $$;
 
@@ -260,10 +272,13 @@ BEGIN
     RETURN FOUND;
 END $$;
 
-CREATE FUNCTION renew(p_session text, p_lease float8, p_skew float8) RETURNS integer LANGUAGE plpgsql AS $$
+CREATE FUNCTION renew(p_session text, p_lease float8, p_skew float8, p_pid integer, p_host text,
+                      p_name text, p_started float8, p_info jsonb) RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE t float8 := lanemon.clock(p_skew); n integer;
 BEGIN
-    UPDATE lanemon.sessions SET last_seen = t WHERE session = p_session;
+    -- (made again if a reaper dropped it: e.g. the lock connection was lost and is back)
+    INSERT INTO lanemon.sessions VALUES (p_session, p_pid, p_host, p_name, coalesce(p_started, t), t, p_info)
+        ON CONFLICT (session) DO UPDATE SET last_seen = excluded.last_seen, info = excluded.info;
     UPDATE lanemon.lanes SET lease_until = t + p_lease WHERE session = p_session;
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
@@ -327,7 +342,9 @@ BEGIN
     -- the transition rule in the write itself (a concurrent writer's row is re-checked after its commit)
     UPDATE lanemon.jobs SET workspace = p_ws, queue = p_queue, state = p_state, created_at = p_created,
         updated_at = p_updated, run_id = p_run_id, error = p_error, started_at = p_started,
-        finished_at = p_finished, attempts = p_attempts, epoch = p_epoch, owner = p_writer,
+        finished_at = p_finished, epoch = p_epoch, owner = p_writer,
+        -- the store counts the attempts (a writer's record may be older than a re-queue)
+        attempts = CASE WHEN p_state = 'running' THEN attempts + 1 ELSE attempts END,
         store_started = CASE WHEN p_state = 'running' THEN t ELSE store_started END,
         store_ended = CASE WHEN p_state IN ('succeeded', 'failed', 'cancelled') THEN t ELSE store_ended END
         WHERE id = p_id AND state = ANY (p_allowed_from);
@@ -383,7 +400,11 @@ _SQL = {
     "stop": f"SELECT {LANE_COLS} FROM lanemon.request_stop(%s::text, %s::text, %s::text)",
     "busy": "SELECT lanemon.mark_busy(%s::text, %s::text, %s::float8)",
     "unbusy": "SELECT lanemon.clear_busy(%s::text)",
-    "renew": "SELECT lanemon.renew(%s::text, %s::float8, %s::float8)",
+    "renew": "SELECT lanemon.renew(%s::text, %s::float8, %s::float8, %s::integer, %s::text, %s::text, "
+             "%s::float8, %s::jsonb)",
+    "sessions": f"SELECT {SESSION_COLS} FROM lanemon.sessions ORDER BY started",
+    "queued": f"SELECT {QUEUED_COLS} FROM lanemon.jobs WHERE state = 'queued' AND queue = ANY (%s::text[]) "
+              "AND id > %s::bigint ORDER BY id LIMIT %s::integer",
     "reap": f"SELECT {LANE_COLS} FROM lanemon.reap(%s::text, %s::float8)",
     "save": "SELECT * FROM lanemon.save_job(%s::bigint, %s::text, %s::text, %s::text, %s::float8, "
             "%s::float8, %s::text, %s::text, %s::float8, %s::float8, %s::integer, %s::bigint, "
@@ -480,8 +501,8 @@ class PostgresBackend(BackendSession):
 
     answers_now = False
 
-    def __init__(self, url: StoreUrl, *, lease: float, name: str = "") -> None:
-        super().__init__(lease=lease, name=name)
+    def __init__(self, url: StoreUrl, *, lease: float, name: str = "", info: dict[str, Any] | None = None) -> None:
+        super().__init__(lease=lease, name=name, info=info)
         self.url = url
         self.lock_key: int | None = None
         self._lock_conn: psycopg.AsyncConnection | None = None
@@ -516,9 +537,8 @@ class PostgresBackend(BackendSession):
             self._pool = pool
             self._own = await pool.getconn()
             t = await self.now()
-            await self._call("INSERT INTO lanemon.sessions VALUES (%s, %s, %s, %s, %s, %s) "
-                             "ON CONFLICT (session) DO NOTHING",
-                             (self.session, os.getpid(), socket.gethostname(), self.name, t, t), fetch=False)
+            await self._call(f"INSERT INTO lanemon.sessions ({SESSION_COLS}) VALUES (%s, %s, %s, %s, %s, %s, "
+                             "%s::jsonb) ON CONFLICT (session) DO NOTHING", self.session_values(t), fetch=False)
         except BaseException:
             await self.close()
             await conn.close()
@@ -633,10 +653,10 @@ class PostgresBackend(BackendSession):
                 if conn.broken or conn.closed:
                     self._own = None
                     await pool.putconn(conn)
-        except psycopg.Error as exc:
-            raise StoreError(explain(self.url, exc)) from None
-        except (PoolTimeout, PoolClosed) as exc:
-            raise StoreError(explain(self.url, exc)) from None
+        except (psycopg.Error, PoolTimeout, PoolClosed) as exc:
+            message = explain(self.url, exc)
+            self.count_error(message)
+            raise StoreError(message) from None
 
     async def now(self) -> float:
         return (await self._call(_SQL["clock"], (self.clock_skew,), fetch="one"))[0]
@@ -667,9 +687,20 @@ class PostgresBackend(BackendSession):
         return bool((await self._call(_SQL["unbusy"], (workspace,), fetch="one"))[0])
 
     async def renew(self) -> int:
-        await self._relock()
-        return int((await self._call(_SQL["renew"], (self.session, self.lease, self.clock_skew),
+        try:
+            await self._relock()
+        except StoreError as exc:
+            self.count_error(str(exc))
+            raise
+        return int((await self._call(_SQL["renew"], (self.session, self.lease, self.clock_skew, self.pid,
+                                                     self.host, self.name, self.started, self.info_json),
                                      fetch="one"))[0])
+
+    async def sessions(self) -> list[SessionRow]:
+        return [session_row(r) for r in await self._call(_SQL["sessions"])]
+
+    async def queued_jobs(self, queues: list[str], after_id: int, limit: int) -> list[StoredJob]:
+        return [stored_job(r) for r in await self._call(_SQL["queued"], (list(queues), after_id, limit))]
 
     @property
     def lock_pid(self) -> int | None:

@@ -22,7 +22,6 @@ connection commits) and reads ``changes`` after the last ``seq`` it saw.
 from __future__ import annotations
 
 import os
-import socket
 import sqlite3
 import time
 from typing import Any
@@ -31,20 +30,27 @@ from lanemon.lanes.records import Reservation, State, transition_allowed
 from lanemon.store.sql.backend import (
     MAX_ATTEMPTS,
     SCHEMA_VERSION,
+    STALE_SESSION_LEASES,
     STATS_KEYS,
     JobSpec,
     LaneRow,
     SaveOutcome,
     SaveResult,
+    SessionRow,
+    StoredJob,
 )
 from lanemon.store.sql.common import (
     JOB_COLS,
     LANE_COLS,
+    QUEUED_COLS,
+    SESSION_COLS,
     BackendSession,
     check_version,
     dump_rows,
     job_record,
     lane_row,
+    session_row,
+    stored_job,
 )
 from lanemon.store.url import StoreError
 
@@ -86,7 +92,7 @@ CREATE TABLE IF NOT EXISTS stats (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS occupancy (workspace TEXT PRIMARY KEY, reason TEXT NOT NULL, since REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions (
     session TEXT PRIMARY KEY, pid INTEGER NOT NULL, host TEXT NOT NULL, name TEXT NOT NULL,
-    started REAL NOT NULL, last_seen REAL NOT NULL);
+    started REAL NOT NULL, last_seen REAL NOT NULL, info TEXT NOT NULL DEFAULT '{}');
 CREATE TABLE IF NOT EXISTS changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, tbl TEXT NOT NULL,
     key TEXT NOT NULL);
 """ + "".join(
@@ -104,8 +110,8 @@ class SqliteBackend(BackendSession):
 
     answers_now = True
 
-    def __init__(self, path: str, *, lease: float, name: str = "") -> None:
-        super().__init__(lease=lease, name=name)
+    def __init__(self, path: str, *, lease: float, name: str = "", info: dict[str, Any] | None = None) -> None:
+        super().__init__(lease=lease, name=name, info=info)
         self.path = path
         self._db: sqlite3.Connection | None = None
 
@@ -135,10 +141,8 @@ class SqliteBackend(BackendSession):
             self._check_or_create(create, older_ok)
             if self.schema_version != SCHEMA_VERSION:
                 return
-            now = self._now()
             with self._tx() as cur:
-                cur.execute("INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?, ?)",
-                            (self.session, os.getpid(), socket.gethostname(), self.name, now, now))
+                self._upsert_session(cur, self._now())
         except sqlite3.DatabaseError as exc:
             db.close()
             self._db = None
@@ -209,7 +213,7 @@ class SqliteBackend(BackendSession):
         return self._db
 
     def _tx(self) -> _Tx:
-        return _Tx(self._require())
+        return _Tx(self._require(), self.count_error)
 
     def transaction(self) -> _Tx:
         """``with backend.transaction() as cur:`` one ``BEGIN IMMEDIATE`` transaction
@@ -256,28 +260,19 @@ class SqliteBackend(BackendSession):
         cur.execute("UPDATE lane_history SET ended_at=?, end_reason='expired' WHERE epoch=?",
                     (now, lane.epoch))
         bump(cur, "lease_expired")
-        for jid, attempts in cur.execute("SELECT id, attempts FROM jobs WHERE epoch=? AND state='running'",
-                                         (lane.epoch,)).fetchall():
-            if attempts < MAX_ATTEMPTS:
-                cur.execute("UPDATE jobs SET state='queued', run_id=NULL, epoch=NULL, owner=NULL, "
-                            "store_started=NULL, error=? WHERE id=?",
-                            (f"re-queued: owner {lane.owner} lost its lane (lease expired)", jid))
-                bump(cur, "requeued")
-            else:
-                cur.execute("UPDATE jobs SET state='failed', error='owner died', store_ended=? WHERE id=?",
-                            (now, jid))
-                bump(cur, "owner_died")
+        _lost_owner(cur, lane.epoch, lane.owner, "lease expired", now)
 
     async def release_lane(self, name: str, workspace: str, epoch: int) -> bool:
         with self._tx() as cur:
             now = self._now()
-            gone = cur.execute("DELETE FROM lanes WHERE name=? AND workspace=? AND epoch=? RETURNING epoch",
+            gone = cur.execute("DELETE FROM lanes WHERE name=? AND workspace=? AND epoch=? RETURNING owner",
                                (name, workspace, epoch)).fetchone()
             if gone is None:
                 bump(cur, "stale_releases")
                 return False
             cur.execute("UPDATE lane_history SET ended_at=?, end_reason='released' WHERE epoch=?",
                         (now, epoch))
+            _lost_owner(cur, epoch, gone[0], "released with its job running", now)
             return True
 
     async def revoke_lane(self, name: str, workspace: str) -> LaneRow | None:
@@ -311,12 +306,22 @@ class SqliteBackend(BackendSession):
         with self._tx() as cur:
             return cur.execute("DELETE FROM occupancy WHERE workspace=?", (workspace,)).rowcount == 1
 
+    def _upsert_session(self, cur: sqlite3.Cursor, now: float) -> None:
+        """This session's row: made (again, if it was reaped), heartbeat and info now."""
+        cur.execute(f"INSERT INTO sessions ({SESSION_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (session) DO UPDATE SET last_seen=excluded.last_seen, info=excluded.info",
+                    self.session_values(now))
+
     async def renew(self) -> int:
         with self._tx() as cur:
             now = self._now()
-            cur.execute("UPDATE sessions SET last_seen=? WHERE session=?", (now, self.session))
+            self._upsert_session(cur, now)
             return cur.execute("UPDATE lanes SET lease_until=? WHERE session=?",
                                (now + self.lease, self.session)).rowcount
+
+    async def sessions(self) -> list[SessionRow]:
+        db = self._require()
+        return [session_row(r) for r in db.execute(f"SELECT {SESSION_COLS} FROM sessions ORDER BY started")]
 
     async def reap(self) -> list[LaneRow]:
         with self._tx() as cur:
@@ -325,6 +330,8 @@ class SqliteBackend(BackendSession):
                 f"SELECT {LANE_COLS} FROM lanes WHERE lease_until <= ?", (now,)).fetchall()]
             for lane in rows:
                 self._expire(cur, lane, now)
+            cur.execute("DELETE FROM sessions WHERE last_seen < ? AND session <> ?",
+                        (now - STALE_SESSION_LEASES * self.lease, self.session))
             if rows or int(now) % 10 == 0:
                 cur.execute("DELETE FROM changes WHERE seq <= (SELECT max(seq) FROM changes) - ?",
                             (KEEP_CHANGES,))
@@ -349,15 +356,17 @@ class SqliteBackend(BackendSession):
                                 (now, writer, record.id, record.state.value, lane_name, ws, epoch, current))
                     bump(cur, "stale_writes")
                     return SaveResult(SaveOutcome.STALE, fence=(lane_name, ws, epoch), current_epoch=current)
-            row = cur.execute("SELECT state FROM jobs WHERE id=?", (record.id,)).fetchone()
+            row = cur.execute("SELECT state, attempts FROM jobs WHERE id=?", (record.id,)).fetchone()
             prev = None if row is None else State(row[0])
             state = record.state
             if not transition_allowed(prev, state):
                 bump(cur, "invalid_transitions")
                 return SaveResult(SaveOutcome.INVALID, current_state="new" if prev is None else prev.value)
+            # the store counts the attempts (a writer's record may be older than a re-queue)
+            attempts = record.attempts if prev is None else row[1] + 1 if state is State.RUNNING else row[1]
             values = (record.workspace, record.queue, state.value, record.created_at, record.updated_at,
                       record.run_id, record.error, record.started_at, record.finished_at,
-                      record.attempts, record.epoch)
+                      attempts, record.epoch)
             if prev is None:
                 cur.execute(f"INSERT INTO jobs ({JOB_COLS}, owner, store_started, store_ended) "
                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL)",
@@ -389,6 +398,16 @@ class SqliteBackend(BackendSession):
         """``n`` job ids no one else was or will be given (in this store)."""
         with self._tx() as cur:
             return _take_ids(cur, n)
+
+    async def queued_jobs(self, queues: list[str], after_id: int, limit: int) -> list[StoredJob]:
+        db = self._require()
+        marks = ", ".join("?" * len(queues))
+        try:
+            rows = db.execute(f"SELECT {QUEUED_COLS} FROM jobs WHERE state='queued' AND queue IN ({marks}) "
+                              "AND id > ? ORDER BY id LIMIT ?", (*queues, after_id, limit)).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(_explain(self.path, exc)) from None
+        return [stored_job(r) for r in rows]
 
     # -- everything --------------------------------------------------------------------
     async def dump(self) -> dict[str, Any]:
@@ -424,6 +443,22 @@ def _take_ids(cur: sqlite3.Cursor, n: int) -> list[int]:
     return list(range(top - n + 1, top + 1))
 
 
+def _lost_owner(cur: sqlite3.Cursor, epoch: int, owner: str, why: str, now: float) -> None:
+    """The jobs still ``running`` under ``epoch``, whose lane just ended: re-queued
+    (attempts kept) below MAX_ATTEMPTS, else ``failed`` with ``owner died``."""
+    for jid, attempts in cur.execute("SELECT id, attempts FROM jobs WHERE epoch=? AND state='running'",
+                                     (epoch,)).fetchall():
+        if attempts < MAX_ATTEMPTS:
+            cur.execute("UPDATE jobs SET state='queued', run_id=NULL, epoch=NULL, owner=NULL, "
+                        "store_started=NULL, error=? WHERE id=?",
+                        (f"re-queued: owner {owner} lost its lane ({why})", jid))
+            bump(cur, "requeued")
+        else:
+            cur.execute("UPDATE jobs SET state='failed', error='owner died', store_ended=? WHERE id=?",
+                        (now, jid))
+            bump(cur, "owner_died")
+
+
 def bump(cur: sqlite3.Cursor, key: str, n: int = 1) -> None:
     """Add ``n`` to the store-wide count ``key`` (inside the caller's transaction)."""
     cur.execute("UPDATE stats SET value = value + ? WHERE key=?", (n, key))
@@ -451,17 +486,24 @@ class _Tx:
     """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on any exception); SQLite
     errors become :class:`StoreError`."""
 
-    __slots__ = ("_db", "_cur")
+    __slots__ = ("_db", "_cur", "_count")
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, count=None) -> None:
         self._db = db
+        self._count = count  # told every failure's message (the backend's error count)
+
+    def _failed(self, exc: sqlite3.Error) -> StoreError:
+        message = _explain(self._db_path(), exc)
+        if self._count is not None:
+            self._count(message)
+        return StoreError(message)
 
     def __enter__(self) -> sqlite3.Cursor:
         cur = self._cur = self._db.cursor()
         try:
             cur.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            raise StoreError(_explain(self._db_path(), exc)) from None
+            raise self._failed(exc) from None
         return cur
 
     def _db_path(self) -> str:
@@ -478,13 +520,13 @@ class _Tx:
                 return False
             except sqlite3.Error as err:
                 cur.execute("ROLLBACK")
-                raise StoreError(_explain(self._db_path(), err)) from None
+                raise self._failed(err) from None
         try:
             cur.execute("ROLLBACK")
         except sqlite3.Error:
             pass
         if isinstance(exc, sqlite3.Error):
-            raise StoreError(_explain(self._db_path(), exc)) from None
+            raise self._failed(exc) from None
         return False
 
 

@@ -1,0 +1,208 @@
+"""Who is running (schema version 2): each session's row with its heartbeat and ``info``,
+``SqlStore.sessions()``, ``set_info`` written by the keeper's renew, and the queued-jobs read
+the agents poll -- on both SQL engines."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import sqlite3
+
+import pytest
+from engines import open_test_store
+
+from lanemon.lanes.records import State
+from lanemon.store.sql import open_sql_store
+from lanemon.store.sql.backend import SCHEMA_VERSION, STALE_SESSION_LEASES, JobSpec, SessionRow
+from lanemon.store.url import StoreError, parse
+
+pytestmark = pytest.mark.asyncio
+
+ENGINES = ["sqlite", "postgresql"]
+
+
+async def _second(store, name: str, info=None):
+    """Another session on the same store (another process's worth)."""
+    return await open_sql_store(parse(store.url.text), name=name, info=info)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_session_is_listed_with_its_info_from_open_and_after_each_renew(request, engine):
+    store = await open_test_store(request, engine)
+    other = await _second(store, "agent-7", info={"role": "lanes", "jobs_running": 0})
+    try:
+        rows = await store.sessions()
+        assert all(isinstance(r, SessionRow) for r in rows)
+        by_name = {r.name: r for r in rows}
+        assert set(by_name) == {"test", "agent-7"}
+        agent = by_name["agent-7"]
+        assert (agent.session, agent.pid, agent.host) == (other.session, os.getpid(), socket.gethostname())
+        assert agent.info == {"role": "lanes", "jobs_running": 0}
+        assert by_name["test"].info == {}
+        assert agent.started <= agent.last_seen
+
+        # set_info is kept in memory: nothing is written until the next renew
+        other.set_info({"role": "lanes", "jobs_running": 3, "queues": ["cafe"]})
+        assert {r.name: r.info for r in await store.sessions()}["agent-7"]["jobs_running"] == 0
+        other.backend.clock_skew = 5.0  # the renew happens 5 s later on the store clock
+        await other.backend.renew()
+        again = {r.name: r for r in await store.sessions()}["agent-7"]
+        assert again.info == {"role": "lanes", "jobs_running": 3, "queues": ["cafe"]}
+        assert again.last_seen >= agent.last_seen + 4.9
+        assert again.started == agent.started
+
+        # the dump's rows carry it too
+        dumped = {s["name"]: s for s in (await store.dump())["sessions"]}
+        assert dumped["agent-7"]["info"] == again.info and dumped["agent-7"]["last_seen"] == again.last_seen
+    finally:
+        await other.close()
+    assert [r.name for r in await store.sessions()] == ["test"]  # a closed session leaves the list
+    await store.close()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_the_keeper_writes_the_info(request, engine):
+    store = await open_test_store(request, engine, lease=0.3)
+    try:
+        store.set_info({"jobs_running": 2})
+        store.start_keeper()
+        for _ in range(400):
+            rows = await store.sessions()
+            if rows[0].info == {"jobs_running": 2}:
+                break
+            await asyncio.sleep(0.01)
+        assert rows[0].info == {"jobs_running": 2}
+    finally:
+        await store.close()
+
+
+async def test_info_must_be_a_json_object(request):
+    store = await open_test_store(request, "sqlite")
+    try:
+        with pytest.raises(TypeError):
+            store.set_info(["not", "a", "dict"])
+        with pytest.raises(ValueError):
+            store.set_info({"x": float("nan")})
+        with pytest.raises(TypeError):
+            store.set_info({"x": object()})
+    finally:
+        await store.close()
+
+
+async def test_sqlite_drops_a_session_not_renewed_for_some_leases_and_it_comes_back_on_renew(request):
+    """SQLite has no lock to tell a dead process: a row not renewed for STALE_SESSION_LEASES
+    leases is dropped by any reaper; a paused process that comes back is listed again."""
+    store = await open_test_store(request, "sqlite", lease=1.0)
+    other = await _second(store, "paused", info={"role": "lanes"})
+    try:
+        store.backend.clock_skew = STALE_SESSION_LEASES * 1.0 - 0.5
+        await store.backend.reap()
+        assert {r.name for r in await store.sessions()} == {"test", "paused"}
+        store.backend.clock_skew = STALE_SESSION_LEASES * 1.0 + 0.5
+        await store.backend.renew()  # (the reaper's own row is never its victim)
+        await store.backend.reap()
+        assert {r.name for r in await store.sessions()} == {"test"}
+        other.backend.clock_skew = store.backend.clock_skew
+        await other.backend.renew()
+        back = {r.name: r for r in await store.sessions()}["paused"]
+        assert back.info == {"role": "lanes"}
+    finally:
+        await other.close()
+        await store.close()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_queued_jobs_pages_through_the_queued_jobs_of_the_queues_in_id_order(request, engine):
+    store = await open_test_store(request, engine)
+    try:
+        ids = await store.submit([
+            JobSpec("a", "reservations", seconds=0.5), JobSpec("b", "cafe", cpu_ms=20.0),
+            JobSpec("c", "reservations", seconds=1.0, fail=True), JobSpec("d", "kitchen"),
+            JobSpec("e", "reservations")])
+        page = await store.queued_jobs(["reservations", "cafe"], 0, 2)
+        assert [j.record.id for j in page] == ids[:2]
+        assert [(j.spec.workspace, j.spec.queue, j.spec.seconds, j.spec.cpu_ms, j.spec.fail) for j in page] == [
+            ("a", "reservations", 0.5, 0.0, False), ("b", "cafe", 0.0, 20.0, False)]
+        assert all(j.record.state is State.QUEUED for j in page)
+        rest = await store.queued_jobs(["reservations", "cafe"], page[-1].record.id, 10)
+        assert [j.record.id for j in rest] == [ids[2], ids[4]]  # not the kitchen's
+        assert rest[0].spec.fail and rest[0].spec.seconds == 1.0
+        assert [j.record.id for j in await store.queued_jobs(["cafe"], 0, 10)] == [ids[1]]
+
+        # a job that is no longer queued is not listed
+        running = page[0].record._replace(state=State.RUNNING)
+        await store.records(writer="t", fenced=False).save(running)
+        assert ids[0] not in [j.record.id for j in await store.queued_jobs(["reservations"], 0, 10)]
+    finally:
+        await store.close()
+
+
+async def test_a_version_1_store_is_refused_as_older(request, tmp_path):
+    """A store made by the lanemon of schema version 1 (no ``sessions.info``) is refused,
+    and its refusal says to reset it."""
+    assert SCHEMA_VERSION == 2
+    store = await open_test_store(request, "sqlite")
+    await store.close()
+    db = sqlite3.connect(store.url.path)
+    db.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError, match="schema version 1, older than this lanemon's .2.*lanemon store reset"):
+        await open_sql_store(parse(store.url.text))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_attempts_are_counted_by_the_store_whatever_record_the_writer_holds(request, engine):
+    """An agent adopts a queued job (attempts 0); another runs it and loses its lane (the job is
+    re-queued, attempts 1); the first then runs it from its older record: the store counts 2."""
+    store = await open_test_store(request, engine, lease=1.0)
+    other = await _second(store, "b")
+    try:
+        (jid,) = await store.submit([JobSpec("w", "reservations")])
+        (old,) = await other.queued_jobs(["reservations"], 0, 10)  # b's record: attempts 0
+        lanes_a = store.lanes("scheduled", clock=lambda: 0.0, emit=None)
+        token = await lanes_a.aclaim("w", "a")
+        running = old.record._replace(state=State.RUNNING, attempts=1, epoch=token.epoch)
+        await store.records(writer="a").save(running, (token,))
+        other.backend.clock_skew = 2.0  # a's lease ran out: b's reap re-queues the job
+        await other.backend.reap()
+        job = (await other.dump())["jobs"][0]
+        assert (job["state"], job["attempts"]) == ("queued", 1)
+        lanes_b = other.lanes("scheduled", clock=lambda: 0.0, emit=None)
+        mine = await lanes_b.aclaim("w", "b")
+        records = other.records(writer="b")
+        stale = old.record._replace(state=State.RUNNING, attempts=old.record.attempts + 1, epoch=mine.epoch)
+        await records.save(stale, (mine,))
+        assert (await other.dump())["jobs"][0]["attempts"] == 2
+        await records.save(stale._replace(state=State.SUCCEEDED), (mine,))
+        job = (await other.dump())["jobs"][0]
+        assert (job["state"], job["attempts"], job["owner"]) == ("succeeded", 2, "b")
+        assert jid == job["id"]
+    finally:
+        await other.close()
+        await store.close()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_lane_released_with_its_job_still_running_requeues_the_job(request, engine):
+    """An owner whose final save was lost (its connection went away) and whose release then
+    went through: the job is not left running under no lane; the dead-owner rule applies."""
+    store = await open_test_store(request, engine)
+    try:
+        (jid,) = await store.submit([JobSpec("w", "reservations")])
+        (queued,) = await store.queued_jobs(["reservations"], 0, 10)
+        lanes = store.lanes("scheduled", clock=lambda: 0.0, emit=None)
+        for attempt in range(1, 4):
+            token = await lanes.aclaim("w", "a")
+            running = queued.record._replace(state=State.RUNNING, attempts=attempt, epoch=token.epoch)
+            await store.records(writer="a").save(running, (token,))
+            assert await lanes.arelease(token)  # (no final save)
+            job = (await store.dump())["jobs"][0]
+            if attempt < 3:
+                assert (job["state"], job["attempts"], job["epoch"], job["owner"]) == ("queued", attempt, None, None)
+                assert job["error"] == "re-queued: owner a lost its lane (released with its job running)"
+        assert (job["state"], job["error"], job["id"]) == ("failed", "owner died", jid)
+        assert (await store.dump())["stats"]["requeued"] == 2
+    finally:
+        await store.close()
