@@ -380,7 +380,7 @@ async def test_agents_that_lose_the_server_say_so_come_back_and_never_write_with
         await _until(store, lambda d: sum(j["state"] == "running" for j in d["jobs"]) == 2, "both run a job")
         await asyncio.to_thread(restartable_cluster.restart)
         deadline = time.monotonic() + TIMEOUT_S
-        while not all("store back after" in agents.log(n) for n in ("p1", "p2")):
+        while not any("store back after" in agents.log(n) for n in ("p1", "p2")):
             if time.monotonic() > deadline:
                 for name in ("p1", "p2"):
                     agents.signal(name, signal.SIGUSR1)  # (where each task waits, in its log)
@@ -399,11 +399,18 @@ async def test_agents_that_lose_the_server_say_so_come_back_and_never_write_with
         left = agents.close()
         await store.close()
     assert left == []
+    said = 0
     for name in ("p1", "p2"):
         log = agents.log(name)
-        assert log.count("store lost:") == 1 and "not taking jobs, retrying" in log, log
+        stats = agents.stats(name)
         assert "error connecting" not in log and "store keeper" not in log, log  # said once, by the agent
-        assert agents.stats(name)["store_lost"] == 1
+        if stats["store_errors"] == 0:  # (no operation of it met the outage: nothing to say; seen rarely)
+            assert "store lost:" not in log and stats["store_lost"] == 0, log
+            continue
+        assert log.count("store lost:") == 1 and "not taking jobs, retrying" in log, log
+        assert log.count("store back after") == 1 and stats["store_lost"] == 1, log
+        said += 1
+    assert said >= 1
     result = audit(dump)
     assert result.problems() == [] and result.jobs == len(ids)
     for job in dump["jobs"]:  # ended, or the failure of its final save recorded (fenced)
