@@ -134,14 +134,16 @@ async def _writable(store) -> bool:
     return True
 
 
-def _running_of(names, rng: random.Random | None = None):
+def _running_of(names, rng: random.Random | None = None, left_s: float = 0.15):
     """A predicate: (agent, job id, epoch) of a job running under a current lane of one of
-    ``names`` (a seeded choice among them with ``rng``)."""
+    ``names`` with at least ``left_s`` of its work left by the store clock (a seeded choice
+    among them with ``rng``)."""
     def find(dump):
         lanes = {(lane["workspace"], lane["epoch"]) for lane in dump["lanes"] if lane["lane"] == "scheduled"}
         found = sorted((job["owner"], job["id"], job["epoch"]) for job in dump["jobs"]
                        if job["state"] == "running" and job["owner"] in names
-                       and (job["workspace"], job["epoch"]) in lanes)
+                       and (job["workspace"], job["epoch"]) in lanes
+                       and job["start"] + job["seconds"] - dump["now"] >= left_s)
         if not found:
             return None
         return rng.choice(found) if rng is not None else found[0]
@@ -245,10 +247,12 @@ async def test_agents_paused_killed_and_stopped_leave_the_store_consistent(reque
                 "final save failed"), job
         assert job["owner"] in agents.procs, job
     for victim, job_id, epoch in killed:  # re-queued and run by another, or "owner died"
+        assert next(h for h in dump["history"] if h["epoch"] == epoch)["end_reason"] in ("expired", "released")
         job = jobs[job_id]
+        if job["epoch"] == epoch and job["owner"] == victim and job["state"] == "succeeded":
+            continue  # it ended in the instant between the look and the kill (a loaded machine)
         if job["error"] != "owner died":  # (owner died keeps the dead owner's epoch and name)
             assert job["epoch"] != epoch and job["attempts"] >= 2 and job["owner"] != victim, job
-        assert next(h for h in dump["history"] if h["epoch"] == epoch)["end_reason"] == "expired"
     writers = {victim for victim, _, _ in paused}
     for victim, job_id, epoch in paused:
         late = [e for e in dump["ledger"] if e["writer"] == victim and e["job"] == job_id]
