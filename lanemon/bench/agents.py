@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import random
 import signal
@@ -150,8 +151,13 @@ class _Agents:
             with open(self._folder / f"{name}.log", "w") as log:
                 self.procs[name] = subprocess.Popen(
                     [sys.executable, "-m", "lanemon", "agent", "--store", self._url, "--name", name,
-                     "--seed", str(i)], stdout=log, stderr=subprocess.STDOUT, env=self._env)
+                     "--seed", str(i), "--stats", str(self._folder / f"{name}.json")],
+                    stdout=log, stderr=subprocess.STDOUT, env=self._env)
         return names
+
+    def stats(self) -> list[dict]:
+        """What each agent wrote at its exit (``--stats``; after :meth:`stop`)."""
+        return [json.loads((self._folder / f"{name}.json").read_text()) for name in self.procs]
 
     def log(self, name: str) -> str:
         return (self._folder / f"{name}.log").read_text()[-800:]
@@ -218,13 +224,15 @@ def _throughput(out, engine: str, url: str, n: int, jobs: int, folder: Path) -> 
                     raise RuntimeError(f"{jobs} jobs not all terminal within {TIMEOUT_S:g} s")
                 await asyncio.sleep(0.1)
             await agents.stop()
-            return await store.dump()
+            return await store.dump(), agents.stats()
         finally:
             agents.close()
             await store.close()
 
-    dump = asyncio.run(go())
+    dump, stats = asyncio.run(go())
     facts = audit(dump)
+    adopted = sum(s["adopted"] for s in stats)
+    elsewhere = sum(s["taken_elsewhere"] for s in stats)
     starts = [j["start"] for j in dump["jobs"] if j["start"] is not None]
     ends = [j["end"] for j in dump["jobs"] if j["end"] is not None]
     span = max(ends) - min(starts)
@@ -232,13 +240,15 @@ def _throughput(out, engine: str, url: str, n: int, jobs: int, folder: Path) -> 
     owners = len({j["owner"] for j in dump["jobs"]})
     states = ", ".join(f"{k} {v}" for k, v in sorted(facts.by_state.items()))
     out(f"{n} agent{'s' if n > 1 else ' '}: {rate:8,.0f} jobs/s ({jobs} jobs in {span:.2f} s; {states}; "
-        f"run by {owners} of them; refused writes {facts.ledger}); most runs of one workspace at once "
+        f"run by {owners} of them; refused writes {facts.ledger}; adopted {adopted / jobs:.1f} times per job, "
+        f"{elsewhere} adoptions dropped as taken elsewhere); most runs of one workspace at once "
         f"{facts.most_at_once}   must be 1 -> {'held' if facts.most_at_once == 1 else 'VIOLATED'}")
     problems = facts.problems()
     if facts.most_at_once != 1 or problems:
         raise AssertionError(f"agents bench ({engine}, {n} agents): most at once {facts.most_at_once}; {problems}")
     return {"agents": n, "jobs": jobs, "seconds": round(span, 3), "jobs_per_s": round(rate, 1),
             "most_at_once": facts.most_at_once, "owners": owners, "refused_writes": facts.ledger,
+            "adopted": adopted, "taken_elsewhere": elsewhere,
             "by_state": facts.by_state}
 
 
