@@ -81,6 +81,9 @@ DONE_IDS = 20_000       # ids of finished jobs remembered (a late report of one 
 SESSIONS_S = 1.0        # how often the sessions are read
 RETRY_S = 1.0           # how often a lost store is tried again
 WAIT_S = 0.25           # one feed wait
+GAP_S = 0.1             # after changes were applied, the feed gathers more for this long: at most
+                        # ~10 reads a second however busy the store (a busy store changed every
+                        # few ms, and each change was read and drawn at once)
 FOLLOW_NAME = "lanemon-follow"   # the follower's own session name
 SCHEDULED = "scheduled"
 _TERMINAL = frozenset(reads.TERMINAL_STATES)
@@ -495,7 +498,7 @@ class Follower:
 
     def __init__(self, url_text: str, *, on_change: Callable[[], None] | None = None,
                  retry_s: float = RETRY_S, sessions_s: float = SESSIONS_S, wait_s: float = WAIT_S,
-                 **model) -> None:
+                 gap_s: float = GAP_S, **model) -> None:
         self.url = parse(url_text)
         if self.url.engine == "memory":
             raise StoreError("memory: is a window's own simulation, not a store to follow: pick "
@@ -504,6 +507,7 @@ class Follower:
         self.retry_s = retry_s
         self.sessions_s = sessions_s
         self.wait_s = wait_s
+        self.gap_s = gap_s
         self.model = FollowModel(**model)
         self.store = None
         self._feed = None
@@ -619,6 +623,8 @@ class Follower:
         await self._apply(changes)
         if time.monotonic() - self._sessions_at >= self.sessions_s:
             await self._read_sessions()
+        if changes and self.gap_s > 0:
+            await asyncio.sleep(self.gap_s)
 
     async def _apply(self, changes: list[tuple[str, str]] | None) -> None:
         backend = self.store.backend
