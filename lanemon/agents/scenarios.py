@@ -208,6 +208,9 @@ class ScenarioRun:
         self._closed = False
         self.result: dict[str, Any] = {}     # the figures of the proof, by name (tests, the report)
         self._tag = f"{key}-{int(time.time()) % 100000}"
+        #: set once the store is ready (opened, its schema made, the board ensured) and the first
+        #: step said: a window may follow the store from then on
+        self.ready = asyncio.Event()
 
     # --- what is shown ------------------------------------------------------------------------
     @property
@@ -229,6 +232,7 @@ class ScenarioRun:
         self._step, self._caption, self._look = step, caption, look
         self._state = "running"
         self._version += 1
+        self.ready.set()
 
     def _show(self, figures: Iterable[Figure]) -> None:
         figures = tuple(figures)
@@ -529,6 +533,7 @@ class ScenarioRun:
         def ledger_figs(d):
             job = self._job(d, jid)
             return (Figure("ledger row", f"{row['writer']} · job #{jid} · {row['state']}", "bad"),
+                    Figure("lane", f"{row['lane']} · {row['workspace']}"),
                     Figure("epoch held", str(row["epoch_held"]), "bad"),
                     Figure("epoch now", now, "ok"),
                     Figure("refused writes (ledger)", str(len(d["ledger"])), "bad"),
