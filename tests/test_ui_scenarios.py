@@ -199,6 +199,8 @@ def test_the_counters_scenario_from_its_button_compares_the_three_on_the_counter
         _grab(win, doubles_png)
         was_red = red()
         await wait_until(lambda: run.status().over, 180)
+        caption = next(c for c in sc.captions if c is not sc.box.caption and c.parent() is counters)
+        await wait_until(lambda: "Proof:" in caption.text_shown, 10)
         counters.refresh_now()
         _grab(win, compare_png)
         return was_red, run.status(), dict(run.result), counters.figures.text()

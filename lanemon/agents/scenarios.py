@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import shutil
 import tempfile
 import time
@@ -172,6 +173,9 @@ def with_lease(url: str, lease_s: float) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(options), parts.fragment))
 
 
+_RUNS = itertools.count(1)
+
+
 class _Failed(Exception):
     """The scenario cannot reach its proof: one line for the screen."""
 
@@ -207,7 +211,7 @@ class ScenarioRun:
         self._version = 0
         self._closed = False
         self.result: dict[str, Any] = {}     # the figures of the proof, by name (tests, the report)
-        self._tag = f"{key}-{int(time.time()) % 100000}"
+        self._tag = f"r{next(_RUNS)}"      # agents are named r<n>-<what>: short, unique in this process
         #: set once the store is ready (opened, its schema made, the board ensured) and the first
         #: step said: a window may follow the store from then on
         self.ready = asyncio.Event()
