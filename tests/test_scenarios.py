@@ -24,11 +24,12 @@ def _exists(path: str) -> bool:
     return os.path.exists(path)
 
 
-async def _run(key: str, options: ScenarioOptions = FAST):
+async def _run(key: str, options: ScenarioOptions = FAST, url: str | None = None):
     fleet = Fleet()
-    run = ScenarioRun(key, fleet, options=options)
+    run = ScenarioRun(key, fleet, url, options=options)
     folder = run.folder
-    assert folder is not None and _exists(folder)
+    assert (folder is None) == (url is not None)
+    assert folder is None or _exists(folder)
     seen = []
     task = asyncio.ensure_future(run.run())
     try:
@@ -45,7 +46,7 @@ async def _run(key: str, options: ScenarioOptions = FAST):
         await asyncio.gather(task, return_exceptions=True)
         await run.aclose()
         await fleet.aclose()
-    assert not _exists(folder), "the throwaway store was not removed"
+    assert folder is None or not _exists(folder), "the throwaway store was not removed"
     assert all(procs.state(pid) is None for pid in pids), "an agent process is left"
     return run, final, seen
 
@@ -127,3 +128,20 @@ async def test_stopping_a_scenario_stops_its_agents():
         task.cancel()
         await run.aclose()
         await fleet.aclose()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("key", ["pause", "kill"])
+async def test_pause_and_kill_on_a_given_postgresql_store(request, key):
+    """On a store that was given (a database of the throwaway PostgreSQL cluster): the agents
+    get it with a short lease, the scenario reaches its proof, nothing is removed."""
+    url = request.getfixturevalue("postgres_url")
+    run, final, _seen = await _run(key, url=url)
+    assert final.state == "proved", final.error
+    assert not final.throwaway and run.result["job"] > 0
+    if key == "pause":
+        row = run.result["ledger"]
+        assert row["writer"] == run.result["paused"]
+        assert row["epoch_current"] is not None and row["epoch_held"] < row["epoch_current"]
+    else:
+        assert run.result["final"]["state"] in ("succeeded", "failed") and run.result["lanes_left"] == 0

@@ -213,3 +213,20 @@ def test_the_counters_scenario_from_its_button_compares_the_three_on_the_counter
     assert child_processes() == []
     _keep_shot(doubles_png, "scenario-counters-short.png" if was_red else "scenario-counters-short-no-red.png")
     _keep_shot(compare_png, "scenario-counters-compare.png")
+
+
+def test_closing_the_window_mid_scenario_stops_its_agents_and_removes_its_store(qtbot):
+    async def scenario(win):
+        sc = win.scenarios
+        sc.options = FAST
+        sc.box.buttons["overlap"].click()
+        await wait_until(lambda: sc.run is not None
+                         and len([a for a in win.processes_view.fleet.agents() if a.alive]) == 2, 60)
+        return [a.pid for a in win.processes_view.fleet.agents()], sc.run.folder, sc.run
+
+    rc, (pids, folder, run), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert all(procs.state(pid) is None for pid in pids)
+    assert not os.path.exists(folder)
+    assert run.status().state == "stopped"
+    assert child_processes() == []

@@ -45,11 +45,11 @@ The scenarios (each figure is read from the store: ``SqlStore.dump`` and
   0, for real, counted by the store -- the round goes on until there is one;
   long and claim: 0) and seated per second (claim beside long: the compare).
 
-Stopping (:meth:`ScenarioRun.aclose`, also when the run task is cancelled):
-every agent it started is stopped (SIGTERM, SIGKILL after the fleet's
-grace) and waited for; its store session is closed; a throwaway store's folder
-is removed. A finished scenario keeps its agents stopped and its store (to be
-looked at) until ``aclose``. Agents are only ever started through the fleet,
+Stopping: when the script ends (proved, failed, or its task cancelled) every
+agent it started is stopped (SIGTERM, SIGKILL after the fleet's grace) and
+waited for; :meth:`ScenarioRun.aclose` does the same, then closes its store
+session and removes a throwaway store's folder. A finished scenario keeps its
+store (to be looked at) until ``aclose``. Agents are only ever started through the fleet,
 so a window's close (``Fleet.aclose``) stops them too: no orphan.
 """
 
@@ -260,8 +260,7 @@ class ScenarioRun:
         except Exception as exc:   # (said on screen, never lost)
             self._fail(f"{type(exc).__name__}: {exc}")
         finally:
-            if self._state != "proved":
-                await self._stop_agents()
+            await self._stop_agents()
 
     def _fail(self, why: str) -> None:
         self._state = "failed"

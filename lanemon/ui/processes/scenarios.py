@@ -179,9 +179,15 @@ class Scenarios(QObject):
         return url
 
     def start(self, key: str) -> asyncio.Task:
-        """Start scenario ``key`` (after stopping the one before)."""
-        self._switching = asyncio.ensure_future(self._start(key))
+        """Start scenario ``key`` (after stopping the one before; clicks are taken in turn)."""
+        self._switching = asyncio.ensure_future(self._after(self._switching, lambda: self._start(key)))
         return self._switching
+
+    @staticmethod
+    async def _after(before: asyncio.Task | None, then) -> None:
+        if before is not None:
+            await asyncio.gather(before, return_exceptions=True)
+        await then()
 
     async def _start(self, key: str) -> None:
         await self._stop()
@@ -221,7 +227,7 @@ class Scenarios(QObject):
 
     def stop(self) -> asyncio.Task:
         """Stop the current scenario (its agents, its throwaway store)."""
-        self._switching = asyncio.ensure_future(self._stop())
+        self._switching = asyncio.ensure_future(self._after(self._switching, self._stop))
         return self._switching
 
     async def _stop(self) -> None:
@@ -255,6 +261,10 @@ class Scenarios(QObject):
     async def aclose(self) -> None:
         """The window's shutdown: the scenario stopped, its agents waited for, its store removed."""
         self._timer.stop()
+        switching, self._switching = self._switching, None
+        if switching is not None:
+            switching.cancel()
+            await asyncio.gather(switching, return_exceptions=True)
         with contextlib.suppress(Exception):
             await self._stop()
 
