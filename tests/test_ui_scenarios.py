@@ -230,3 +230,40 @@ def test_closing_the_window_mid_scenario_stops_its_agents_and_removes_its_store(
     assert not os.path.exists(folder)
     assert run.status().state == "stopped"
     assert child_processes() == []
+
+
+@pytest.mark.parametrize("key", ["overlap", "kill"])
+def test_the_overlap_and_kill_scenarios_from_their_buttons_reach_their_proof_on_the_lanes_tab(qtbot, tmp_path, key):
+    png = tmp_path / f"scenario-{key}-lanes.png"
+
+    async def scenario(win):
+        sc = win.scenarios
+        sc.options = FAST
+        sc.box.buttons[key].click()
+        await wait_until(lambda: sc.run is not None and sc.run.status().step >= 1, 30)
+        run = sc.run
+        lanes = win.views["lanes"]
+        caption = next(c for c in sc.captions if c is not sc.box.caption and c.parent() is lanes)
+        await wait_until(lambda: run.status().over, 120)
+        await wait_until(lambda: "Proof:" in caption.text_shown or "Not proved" in caption.text_shown, 10)
+        def all_shown() -> bool:     # the tab has every job's end from the change feed
+            n = lanes.follower.snapshot().counts if lanes.follower is not None else None
+            return n is not None and n.jobs_submitted > 0 and n.jobs_finished == n.jobs_submitted
+        await wait_until(all_shown, 30)
+        lanes.refresh_now()
+        assert lanes.grab().save(str(png))
+        snap = lanes.follower.snapshot()
+        return run.status(), dict(run.result), snap.overlaps, lanes.counters.text(), caption.text_shown
+
+    rc, (status, result, overlaps, top_line, text), errors = run_window(scenario, size=(1280, 1024))
+    assert rc == 0 and errors == []
+    assert status.state == "proved", status.error
+    assert "Proof:" in text
+    if key == "overlap":
+        # the Lanes tab draws the local round's overlapping runs in red and counts them
+        assert result["local_overlaps"] > 0 and result["new_overlaps"] == 0
+        assert overlaps == result["local_overlaps"] and f"overlapping runs {overlaps}" in top_line
+    else:
+        assert result["lanes_left"] == 0
+    assert child_processes() == []
+    _keep_shot(png, f"scenario-{key}-lanes.png")

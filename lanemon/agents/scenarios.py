@@ -374,14 +374,16 @@ class ScenarioRun:
 
         def figs1(d):
             pairs, done, _ = round_one(d)
-            return (Figure("overlapping runs (local lanes)", str(len(pairs)), "bad" if pairs else ""),
+            return (Figure("overlapping runs (local lanes)", str(_runs_in(pairs)), "bad" if pairs else ""),
                     Figure("jobs done", f"{done}/{len(first)}"))
         pairs = await self._until(
             "overlapping runs with local lanes, every job done",
             lambda d: (lambda p, done, _j: p if p and done == len(first) else None)(*round_one(d)),
             agents=local, figures=figs1)
-        self.result["local_overlaps"] = len(pairs)
-        self._say(3, f"{len(pairs)} overlapping runs with local lanes. Switching to STORE lanes: the two local "
+        overlapped = _runs_in(pairs)
+        self.result.update(local_overlaps=overlapped, local_pairs=len(pairs))
+        self._say(3, f"{overlapped} runs overlapped another run of their workspace with local lanes. Switching "
+                     "to STORE lanes: the two local "
                      "agents are stopped (SIGTERM), two agents with the store's lanes start and get the "
                      "same jobs again.",
                   "Processes tab: the local agents exit 0, two 'store lanes' agents start.")
@@ -392,8 +394,8 @@ class ScenarioRun:
         second_set = set(second)
         self._say(4, f"Two agents with store lanes take the same {len(second)} jobs: a workspace's lane is "
                      "the store's, one holder at a time.",
-                  "Lanes tab: new bars are not red; the top line's overlap count stays at "
-                  f"{len(pairs)} (those of the local round).")
+                  "Lanes tab: new bars are not red; the top line's 'overlapping runs' stays at "
+                  f"{overlapped} (those of the local round).")
 
         def round_two(d):
             jobs = [j for j in d["jobs"] if j["id"] in first_set or j["id"] in second_set]
@@ -403,8 +405,8 @@ class ScenarioRun:
 
         def figs2(d):
             new, done = round_two(d)
-            return (Figure("overlapping runs (local lanes)", str(len(pairs)), "bad"),
-                    Figure("new overlaps (store lanes)", str(len(new)), "bad" if new else "ok"),
+            return (Figure("overlapping runs (local lanes)", str(overlapped), "bad"),
+                    Figure("new overlaps (store lanes)", str(_runs_in(new)), "bad" if new else "ok"),
                     Figure("jobs done (store lanes)", f"{done}/{len(second)}"))
         await self._until("every job of the store-lanes round done",
                           lambda d: round_two(d)[1] == len(second), agents=store, figures=figs2)
@@ -413,8 +415,8 @@ class ScenarioRun:
         await self._stop_agents(store)
         if new:
             raise _Failed(f"{len(new)} overlapping runs with store lanes (first: {new[0]})")
-        self._prove(f"local lanes: {len(pairs)} overlapping runs; store lanes: 0 new overlaps "
-                    f"over {len(second)} jobs")
+        self._prove(f"local lanes: {overlapped} overlapping runs ({len(pairs)} pairs); store lanes: 0 new "
+                    f"overlaps over {len(second)} jobs")
 
     # --- pause ------------------------------------------------------------------------------------
     def _running_of(self, names: list[str], ids: set[int]):
@@ -673,3 +675,9 @@ def _held_by(lane: dict, *names: str) -> bool:
     (a session id ends with ``:NAME``)."""
     session = lane.get("session") or ""
     return any(session.endswith(f":{n}") for n in names)
+
+
+def _runs_in(pairs: Iterable[tuple[str, int, int]]) -> int:
+    """How many runs (job ids) take part in ``pairs`` of overlapping runs: what the Lanes tab's
+    top line counts as "overlapping runs"."""
+    return len({jid for _ws, a, b in pairs for jid in (a, b)})
