@@ -510,7 +510,7 @@ class ScenarioRun:
             lane = self._lane(d, "ws-long")
             return (Figure("paused", f"{owner} for {time.monotonic() - paused_at:.1f} s", "bad"),
                     Figure("epoch held", str(epoch)),
-                    Figure("lane now", "free" if lane is None else f"epoch {lane['epoch']} · {lane['owner']}",
+                    Figure("lane now", "free" if lane is None else f"epoch {lane['epoch']} · {_agent_of(lane)}",
                            "ok" if lane is not None and lane["epoch"] > epoch else ""),
                     Figure(f"job #{jid}", f"{job['state']} · {job['owner'] or '–'}"),
                     Figure("refused writes (ledger)", str(len(d["ledger"])), "bad" if d["ledger"] else ""))
@@ -681,3 +681,8 @@ def _runs_in(pairs: Iterable[tuple[str, int, int]]) -> int:
     """How many runs (job ids) take part in ``pairs`` of overlapping runs: what the Lanes tab's
     top line counts as "overlapping runs"."""
     return len({jid for _ws, a, b in pairs for jid in (a, b)})
+
+
+def _agent_of(lane: dict) -> str:
+    """The name of the session holding a lane row of a dump (a session id ends with ``:NAME``)."""
+    return (lane.get("session") or "").rsplit(":", 1)[-1] or str(lane.get("owner"))
