@@ -118,8 +118,8 @@ class ScenariosBox(QGroupBox):
     """The Processes tab's box: a button per scenario, Stop, and the description."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__("Scenarios: real contention, step by step (agents start here, on the store above or "
-                         "a throwaway one)", parent)
+        # (a group box is at least as wide as its title: a short one)
+        super().__init__("Scenarios", parent)
         self.buttons = {key: QPushButton(BUTTON_TEXT[key]) for key in SCENARIOS}
         for key, button in self.buttons.items():
             button.setToolTip(SCENARIOS[key].summary)
@@ -127,9 +127,10 @@ class ScenariosBox(QGroupBox):
         self.stop_button.setToolTip("stop the scenario's agents (SIGTERM) and remove a throwaway store")
         self.stop_button.setEnabled(False)
         self.caption = ScenarioCaption(hide_empty=False)
-        self.caption.setText(f"<span style='color:{theme.MUTED}'>Pick a scenario: its agents start as real "
-                             "processes, listed below; the tab that shows it follows the store and says "
-                             "what to look at.</span>")
+        self.caption.setText(f"<span style='color:{theme.MUTED}'>Real contention, step by step. Pick a "
+                             "scenario: its agents start as real processes (listed below) on the store above, "
+                             "or on a throwaway SQLite store when none is given; the tab that shows it follows "
+                             "the store and says what to look at.</span>")
         row = QHBoxLayout()
         for button in self.buttons.values():
             row.addWidget(button)
