@@ -458,3 +458,33 @@ async def test_sessions_racing_for_two_workspaces_never_share_one(request, engin
     finally:
         for store in stores:
             await store.close()
+
+
+async def test_a_claim_that_waited_on_another_claim_is_stamped_after_that_one_ended(request):
+    """A claim that found the lane free but had to wait for another session's claim of it (not
+    yet committed) was stamped with the time it read before the wait: when the other claim's
+    transaction also ended its lane (claim and release, one transaction), the next epoch's
+    ``claimed_at`` came out *before* the previous epoch's ``ended_at`` -- one lane held by two
+    owners at once, in the history (seen as a "double grant" by the agents' audit)."""
+    store = await open_test_store(request, "postgresql")
+    other = await open_test_store(request, "postgresql")
+    try:
+        sql = ("SELECT epoch FROM lanemon.claim_lane(%s, %s, %s, %s, %s, 0)")
+        async with await psycopg.AsyncConnection.connect(store.url.dsn) as conn:  # one open transaction
+            async with conn.transaction():
+                first = (await (await conn.execute(sql, ("scheduled", "w", "x", store.session, 60.0))).fetchone())[0]
+                # the other session's claim of the same lane, started while this one is open
+                waiting = asyncio.ensure_future(other.backend.claim_lane("scheduled", "w", "c"))
+                await asyncio.sleep(0.2)       # (it is waiting on this transaction, or about to)
+                await conn.execute("SELECT lanemon.release_lane(%s, %s, %s, 0)", ("scheduled", "w", first))
+                await asyncio.sleep(0.05)      # the time the lane ends is well after the waiting claim's read
+            granted = await waiting
+        dump = await store.dump()
+        rows = {h["epoch"]: h for h in dump["history"]}
+        assert rows[first]["ended_at"] is not None
+        assert granted is not None            # granted once the first was over: stamped after it
+        assert rows[granted.epoch]["claimed_at"] >= rows[first]["ended_at"], (rows[first], rows[granted.epoch])
+        assert granted.claimed_at >= rows[first]["ended_at"]
+    finally:
+        await other.close()
+        await store.close()

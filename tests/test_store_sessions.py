@@ -206,3 +206,25 @@ async def test_a_lane_released_with_its_job_still_running_requeues_the_job(reque
         assert (await store.dump())["stats"]["requeued"] == 2
     finally:
         await store.close()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_an_unfenced_write_keeps_no_epoch_so_a_store_lane_of_that_number_never_reaps_it(request, engine):
+    """A local-lanes agent's epochs are its own memory's (1, 2, ...) and mean nothing to the
+    store. Written into the job, they matched the store's own epochs: when a store-lanes agent
+    released its lane of that number, the dead-owner rule re-queued the local agent's running
+    job under it (seen: two agents on one file, a 0.5 s job "run" in 36 ms, attempts 2)."""
+    store = await open_test_store(request, engine)
+    try:
+        (jid,) = await store.submit([JobSpec("w1", "reservations")])
+        (queued,) = await store.queued_jobs(["reservations"], 0, 10)
+        lanes = store.lanes("scheduled", clock=lambda: 0.0, emit=None)
+        token = await lanes.aclaim("w2", "store-agent")           # a store lane: some epoch E
+        local = queued.record._replace(state=State.RUNNING, attempts=1, epoch=token.epoch)  # local epoch E too
+        await store.records(writer="local-agent", fenced=False).save(local, (object(),))
+        assert await lanes.arelease(token)                       # the store lane of epoch E ends
+        job = (await store.dump())["jobs"][0]
+        assert (job["id"], job["state"], job["owner"], job["epoch"]) == (jid, "running", "local-agent", None)
+        assert (await store.dump())["stats"]["requeued"] == 0
+    finally:
+        await store.close()

@@ -152,6 +152,7 @@ class AgentStats:
     unsaved_finals: int = 0
     stale_writes: int = 0            # its writes the store refused (fence)
     store_lost: int = 0              # times the store was lost
+    store_errors: int = 0            # operations of its session that failed (backend.errors)
     lost_s: float = 0.0              # seconds without the store, in all
     cancelled_at_stop: int = 0       # running jobs cancelled after the grace
     ended_by: str = ""
@@ -247,6 +248,7 @@ class _Agent:
         stats.claim_errors = sched.claim_errors
         stats.unsaved_finals = sched.unsaved_finals
         stats.stale_writes = sched.store.stale_writes
+        stats.store_errors = store.backend.errors
         info = self.info(sched)
         if info != self._info:
             self._info = info

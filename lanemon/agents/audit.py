@@ -43,7 +43,7 @@ class Audit:
     overlaps: list[tuple[str, int, int]]          # (workspace, job id, job id)
     most_at_once: int
     duplicate_epochs: list[int]
-    double_grants: list[tuple[str, str, int, int]]  # (lane, workspace, epoch, next epoch)
+    double_grants: list[tuple]  # (lane, workspace, epoch, next epoch, its ended_at, next's claimed_at)
     not_terminal: list[int]
     ledger: int
     ledger_problems: list[dict[str, Any]] = field(default_factory=list)
@@ -58,7 +58,8 @@ class Audit:
         if self.duplicate_epochs:
             out.append(f"epochs granted twice: {self.duplicate_epochs[:5]}")
         if self.double_grants:
-            out.append(f"a lane held by two owners at once: {self.double_grants[:3]}")
+            out.append(f"a lane held by two owners at once (lane, workspace, epoch, next epoch, its "
+                       f"ended_at, the next's claimed_at): {self.double_grants[:3]}")
         if self.not_terminal:
             out.append(f"{len(self.not_terminal)} jobs not terminal: {self.not_terminal[:10]}")
         if self.ledger_problems:
@@ -128,7 +129,7 @@ def audit(dump: dict[str, Any]) -> Audit:
         spans.sort(key=lambda h: h["epoch"])
         for a, b in zip(spans, spans[1:]):
             if a["ended_at"] is None or a["ended_at"] > b["claimed_at"]:
-                double.append((lane, ws, a["epoch"], b["epoch"]))
+                double.append((lane, ws, a["epoch"], b["epoch"], a["ended_at"], b["claimed_at"]))
     epochs = {h["epoch"]: h for h in history}
     ledger_problems = []
     for entry in dump.get("ledger", []):

@@ -36,6 +36,7 @@ BENCHES: dict[str, str] = {
     "stalls": "lanemon.bench.stalls",
     "history": "lanemon.bench.history",
     "store": "lanemon.bench.store",
+    "agents": "lanemon.bench.agents",
     "probe": "lanemon.bench.probe",
     "soak": "lanemon.bench.soak",
 }

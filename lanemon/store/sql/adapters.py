@@ -218,7 +218,8 @@ class SqlRecords(RecordStore):
     ``fenced=False``: the fence tokens a save is given are not checked (the
     write goes to the store without a fence): for a scheduler whose lanes are
     in memory (``lanemon agent --lanes local``, the seed's design scaled out),
-    whose tokens mean nothing to the store. The transition rule still holds
+    whose tokens mean nothing to the store; nor do its epochs: the store keeps the
+    job's epoch empty (``None``). The transition rule still holds
     (one job is saved ``running`` once: never run twice), but nothing stops two
     processes running two jobs of one workspace at once."""
 
@@ -254,7 +255,10 @@ class SqlRecords(RecordStore):
                 # a token of another engine cannot fence this store's write
                 self._refused_stale(record, getattr(token, "epoch", None), getattr(token, "lanes", None))
             rows.append((token.lanes.name, token.workspace, token.epoch))
-        result = await self._backend.save_job(record, rows, self._writer)
+        # an unfenced writer's epochs are its own lanes' (in its memory): the store keeps none,
+        # or the dead-owner rule of a store lane of the same number would reap its job
+        stored = record if self._fenced or record.epoch is None else record._replace(epoch=None)
+        result = await self._backend.save_job(stored, rows, self._writer)
         if result.outcome is SaveOutcome.OK:
             return self._accept(record)
         if result.outcome is SaveOutcome.STALE:

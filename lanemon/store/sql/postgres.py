@@ -118,6 +118,8 @@ POOL_MIN, POOL_MAX = 1, 4
 
 #: advisory lock (two-int key space, apart from the sessions' bigint keys) held while making the schema
 _INIT_LOCK = "pg_advisory_xact_lock(1818324581, 1)"
+#: the two-int key space's class of the per-lane claim locks (``claim_lane``: claims of one lane take turns)
+_CLAIM_LOCK_CLASS = 1818324582
 
 _TABLES = ("meta", "lanes", "lane_history", "jobs", "ledger", "stats", "occupancy", "sessions")
 
@@ -201,6 +203,11 @@ BEGIN
         UPDATE lanemon.stats SET value = value + 1 WHERE key = 'busy_refusals';
         RETURN;
     END IF;
+    -- claims of one lane take turns (a transaction lock, two-int key space): without it a claim
+    -- that read the lane free while another session's claim of it was not yet committed waited
+    -- inside its INSERT and was stamped with the time read before the wait -- earlier than the
+    -- end of that other ownership when its transaction also ended it
+    PERFORM pg_advisory_xact_lock({_CLAIM_LOCK_CLASS}, hashtext(p_name || chr(31) || p_ws));
     SELECT * INTO held FROM lanemon.lanes WHERE name = p_name AND workspace = p_ws FOR UPDATE;
     got := FOUND;
     t := lanemon.clock(p_skew);  -- after the row lock: the time this claim decides at

@@ -150,10 +150,11 @@ def _short(customer: str) -> str:
 
 
 def store_chips(state) -> list[Chip]:
-    """One chip per agent on a store's board: the staff agents the store lists and every agent
+    """One chip per agent on a store's board: the staff agents the store lists (sessions whose
+    info says role "staff") and every agent
     seen on the board or holding the store lock; "guiding" while it has a claim or a customer
     seated (text: its strategy where the store says it, and how many counters it holds)."""
-    strategy = {a.name: a.strategy for a in state.agents if a.role in (None, "staff")}
+    strategy = {a.name: a.strategy for a in state.agents if a.role == "staff"}   # (not windows, tests)
     held: dict[str, int] = {}
     for v, by in zip(state.counters, state.seated_by):
         names = {agent_of(s) for s in by}

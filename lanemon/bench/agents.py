@@ -1,0 +1,346 @@
+"""``lanemon bench agents``: agent processes (``lanemon agent``) on one store, and the
+window following that store while they work.
+
+Engines: SQLite in a new temporary file, always; PostgreSQL in a throwaway
+cluster (:mod:`lanemon.store.throwaway`, as ``bench store``) where one can run
+here -- else one line says why it is not measured.
+
+1. **Throughput**, per engine, for 1, 2, 4 and 8 agents (:data:`AGENTS`), each
+   count on a new empty store: the agents (real processes: ``python -m lanemon
+   agent --store URL``, store lanes, both queues) are started and registered
+   (their sessions are in the store); then :data:`JOBS` zero-time jobs
+   (simulated work of 0 s) over :data:`WORKSPACES` workspaces, both queues,
+   are submitted at once (one ``SqlStore.submit``) and the agents take them.
+   Jobs per second = jobs / (the last job's ``store_ended`` - the first job's
+   ``store_started``), on the store clock, from the store's dump: the agents'
+   start-up is not in it. From the same dump (:func:`lanemon.agents.audit.audit`):
+   the most runs of one workspace at once (must be 1: store lanes) and every
+   rule of the audit (no overlap, unique epochs, every job terminal, the
+   ledger only stale writes); a broken rule raises ``AssertionError``. The
+   agents are then stopped with SIGTERM (each must exit 0).
+2. **The window following the store**, per engine: a store with
+   :data:`WINDOW_JOBS` jobs (:data:`WINDOW_WORKSPACES` workspaces, both queues,
+   simulated work of :data:`WINDOW_JOB_S` seconds) worked by
+   :data:`WINDOW_AGENTS` agents for the whole figure. The full window runs
+   offscreen on qasync (1280x800, its 10 ms precise heartbeat) with the Lanes &
+   queues tab shown; it alternates :data:`SEGMENTS` times between **idle**
+   (the tab shows this window's own simulation, with nothing in it) and
+   **following** the store (``LanesView.follow(url)``: the change feed, the
+   follower's model, the tab's refresh), :data:`SEGMENT_S` seconds each after
+   :data:`SETTLE_S` seconds of settling (a switch's full read of the store is
+   not counted). The goal compares the heartbeat's p99 while following with
+   its idle p99 under the same agents, measured in the same run (goal: within
+   +1 ms); the idle p99 before the agents started is printed beside it. Then
+   :data:`RECORD_S` seconds following with every frame tick of the chart and
+   the tab timed with the paint it caused (CPU time of the GUI thread, as
+   ``bench ui``): the refresh per frame (goal <= 4 ms) is all of it over the
+   frames that passed (30 a second).
+
+The machine is shared (the agents, the database server and the window share
+its cores): compare figures of one run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from lanemon.bench._common import goal
+from lanemon.stats import percentile
+
+AGENTS = (1, 2, 4, 8)
+JOBS = 200
+WORKSPACES = 64
+WINDOW_JOBS = 10_000
+WINDOW_WORKSPACES = 200
+WINDOW_AGENTS = 2
+WINDOW_JOB_S = (1.0, 2.0)
+SEGMENTS = 3
+SEGMENT_S = 2.0
+SETTLE_S = 1.0
+RECORD_S = 3.0
+TIMEOUT_S = 120.0
+GOAL_HEARTBEAT_MS = 1.0
+GOAL_FRAME_MS = 4.0
+
+
+def run(out: Callable[[str], None], *, agents: Sequence[int] = AGENTS, jobs: int = JOBS,
+        window_jobs: int = WINDOW_JOBS, segments: int = SEGMENTS, segment_s: float = SEGMENT_S,
+        record_s: float = RECORD_S, postgresql: bool = True) -> dict:
+    """The figures above (the keyword options shrink the bench for a quick test:
+    ``postgresql=False`` measures SQLite only)."""
+    from lanemon.bench.store import _throwaway
+
+    out(f"agents: real processes (python -m lanemon agent, store lanes, both queues) on one store; "
+        f"throughput: {jobs} zero-time jobs over {WORKSPACES} workspaces submitted at once after the agents "
+        f"registered, timed on the store clock from the first start to the last end")
+    figures: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory(prefix="lanemon-bench-agents-") as tmp:
+        folder = Path(tmp)
+        cluster = None
+        try:
+            engines = ["sqlite"]
+            if postgresql:
+                cluster, why = _throwaway()
+                if cluster is None:
+                    out(f"postgresql: not measured ({why})")
+                    figures["postgresql"] = {"skipped": why}
+                else:
+                    engines.append("postgresql")
+            for engine in engines:
+                out(f"-- {engine}")
+                rows = {}
+                for n in agents:
+                    url = _new_store(engine, folder, f"t{n}", cluster)
+                    rows[str(n)] = _throughput(out, engine, url, n, jobs, folder / f"{engine}-t{n}")
+                url = _new_store(engine, folder, "window", cluster)
+                window = _window(out, engine, url, folder / f"{engine}-window", window_jobs=window_jobs,
+                                 segments=segments, segment_s=segment_s, record_s=record_s)
+                figures[engine] = {"throughput": rows, "window": window}
+        finally:
+            if cluster is not None:
+                cluster.stop()
+    return figures
+
+
+def _new_store(engine: str, folder: Path, key: str, cluster) -> str:
+    """A new empty store (schema made) for one figure: its URL."""
+    from lanemon.store.sql import open_sql_store
+    from lanemon.store.url import parse
+
+    if engine == "sqlite":
+        url = "sqlite:///" + str(folder / f"{key}.db").lstrip("/")
+    else:
+        url = cluster.create_database(f"lanemon_agents_{key}")
+
+    async def init() -> None:
+        s = await open_sql_store(parse(url), create=True, name="bench-init")
+        await s.close()
+
+    asyncio.run(init())
+    return url
+
+
+class _Agents:
+    """Agent processes started by this bench; ``close()`` kills what is still running."""
+
+    def __init__(self, url: str, folder: Path) -> None:
+        import lanemon
+
+        folder.mkdir(parents=True, exist_ok=True)
+        self._url = url
+        self._folder = folder
+        root = str(Path(lanemon.__file__).resolve().parent.parent)
+        self._env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        self._env.pop("LANEMON_STORE", None)
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    def start(self, n: int) -> list[str]:
+        names = [f"bench-agent-{i}" for i in range(n)]
+        for i, name in enumerate(names):
+            with open(self._folder / f"{name}.log", "w") as log:
+                self.procs[name] = subprocess.Popen(
+                    [sys.executable, "-m", "lanemon", "agent", "--store", self._url, "--name", name,
+                     "--seed", str(i), "--stats", str(self._folder / f"{name}.json")],
+                    stdout=log, stderr=subprocess.STDOUT, env=self._env)
+        return names
+
+    def stats(self) -> list[dict]:
+        """What each agent wrote at its exit (``--stats``; after :meth:`stop`)."""
+        return [json.loads((self._folder / f"{name}.json").read_text()) for name in self.procs]
+
+    def log(self, name: str) -> str:
+        return (self._folder / f"{name}.log").read_text()[-800:]
+
+    def check_running(self) -> None:
+        for name, proc in self.procs.items():
+            if proc.poll() is not None:
+                raise RuntimeError(f"agent {name} exited ({proc.returncode}):\n{self.log(name)}")
+
+    async def stop(self) -> None:
+        """SIGTERM to each; each must exit 0 (RuntimeError with its log otherwise)."""
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 60
+        while any(p.poll() is None for p in self.procs.values()):
+            if time.monotonic() > deadline:
+                raise RuntimeError("agents still running 60 s after SIGTERM")
+            await asyncio.sleep(0.05)
+        bad = [name for name, p in self.procs.items() if p.returncode != 0]
+        if bad:
+            raise RuntimeError(f"agent {bad[0]} exited {self.procs[bad[0]].returncode}:\n{self.log(bad[0])}")
+
+    def close(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGCONT)
+                    proc.kill()
+            proc.wait(timeout=30)
+
+
+async def _registered(store, agents: _Agents, names: list[str]) -> None:
+    deadline = time.monotonic() + TIMEOUT_S
+    while not set(names) <= {s.name for s in await store.sessions()}:
+        agents.check_running()
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the agents did not register within {TIMEOUT_S:g} s")
+        await asyncio.sleep(0.05)
+
+
+def _throughput(out, engine: str, url: str, n: int, jobs: int, folder: Path) -> dict:
+    from lanemon.agents.audit import TERMINAL, audit
+    from lanemon.store.sql import open_sql_store
+    from lanemon.store.sql.backend import JobSpec
+    from lanemon.store.url import parse
+
+    async def go() -> dict:
+        store = await open_sql_store(parse(url), name="bench")
+        agents = _Agents(url, folder)
+        try:
+            names = agents.start(n)
+            await _registered(store, agents, names)
+            specs = [JobSpec(f"ws{i % WORKSPACES:03d}", ("reservations", "cafe")[i % 2], seconds=0.0)
+                     for i in range(jobs)]
+            await store.submit(specs)
+            deadline = time.monotonic() + TIMEOUT_S
+            while True:
+                dump = await store.dump()
+                if sum(1 for j in dump["jobs"] if j["state"] in TERMINAL) == jobs:
+                    break
+                agents.check_running()
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{jobs} jobs not all terminal within {TIMEOUT_S:g} s")
+                await asyncio.sleep(0.1)
+            await agents.stop()
+            return await store.dump(), agents.stats()
+        finally:
+            agents.close()
+            await store.close()
+
+    dump, stats = asyncio.run(go())
+    facts = audit(dump)
+    adopted = sum(s["adopted"] for s in stats)
+    elsewhere = sum(s["taken_elsewhere"] for s in stats)
+    starts = [j["start"] for j in dump["jobs"] if j["start"] is not None]
+    ends = [j["end"] for j in dump["jobs"] if j["end"] is not None]
+    span = max(ends) - min(starts)
+    rate = jobs / span if span > 0 else float("inf")
+    owners = len({j["owner"] for j in dump["jobs"]})
+    states = ", ".join(f"{k} {v}" for k, v in sorted(facts.by_state.items()))
+    out(f"{n} agent{'s' if n > 1 else ' '}: {rate:8,.0f} jobs/s ({jobs} jobs in {span:.2f} s; {states}; "
+        f"run by {owners} of them; refused writes {facts.ledger}; adopted {adopted / jobs:.1f} times per job, "
+        f"{elsewhere} adoptions dropped as taken elsewhere); most runs of one workspace at once "
+        f"{facts.most_at_once}   must be 1 -> {'held' if facts.most_at_once == 1 else 'VIOLATED'}")
+    problems = facts.problems()
+    if facts.most_at_once != 1 or problems:
+        raise AssertionError(f"agents bench ({engine}, {n} agents): most at once {facts.most_at_once}; {problems}")
+    return {"agents": n, "jobs": jobs, "seconds": round(span, 3), "jobs_per_s": round(rate, 1),
+            "most_at_once": facts.most_at_once, "owners": owners, "refused_writes": facts.ledger,
+            "adopted": adopted, "taken_elsewhere": elsewhere,
+            "by_state": facts.by_state}
+
+
+def _window(out, engine: str, url: str, folder: Path, *, window_jobs: int, segments: int, segment_s: float,
+            record_s: float) -> dict:
+    import numpy as np
+
+    from lanemon.bench._window import run_window, settled
+    from lanemon.bench.ui import _frames_as_they_run
+    from lanemon.store.sql import open_sql_store
+    from lanemon.store.sql.backend import JobSpec
+    from lanemon.store.url import parse
+    from lanemon.ui.heartbeat.timer import lag_stats
+
+    rng = random.Random(15)
+    specs = [JobSpec(f"ws{i % WINDOW_WORKSPACES:03d}", ("reservations", "cafe")[(i // WINDOW_WORKSPACES) % 2],
+                     seconds=round(rng.uniform(*WINDOW_JOB_S), 3)) for i in range(window_jobs)]
+
+    async def fill() -> None:
+        store = await open_sql_store(parse(url), name="bench-fill")
+        try:
+            await store.submit(specs)
+        finally:
+            await store.close()
+
+    asyncio.run(fill())
+
+    async def lags(window, seconds: float):
+        t0 = time.perf_counter()
+        await asyncio.sleep(seconds)
+        return window.heartbeat.in_range(t0, time.perf_counter(), one_after=False)
+
+    async def scenario(window):
+        await settled(window)
+        view = window.views["lanes"]
+        window.show_view("lanes")
+        await asyncio.sleep(SETTLE_S)
+        before = await lags(window, segment_s)
+        agents = _Agents(url, folder)
+        store = await open_sql_store(parse(url), name="bench-window")
+        try:
+            names = agents.start(WINDOW_AGENTS)
+            await _registered(store, agents, names)
+            idle, following = [], []
+            for _ in range(segments):
+                await view.use_window()
+                await asyncio.sleep(SETTLE_S)
+                idle.append(await lags(window, segment_s))
+                if not await view.follow(url):
+                    raise RuntimeError(f"the window did not follow {url}")
+                await asyncio.sleep(SETTLE_S)
+                following.append(await lags(window, segment_s))
+            agents.check_running()
+            ticks = await _frames_as_they_run(window, "lanes", record_s)
+            snap = view.follower.snapshot()
+            seen = (snap.counts.jobs_submitted, snap.counts.jobs_finished, len(set(snap.agents) & set(names)))
+            await view.use_window()
+            await agents.stop()
+            done = sum(1 for j in (await store.dump())["jobs"] if j["state"] == "succeeded")
+        finally:
+            agents.close()
+            await store.close()
+        return before, idle, following, ticks, seen, done
+
+    before, idle, following, ticks, seen, done = run_window(scenario)
+    quiet = lag_stats(before)
+    idle_s, follow_s = lag_stats(np.concatenate(idle)), lag_stats(np.concatenate(following))
+    delta = follow_s.p99 - idle_s.p99
+    frames = record_s * 30
+    per_frame = sum(map(sum, ticks.values())) / frames
+    view_frame = sum(ticks["lanes"]) / frames
+    out(f"the window (offscreen 1280x800, Lanes & queues tab shown, heartbeat 10 ms) and {WINDOW_AGENTS} agents "
+        f"working a store of {window_jobs:,} jobs ({WINDOW_JOB_S[0]:g}-{WINDOW_JOB_S[1]:g} s each, "
+        f"{WINDOW_WORKSPACES} workspaces); {segments} x {segment_s:g} s idle / following, alternating:")
+    out(f"  heartbeat p99: idle {idle_s.p99:.2f} ms (not following, the agents working; before they started "
+        f"{quiet.p99:.2f} ms); following the store {follow_s.p99:.2f} ms (max {follow_s.max:.1f} ms)")
+    out(f"  following minus idle: {delta:+.2f} ms   goal <= +{GOAL_HEARTBEAT_MS:g} ms -> "
+        f"{goal(delta <= GOAL_HEARTBEAT_MS)}")
+    out(f"  refresh per frame while following: {per_frame:.2f} ms (the chart's and the tab's frame ticks with "
+        f"their paints over {record_s:g} s / {frames:g} frames; the tab alone {view_frame:.2f} ms)   goal <= "
+        f"{GOAL_FRAME_MS:g} ms -> {goal(per_frame <= GOAL_FRAME_MS)}")
+    for name, costs in ticks.items():
+        if costs:
+            out(f"    {name} ticks: {len(costs)}, median {percentile(costs, 50):.2f} ms, "
+                f"p95 {percentile(costs, 95):.2f} ms, max {costs[-1]:.2f} ms")
+    out(f"  the tab saw {seen[0]:,} jobs ({seen[1]:,} finished) and {seen[2]} agents; the agents ran {done:,} jobs "
+        f"during the figure")
+    return {"jobs_in_store": window_jobs, "agents": WINDOW_AGENTS, "jobs_run": done,
+            "heartbeat_before_agents_p99_ms": round(quiet.p99, 3),
+            "heartbeat_idle_p99_ms": round(idle_s.p99, 3), "heartbeat_follow_p99_ms": round(follow_s.p99, 3),
+            "heartbeat_follow_max_ms": round(follow_s.max, 3),
+            "heartbeat_follow_minus_idle_ms": round(delta, 3), "heartbeat_goal_met": delta <= GOAL_HEARTBEAT_MS,
+            "refresh_per_frame_ms": round(per_frame, 3), "tab_refresh_per_frame_ms": round(view_frame, 3),
+            "tab_tick_ms_max": round(ticks["lanes"][-1], 3) if ticks["lanes"] else None,
+            "refresh_goal_met": per_frame <= GOAL_FRAME_MS}

@@ -1,0 +1,48 @@
+"""``lanemon bench agents`` in its smallest configuration: one agent process on SQLite, a
+small store followed by the window (figures and verdicts printed; no timing asserted)."""
+
+from __future__ import annotations
+
+from lanemon import bench
+from lanemon.bench._common import child_processes
+from lanemon.cli import main
+
+
+def test_agents_bench_is_in_all_and_takes_no_store_option(capsys):
+    assert "agents" in bench.available() and "agents" in bench.in_all()
+    assert main(["bench", "agents", "--store", "sqlite:///tmp/x.db"]) == 2
+    assert "--store is for the store benchmark only" in capsys.readouterr().err
+
+
+def test_smallest_agents_bench_runs_real_agents_and_says_each_goal():
+    from lanemon.bench import agents
+
+    lines: list[str] = []
+    figures = bench.run("agents", lines.append, agents=(1, 2), jobs=24, window_jobs=300, segments=1,
+                        segment_s=0.3, record_s=0.3, postgresql=False)
+    text = "\n".join(lines)
+
+    assert set(figures) == {"sqlite"}
+    rows = figures["sqlite"]["throughput"]
+    assert set(rows) == {"1", "2"}
+    for n, row in rows.items():
+        # every job ran once, by the agents started, never two of one workspace at once
+        assert row["agents"] == int(n) and row["by_state"] == {"succeeded": 24}
+        assert row["most_at_once"] == 1 and 1 <= row["owners"] <= int(n)
+        assert row["jobs_per_s"] > 0 and row["seconds"] > 0
+        # (every agent may adopt a job; all but the one that runs it drop it)
+        assert row["adopted"] - row["taken_elsewhere"] >= 24
+    assert text.count("must be 1 -> held") == 2
+    window = figures["sqlite"]["window"]
+    assert window["jobs_in_store"] == 300 and window["agents"] == agents.WINDOW_AGENTS
+    assert 0 < window["jobs_run"] <= 300
+    for key in ("heartbeat_idle_p99_ms", "heartbeat_follow_p99_ms", "refresh_per_frame_ms"):
+        assert window[key] >= 0
+    assert abs(window["heartbeat_follow_minus_idle_ms"]
+               - (window["heartbeat_follow_p99_ms"] - window["heartbeat_idle_p99_ms"])) <= 0.002
+    # each goal beside the figure it is compared with, with an honest verdict either way
+    met = {True: "meets goal", False: "MISSES goal"}
+    assert f"goal <= +1 ms -> {met[window['heartbeat_goal_met']]}" in text
+    assert f"goal <= 4 ms -> {met[window['refresh_goal_met']]}" in text
+    assert "the tab saw 300 jobs" in text
+    assert not [c for c in child_processes() if " agent " in c[1]], "an agent process was left behind"
