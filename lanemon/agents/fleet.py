@@ -108,6 +108,8 @@ class AgentSpec:
     strategy: str | None = None
     queues: tuple[str, ...] = ()
     seed: int | None = None
+    #: more options for ``lanemon agent``, appended as given (e.g. ``("--staff", "2")``)
+    extra: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.store_url.strip():
@@ -132,7 +134,7 @@ def agent_argv(spec: AgentSpec) -> list[str]:
         argv += ["--queues", ",".join(spec.queues)]
     if spec.seed is not None:
         argv += ["--seed", str(spec.seed)]
-    return argv
+    return argv + list(spec.extra)
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ from lanemon.ui.kit.live_label import LiveLabel
 from lanemon.ui.kit.live_view import LiveView
 from lanemon.ui.kit.status_bar import StatusBar
 from lanemon.ui.lanes.view import install_lanes_view
+from lanemon.ui.processes.scenarios import install_scenarios
 from lanemon.ui.processes.view import install_processes_view
 from lanemon.ui.programs.view import install_programs_view
 from lanemon.ui.runs.controller import RunController
@@ -133,6 +134,8 @@ class MainWindow(QMainWindow):
         self.programs_view = install_programs_view(self, probe_address)
         # agent processes started from here, the store's sessions, the worker processes
         self.processes_view = install_processes_view(self)
+        # the four scenarios: a box in the Processes tab, their description on the tabs showing them
+        self.scenarios = install_scenarios(self)
         # the window's own watchdog: a stall of this loop is named on the chart (from start())
         self.own_watchdog = OwnWatchdog(self.heartbeat, parent=self)
         self.own_watchdog.blocked.connect(self.chart.add_own_block)
