@@ -172,6 +172,7 @@ def remember_source(store: QSettings, url_text: str) -> list[str]:
 
     shown = redact(url_text.strip())
     kept = [shown, *(u for u in recent_sources(store) if u != shown)][:RECENT_SOURCES_KEPT]
+    # (no sync(): writing the file now blocked the loop up to 89 ms -- the window's watchdog named
+    # it on the chart at a Go; Qt writes it back soon after, and at exit)
     store.setValue(RECENT_SOURCES, kept)
-    store.sync()
     return kept
