@@ -381,24 +381,8 @@ def cmd_agent(args) -> int:
     for noisy in ("psycopg.pool", "lanemon.store.sql"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
 
-    stop_now: list = []  # the running loop's stop.set, while there is one
-
-    def on_signal(_sig, _frame) -> None:
-        # a Python-level handler kept after the loop closed (asyncio's own goes back to the
-        # default -- death by the signal -- when the run ends: lanemon.store.churn's trap)
-        for wake in stop_now:
-            try:
-                wake()
-            except RuntimeError:  # the loop is closed: nothing left to stop
-                pass
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, on_signal)
-
-    async def go() -> None:
-        stop = asyncio.Event()
+    async def go(stop: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()
-        stop_now.append(lambda: loop.call_soon_threadsafe(stop.set))
         loop.add_signal_handler(signal.SIGUSR1, _print_tasks)  # what is it waiting on?
         if args.role == "staff":
             strategy = args.strategy or "claim"
@@ -414,14 +398,12 @@ def cmd_agent(args) -> int:
         await run_agent(text, name=name, queues=args.queues or QUEUE_NAMES, lanes=args.lanes, seed=args.seed,
                         stop=stop, grace=GRACE_S if args.grace is None else args.grace, stats_path=args.stats)
 
+    from lanemon.tasks import run_until_signalled
+
     try:
-        asyncio.run(go())
+        run_until_signalled(go)
     except (StoreError, ValueError) as exc:
         raise BadInput(str(exc)) from None
-    finally:
-        # the work is over: a late stop signal is ignored (so it cannot turn the exit into a death)
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, signal.SIG_IGN)
     return 0
 
 

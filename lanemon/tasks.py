@@ -19,3 +19,40 @@ async def cancel_and_wait(tasks: Iterable[asyncio.Future]) -> None:
         task.cancel()
     if tasks:
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def run_until_signalled(main):
+    """``asyncio.run(main(stop))``, where SIGTERM and SIGINT set ``stop`` (an ``asyncio.Event``):
+    the way the headless processes (``lanemon agent``, the churn and staff workers) end cleanly.
+
+    Guaranteed: a signal before the loop runs, while it runs or after it closed never kills
+    the process -- the handlers are Python-level ones installed before the run (asyncio's own
+    go back to the default, death by the signal, when ``asyncio.run`` ends), and once the run
+    is over the two signals are ignored for good (a Python handler is reset to the default when
+    the interpreter shuts down; an ignored signal stays ignored). Returns what ``main`` returned;
+    its exceptions are raised."""
+    import signal
+
+    wakes: list = []   # the running loop's stop.set, while there is one
+
+    def on_signal(_sig, _frame) -> None:
+        for wake in wakes:
+            try:
+                wake()
+            except RuntimeError:  # the loop is closed: nothing left to stop
+                pass
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, on_signal)
+
+    async def go():
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        wakes.append(lambda: loop.call_soon_threadsafe(stop.set))
+        return await main(stop)
+
+    try:
+        return asyncio.run(go())
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, signal.SIG_IGN)

@@ -98,3 +98,47 @@ def release(pid: int) -> None:
             os.kill(pid, sig)
         except ProcessLookupError:
             pass
+
+
+class LoggedProcesses:
+    """Worker processes of one test, each logging to ``folder/<name>.log`` and writing its
+    counts to ``folder/<name>.json`` when it ends; subclasses start them into ``procs``."""
+
+    what = "process"
+
+    def __init__(self, folder) -> None:
+        from pathlib import Path
+
+        self.folder = Path(folder)
+        self.procs: dict = {}      # name -> subprocess.Popen
+
+    def stats(self, name: str) -> dict:
+        import json
+
+        return json.loads((self.folder / f"{name}.json").read_text())
+
+    def log(self, name: str) -> str:
+        return (self.folder / f"{name}.log").read_text()
+
+    async def wait(self, name: str, timeout_s: float = 60.0) -> int:
+        """Its exit status, once it exited (AssertionError with its log after ``timeout_s``)."""
+        import asyncio
+
+        proc = self.procs[name]
+        deadline = time.monotonic() + timeout_s
+        while proc.poll() is None:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{self.what} {name} still running after {timeout_s} s:\n{self.log(name)}")
+            await asyncio.sleep(0.05)
+        return proc.returncode
+
+    def kill_all(self) -> None:
+        """Every one still running is resumed (a paused one too) and killed, then reaped."""
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                try:
+                    proc.send_signal(signal.SIGCONT)
+                    proc.kill()
+                except ProcessLookupError:
+                    pass
+            proc.wait(timeout=30)

@@ -27,7 +27,6 @@ overlapping runs of one workspace, and still runs each job once.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib.util
 import json
 import os
@@ -42,7 +41,7 @@ from pathlib import Path
 import pytest
 from engines import open_test_store
 from postgres import skip_or_fail
-from procs import wait_until_none_left
+from procs import LoggedProcesses, wait_until_none_left
 
 import lanemon
 from lanemon.agents.audit import audit
@@ -59,14 +58,15 @@ ROOT = str(Path(lanemon.__file__).resolve().parent.parent)
 MARK = "LANEMON_AGENT_TEST"
 
 
-class Agents:
+class Agents(LoggedProcesses):
     """The agent processes of one test; ``close()`` leaves none behind."""
 
+    what = "agent"
+
     def __init__(self, url: str, folder: Path) -> None:
+        super().__init__(folder)
         self.url = url
-        self.folder = folder
         self.marker = uuid.uuid4().hex
-        self.procs: dict[str, subprocess.Popen] = {}
 
     def start(self, name: str, *more: str) -> subprocess.Popen:
         env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -82,28 +82,11 @@ class Agents:
     def signal(self, name: str, sig: int) -> None:
         self.procs[name].send_signal(sig)
 
-    def stats(self, name: str) -> dict:
-        return json.loads((self.folder / f"{name}.json").read_text())
-
-    def log(self, name: str) -> str:
-        return (self.folder / f"{name}.log").read_text()
-
     async def wait(self, name: str, timeout_s: float = TIMEOUT_S) -> int:
-        proc = self.procs[name]
-        deadline = time.monotonic() + timeout_s
-        while proc.poll() is None:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"agent {name} still running after {timeout_s} s:\n{self.log(name)}")
-            await asyncio.sleep(0.05)
-        return proc.returncode
+        return await super().wait(name, timeout_s)
 
     def close(self) -> list:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.send_signal(signal.SIGCONT)
-                    proc.kill()
-            proc.wait(timeout=30)
+        self.kill_all()
         return wait_until_none_left(MARK, self.marker, 10)
 
 

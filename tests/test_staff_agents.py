@@ -26,8 +26,6 @@ Conditions are polled from the store with a generous timeout; nothing is timed.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -37,6 +35,7 @@ from pathlib import Path
 
 import pytest
 from engines import open_test_store
+from procs import LoggedProcesses
 
 import lanemon
 from lanemon.agents.staff import LOCK_LANE, LOCK_WORKSPACE, LockLost, StaffStats, StoreLock
@@ -48,13 +47,14 @@ TIMEOUT_S = 90.0
 AGENTS = ("a1", "a2", "a3")
 
 
-class Agents:
+class Agents(LoggedProcesses):
     """The staff agent processes of one test; ``close()`` leaves none behind."""
 
+    what = "staff agent"
+
     def __init__(self, url: str, folder: Path) -> None:
+        super().__init__(folder)
         self.url = url
-        self.folder = folder
-        self.procs: dict[str, subprocess.Popen] = {}
 
     def start(self, name: str, *args: str) -> None:
         env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -63,12 +63,6 @@ class Agents:
                 [sys.executable, "-m", "lanemon.agents.staff", "--store", self.url, "--name", name,
                  "--stats", str(self.folder / f"{name}.json"), *args],
                 stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
-
-    def log(self, name: str) -> str:
-        return (self.folder / f"{name}.log").read_text()
-
-    def stats(self, name: str) -> dict:
-        return json.loads((self.folder / f"{name}.json").read_text())
 
     async def stop_all(self) -> None:
         for proc in self.procs.values():
@@ -81,12 +75,7 @@ class Agents:
             assert proc.returncode == 0, f"{name} exited {proc.returncode}:\n{self.log(name)}"
 
     def close(self) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.send_signal(signal.SIGCONT)
-                    proc.kill()
-            proc.wait(timeout=30)
+        self.kill_all()
         for proc in self.procs.values():
             with pytest.raises(ProcessLookupError):
                 os.kill(proc.pid, 0)

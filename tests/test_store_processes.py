@@ -29,9 +29,7 @@ left: each is waited for and ``os.kill(pid, 0)`` finds none.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib.util
-import json
 import os
 import signal
 import subprocess
@@ -42,6 +40,7 @@ from pathlib import Path
 import pytest
 from engines import open_test_store
 from postgres import skip_or_fail
+from procs import LoggedProcesses
 
 import lanemon
 from lanemon.store.churn import write_jobs
@@ -66,14 +65,15 @@ async def _store(request, engine: str):
     return await open_test_store(request, engine, lease=LEASE)
 
 
-class Workers:
+class Workers(LoggedProcesses):
     """The churn processes of one test; ``close()`` leaves none behind."""
 
+    what = "worker"
+
     def __init__(self, url: str, jobs_file: str, folder: Path) -> None:
+        super().__init__(folder)
         self.url = url
         self.jobs_file = jobs_file
-        self.folder = folder
-        self.procs: dict[str, subprocess.Popen] = {}
 
     def start(self, name: str, *, hold: float, seed: int, more: tuple[str, ...] = ()) -> subprocess.Popen:
         """``python -m lanemon.store.churn`` on the shared jobs, or with ``more`` arguments
@@ -90,28 +90,11 @@ class Workers:
         self.procs[name] = proc
         return proc
 
-    def stats(self, name: str) -> dict:
-        return json.loads((self.folder / f"{name}.json").read_text())
-
-    def log(self, name: str) -> str:
-        return (self.folder / f"{name}.log").read_text()
-
     async def wait(self, name: str, timeout_s: float = TIMEOUT_S) -> int:
-        proc = self.procs[name]
-        deadline = time.monotonic() + timeout_s
-        while proc.poll() is None:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"worker {name} still running after {timeout_s} s:\n{self.log(name)}")
-            await asyncio.sleep(0.05)
-        return proc.returncode
+        return await super().wait(name, timeout_s)
 
     def close(self) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.send_signal(signal.SIGCONT)
-                    proc.kill()
-            proc.wait(timeout=30)
+        self.kill_all()
         for proc in self.procs.values():
             with pytest.raises(ProcessLookupError):
                 os.kill(proc.pid, 0)

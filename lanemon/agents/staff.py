@@ -70,7 +70,6 @@ import dataclasses
 import inspect
 import os
 import random
-import signal
 import sys
 import time
 import zlib
@@ -82,6 +81,7 @@ from lanemon.counters.workload import Customer, workload
 from lanemon.store.claims import Outcome
 from lanemon.store.sql import open_sql_store
 from lanemon.store.url import StoreError, parse
+from lanemon.tasks import run_until_signalled
 
 __all__ = [
     "BACKOFF_S", "COURTESY_S", "GUIDE_TIME", "LOCK_LANE", "LOCK_WORKSPACE", "SERVICE_TIME", "START_POLL_S",
@@ -483,33 +483,17 @@ def main(argv: list[str] | None = None) -> int:
     input or a store that cannot be opened."""
     args = _parser().parse_args(argv)
     name = args.name or f"agent-{os.getpid()}"
-    stop_now: list = []
-
-    def on_signal(_sig, _frame) -> None:
-        for wake in stop_now:
-            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing left to stop
-                wake()
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, on_signal)
-
-    async def go() -> StaffStats:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        stop_now.append(lambda: loop.call_soon_threadsafe(stop.set))
+    async def go(stop: asyncio.Event) -> StaffStats:
         return await run_staff(args.store, name=name, strategy=args.strategy, staff=args.staff,
                                counters=args.counters, seed=args.seed, stop=stop, guide_time=args.guide,
                                service_time=args.service, start_file=args.start_file, served=args.served,
                                stats_path=args.stats)
 
     try:
-        stats = asyncio.run(go())
+        stats = run_until_signalled(go)
     except (StoreError, ValueError) as exc:
         print(f"lanemon agent: {exc}", file=sys.stderr)
         return 2
-    finally:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, signal.SIG_IGN)
     print(f"{name}: {stats.strategy}, {stats.served} seated ({stats.throughput:.2f}/s), "
           f"{stats.doubles} double assignments by this agent, "
           f"{stats.store.get('double_assignments', 0)} in the store", flush=True)

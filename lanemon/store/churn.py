@@ -52,7 +52,6 @@ import contextlib
 import json
 import os
 import random
-import signal
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -62,6 +61,7 @@ from lanemon.lanes.records import InvalidTransition, Reservation, StaleWrite, St
 from lanemon.store.sql import open_sql_store
 from lanemon.store.sql.backend import JobSpec
 from lanemon.store.url import StoreError, parse
+from lanemon.tasks import run_until_signalled
 
 __all__ = ["BATCH", "ChurnStats", "LANE", "QUEUE", "churn", "churn_counters", "main", "read_jobs", "write_jobs"]
 
@@ -396,23 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     jobs = read_jobs(args.jobs) if args.jobs else None
     workspaces = [w for w in (args.workspaces or "").split(",") if w]
 
-    stop_now: list = []  # the running loop's stop.set, while there is one
-
-    def on_signal(_sig, _frame) -> None:
-        # a Python-level handler, installed before the loop starts and kept after it closed
-        # (the loop's own add_signal_handler goes back to the default -- death by the signal --
-        # when asyncio.run ends, so a SIGTERM just after the run would kill the process)
-        for wake in stop_now:
-            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing left to stop
-                wake()
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, on_signal)
-
-    async def go() -> ChurnStats:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        stop_now.append(lambda: loop.call_soon_threadsafe(stop.set))
+    async def go(stop: asyncio.Event) -> ChurnStats:
         if args.counters is not None:
             return await churn_counters(args.store, counters=args.counters, seconds=args.seconds,
                                         cycles=args.cycles, seed=args.seed, hold_s=args.hold, ttl=args.ttl,
@@ -422,16 +406,10 @@ def main(argv: list[str] | None = None) -> int:
                            stop=stop, stats_path=args.stats, start_at=args.start_at)
 
     try:
-        asyncio.run(go())
+        run_until_signalled(go)    # (SIGTERM/SIGINT: the current cycle is finished first)
     except (StoreError, ValueError) as exc:
         print(f"lanemon churn: {exc}", file=sys.stderr)
         return 2
-    finally:
-        # the work is over: from now on a stop signal is ignored. (A Python handler is reset
-        # to the default -- death by the signal -- when the interpreter shuts down; an ignored
-        # signal stays ignored, so a SIGTERM during the exit cannot make it a failure.)
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, signal.SIG_IGN)
     return 0
 
 
