@@ -367,10 +367,7 @@ def cmd_agent(args) -> int:
                 raise BadInput(f"--{option} is for --role lanes")
         if args.lanes != "store":
             raise BadInput("--lanes is for --role lanes")
-        try:
-            from lanemon.agents.staff import run_staff
-        except ImportError:
-            raise BadInput("the staff role is not available in this install") from None
+        from lanemon.agents.staff import run_staff
     if args.stats is not None:
         _check_writable(args.stats, "--stats")
     name = args.name or f"agent-{os.getpid()}"

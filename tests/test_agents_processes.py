@@ -318,13 +318,6 @@ async def test_a_store_that_cannot_be_opened_is_one_line_and_exit_2(tmp_path):
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "is not an SQLite database" in out.stderr
 
 
-@pytest.mark.skipif(importlib.util.find_spec("lanemon.agents.staff") is not None,
-                    reason="the staff role is in this tree")
-async def test_the_staff_role_says_when_it_is_not_available(tmp_path):
-    out = _cli("--store", "sqlite:///" + str(tmp_path / "s.db").lstrip("/"), "--role", "staff")
-    assert out.returncode == 2 and "the staff role is not available" in out.stderr
-
-
 @pytest.fixture(scope="module")
 def restartable_cluster():
     """A PostgreSQL cluster of this module's own: the test restarts it."""
