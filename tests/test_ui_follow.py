@@ -16,6 +16,7 @@ import os
 import shutil
 import time
 
+import numpy as np
 import pytest
 
 from lanemon.lanes import Reservation, State
@@ -157,3 +158,26 @@ def test_the_picker_keeps_recent_urls_redacted_newest_first_in_the_settings(tmp_
     assert asked == []                         # showing a source is not a user's choice
     picker.choose("")
     assert asked == [""] and picker.box.currentText() == SIMULATED
+
+
+def test_following_a_store_is_named_on_the_chart_as_the_windows_own_stall(tmp_path):
+    """The follower's import, its first read of the store and the tab drawn anew run on the
+    loop: at a Go they were an unlabelled spike on the chart ("blocked 118 ms in
+    _QEventLoop.run_forever" under Xvfb). They are the window's own stall, named and shaded."""
+    url = "sqlite:///" + str(tmp_path / "store.db").lstrip("/")
+
+    async def scenario(win):
+        await _fill_store(url)
+        win.show_view("lanes")
+        view = win.views["lanes"]
+        none = np.empty(0)      # (no tick times: each span's label and start are what is read)
+        before = [label for label, _t0, _t1 in win.chart.own_spans(none)]
+        assert await view.follow(url)
+        after = [label for label, _t0, _t1 in win.chart.own_spans(none)]
+        await view.use_window()
+        return before, after
+
+    rc, (before, after), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert "following a store" not in before
+    assert after.count("following a store") == 1

@@ -42,6 +42,7 @@ of the last ``COST_FRAMES`` ticks that did work.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -83,6 +84,19 @@ class LiveView(QWidget):
         self.frame_timer = QTimer(self)
         self.frame_timer.setInterval(FRAME_MS)
         self.frame_timer.timeout.connect(self.frame)
+        self._own_stall = None       # the chart's own_stall, once the window took the view
+
+    def own_stall(self, label: str):
+        """A context manager marking the work inside it as the window's own stall ``label``
+        (shaded and named on the heartbeat chart, left out of its figures): the window's
+        ``add_view`` gives it the chart's; before that, and outside a window, it marks nothing."""
+        if self._own_stall is None:
+            return contextlib.nullcontext()
+        return self._own_stall(label)
+
+    def set_own_stall(self, own_stall) -> None:
+        """(The window) what :meth:`own_stall` marks with: ``HeartbeatChart.own_stall``."""
+        self._own_stall = own_stall
 
     # --- what a view writes ------------------------------------------------------------------
     def refresh_steps(self, urgent: bool) -> Iterable[Step]:

@@ -620,23 +620,27 @@ class LanesView(LiveView):
     async def follow(self, url: str) -> bool:
         """Follow the store ``url``: True once following; False (said beside the picker) when
         the URL is refused or the store cannot be read -- the tab keeps its source."""
-        from lanemon.agents.follow import Follower
         from lanemon.store.url import StoreError
 
         picker = self.source_picker
         picker.say("opening…")
-        try:
-            follower = Follower(url, on_change=self.mark_dirty)
-            await follower.connect()
-        except StoreError as exc:
-            picker.say(f"Not followed: {exc}", error=True)
-            return False
-        await self._stop_following()
-        self.follower = follower
-        self._follow_task = self.spawn(follower.run())
-        picker.set_source(url)
-        picker.say(f"Following {follower.url.redacted()}: agents' lanes, queues and runs, from its change feed.")
-        self._switched(store=True)
+        # the follower's first import, its first read of the store (a SQLite store's, whole, at
+        # once) and the tab drawn anew run on the loop: named on the chart, not an unlabelled spike
+        with self.own_stall("following a store"):
+            try:
+                from lanemon.agents.follow import Follower
+
+                follower = Follower(url, on_change=self.mark_dirty)
+                await follower.connect()
+            except StoreError as exc:
+                picker.say(f"Not followed: {exc}", error=True)
+                return False
+            await self._stop_following()
+            self.follower = follower
+            self._follow_task = self.spawn(follower.run())
+            picker.set_source(url)
+            picker.say(f"Following {follower.url.redacted()}: agents' lanes, queues and runs, from its change feed.")
+            self._switched(store=True)
         return True
 
     async def use_window(self) -> None:

@@ -198,6 +198,7 @@ class MainWindow(QMainWindow):
         if key in self.views:
             raise ValueError(f"a view named {key!r} exists already")
         self.views[key] = widget
+        widget.set_own_stall(self.chart.own_stall)    # (what it does on the loop is named there)
         page = QScrollArea()
         page.setFrameShape(QFrame.Shape.NoFrame)
         page.setWidgetResizable(True)
