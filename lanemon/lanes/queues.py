@@ -432,7 +432,7 @@ class Scheduler:
         self.claim_errors = 0
 
     # -- the state machine of a job (the queues are views over it) ------------------
-    # (a job enters its queue in ``_submit``, the one place it does)
+    # (a job enters its queue in ``_enter``, from ``_submit`` or ``adopt``)
     def _unqueue(self, job: _Job) -> None:
         q = job.queue
         if q.waiting.pop(job.id, None) is None:
@@ -893,17 +893,8 @@ class Scheduler:
             self._next_id = jid
         job = _Job(jid, q, ws, work, record)
         job.adopted = True
-        self._live[jid] = job
-        q.submitted += 1
-        self.jobs_submitted += 1
         self.jobs_adopted += 1
-        job.seq = self._seq = self._seq + 1
-        q.waiting[jid] = job
-        dq = q.by_ws.get(ws)
-        if dq is None:
-            q.by_ws[ws] = deque((job,))
-        else:
-            dq.append(job)
+        self._enter(job)
         self.events.emit("adopted", ws, q.name, jid, _QUEUED, None)
         self._kick(ws)
         return True
@@ -922,6 +913,22 @@ class Scheduler:
     def adopted_waiting(self) -> int:
         """Adopted jobs waiting for their lanes (not started)."""
         return sum(1 for q in self._queue_list for j in q.waiting.values() if j.adopted)
+
+    def _enter(self, job: _Job) -> None:
+        """``job`` is live and enters its queue (``_submit`` and ``adopt``, the only places
+        one does): FIFO over all workspaces and per workspace."""
+        q = job.queue
+        jid = job.id
+        self._live[jid] = job
+        q.submitted += 1
+        self.jobs_submitted += 1
+        job.seq = self._seq = self._seq + 1
+        q.waiting[jid] = job
+        dq = q.by_ws.get(job.workspace)
+        if dq is None:
+            q.by_ws[job.workspace] = deque((job,))
+        else:
+            dq.append(job)
 
     async def _submit(self, q: _Queue, workspace: str, work: Any) -> int:
         if self._closing is not None:
@@ -947,17 +954,7 @@ class Scheduler:
             self._unsubmitted.add(jid)
             raise
         job = _Job(jid, q, workspace, work, rec)
-        self._live[jid] = job
-        q.submitted += 1
-        self.jobs_submitted += 1
-        # it enters its queue: FIFO over all workspaces and per workspace
-        job.seq = self._seq = self._seq + 1
-        q.waiting[jid] = job
-        dq = q.by_ws.get(workspace)
-        if dq is None:
-            q.by_ws[workspace] = deque((job,))
-        else:
-            dq.append(job)
+        self._enter(job)
         if self._closing is not None:  # closed while its queued record was being saved
             await self._close_waiting(job)
         else:

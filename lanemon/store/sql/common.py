@@ -13,8 +13,8 @@ from lanemon.store.sql.backend import SCHEMA_VERSION, JobSpec, LaneRow, SessionR
 from lanemon.store.url import StoreError
 
 __all__ = [
-    "BackendSession", "JOB_COLS", "LANE_COLS", "QUEUED_COLS", "SESSION_COLS", "check_version", "dump_rows",
-    "job_record", "lane_row", "new_session", "session_row", "stored_job",
+    "BackendSession", "JOB_COLS", "LANE_COLS", "QUEUED_COLS", "SESSION_COLS", "check_version",
+    "dump_by_read", "dump_rows", "job_record", "lane_row", "new_session", "session_row", "stored_job",
 ]
 
 LANE_COLS = "name, workspace, owner, session, epoch, claimed_at, lease_until, stop_requested, stop_reason"
@@ -98,6 +98,15 @@ def dump_rows(fetch, now: float) -> dict[str, Any]:
             "stats": stats, "stale_releases": stats.get("stale_releases", 0), "sessions": sessions,
             "busy": busy}
 
+
+
+async def dump_by_read(read) -> dict[str, Any]:
+    """``dump_rows`` over a backend's ``read(queries)`` (one read snapshot, the store clock):
+    both backends' ``dump``."""
+    wanted: list[str] = []
+    dump_rows(lambda sql: wanted.append(sql) or [], 0.0)  # the queries dump_rows makes
+    now, rows = await read([(sql, ()) for sql in wanted])
+    return dump_rows(dict(zip(wanted, rows)).__getitem__, now)
 
 def check_version(version: int, where: str) -> None:
     if version > SCHEMA_VERSION:

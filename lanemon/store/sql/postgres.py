@@ -97,7 +97,7 @@ from lanemon.store.sql.common import (
     SESSION_COLS,
     BackendSession,
     check_version,
-    dump_rows,
+    dump_by_read,
     job_record,
     lane_row,
     session_row,
@@ -776,24 +776,7 @@ class PostgresBackend(BackendSession):
     # -- everything --------------------------------------------------------------------
     async def dump(self) -> dict[str, Any]:
         """Every table as plain data, read in one REPEATABLE READ snapshot."""
-        wanted: list[str] = []
-        dump_rows(lambda sql: wanted.append(sql) or [], 0.0)  # the queries dump_rows makes
-        pool = self._pool
-        if pool is None:
-            raise StoreError(f"postgresql store {self.url.redacted()} is closed")
-        try:
-            async with pool.connection() as conn:
-                async with conn.transaction():
-                    await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                    cur = await conn.execute(_SQL["clock"], (self.clock_skew,))
-                    now = (await cur.fetchone())[0]
-                    results = {}
-                    for sql in wanted:
-                        cur = await conn.execute(sql)
-                        results[sql] = await cur.fetchall()
-        except psycopg.Error as exc:
-            raise StoreError(explain(self.url, exc)) from None
-        return dump_rows(results.__getitem__, now)
+        return await dump_by_read(self.read)
 
     async def read(self, queries: list[tuple[str, tuple]]) -> tuple[float, list[list[tuple]]]:
         """Run the SELECTs ``queries`` (``?`` placeholders, made ``%s`` here) in one

@@ -46,7 +46,7 @@ from lanemon.store.sql.common import (
     SESSION_COLS,
     BackendSession,
     check_version,
-    dump_rows,
+    dump_by_read,
     job_record,
     lane_row,
     session_row,
@@ -411,13 +411,8 @@ class SqliteBackend(BackendSession):
 
     # -- everything --------------------------------------------------------------------
     async def dump(self) -> dict[str, Any]:
-        db = self._require()
-        cur = db.cursor()
-        cur.execute("BEGIN")  # one snapshot for every table (WAL: a reader never waits)
-        try:
-            return dump_rows(lambda sql: cur.execute(sql).fetchall(), self._now())
-        finally:
-            cur.execute("COMMIT")
+        """Every table as plain data, in one read snapshot (WAL: a reader never waits)."""
+        return await dump_by_read(self.read)
 
     async def read(self, queries: list[tuple[str, tuple]]) -> tuple[float, list[list[tuple]]]:
         """Run the SELECTs ``queries`` (``?`` placeholders) in one read snapshot (WAL: no
