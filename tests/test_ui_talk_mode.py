@@ -408,13 +408,21 @@ def test_presenter_toggle_leaves_hidden_tabs_alone_and_they_look_right_when_show
     assert len(hidden) > 100
     for w in hidden:
         w.installEventFilter(counter)
+    fonts_changed = {key: 0 for key in win.views}  # a hidden view's fonts: with its page, later
+    for key, view in win.views.items():
+        def counted(key=key, own=view.fonts_changed):
+            fonts_changed[key] += 1
+            own()
+        view.fonts_changed = counted
     win.talk.set_presenter(True)
     for w in hidden:
         w.removeEventFilter(counter)
     assert Count.n == 0, f"{Count.n} style changes in hidden tab pages during the toggle"
+    assert fonts_changed == {key: int(key == "runs") for key in win.views}, fonts_changed
     # then, in the idle time after, the hidden pages take the new look, shown or not
     pages = [win.tabs.widget(i) for i in range(win.tabs.count())]
     qtbot.waitUntil(lambda: all(p.styleSheet() == theme.stylesheet() for p in pages), timeout=10_000)
+    qtbot.waitUntil(lambda: all(n == 1 for n in fonts_changed.values()), timeout=10_000)
     assert win.tabs.currentWidget() is pages[0]
 
     for on in (True, False):
