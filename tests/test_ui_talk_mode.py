@@ -361,7 +361,7 @@ def _page_look(win, key):
     box = next(g for g in page.findChildren(QGroupBox) if g.isVisible())
     img = box.grab().toImage()
     fill = img.pixelColor(4, img.height() // 2).name()
-    buttons = [b for b in page.findChildren(QPushButton) if b.isVisible() and not b.styleSheet()]
+    buttons = [b for b in page.findChildren(QPushButton) if b.isVisible() and b.isEnabled() and not b.styleSheet()]
     button = None
     if buttons:
         img = buttons[0].grab().toImage()

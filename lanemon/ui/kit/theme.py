@@ -269,6 +269,7 @@ def stylesheet() -> str:
     QPushButton {{ padding: {4*s:.0f}px {12*s:.0f}px; border: 1px solid {BORDER}; border-radius: 5px;
                    background: {BG}; }}
     QPushButton:hover {{ background: {HOVER}; }}
+    QPushButton:disabled {{ color: {MUTED}; background: {PANEL_BG}; border-style: dashed; }}
     QPushButton[run="true"] {{ color: {RUN_TEXT}; font-weight: bold; border: none;
                                padding: {7*s:.0f}px {10*s:.0f}px; }}
     QStatusBar {{ background: {PANEL_BG}; color: {MUTED}; border-top: 1px solid {GRID}; }}
@@ -373,9 +374,14 @@ def _apply_qpalette(app: QApplication) -> None:
         # tables (and inputs) on BG, text in FG: what the style sheet's rules did, cheaper
         wanted = ((role.Base, BG), (role.WindowText, FG), (role.Text, FG), (role.ButtonText, FG),
                   (role.ToolTipText, FG))
-        if any(pal.color(g, r) != QColor(v) for r, v in wanted for g in _GROUPS):
-            for r, v in wanted:
-                pal.setColor(r, QColor(v))    # every state, disabled too, as the rule did
+        # a disabled control's text is muted: it must not look like one that acts
+        disabled = ((role.WindowText, MUTED), (role.Text, MUTED), (role.ButtonText, MUTED))
+        wanted_in = {g: dict(wanted) for g in _GROUPS}
+        wanted_in[QPalette.ColorGroup.Disabled].update(disabled)
+        if any(pal.color(g, r) != QColor(v) for g in _GROUPS for r, v in wanted_in[g].items()):
+            for g in _GROUPS:
+                for r, v in wanted_in[g].items():
+                    pal.setColor(g, r, QColor(v))
             app.setPalette(pal)
         return
     if _light_qpalette is None:
@@ -390,10 +396,9 @@ def _apply_qpalette(app: QApplication) -> None:
                      (role.Light, BORDER), (role.Midlight, GRID), (role.Mid, BORDER),
                      (role.Dark, QT_SHADOW), (role.Shadow, QT_SHADOW)):
         pal.setColor(r, QColor(value))
-    # Disabled text stays FG: the look the old ``QWidget { color }`` rule gave (it
-    # overrode every state); greying it out would be a visible change.
+    # a disabled control's text is muted: it must not look like one that acts
     for r in (role.WindowText, role.Text, role.ButtonText):
-        pal.setColor(group.Disabled, r, QColor(FG))
+        pal.setColor(group.Disabled, r, QColor(MUTED))
     app.setPalette(pal)
 
 
