@@ -340,7 +340,8 @@ class MainWindow(QMainWindow):
         self._style_warning()
 
     def export_chart_png(self, path: str) -> None:
-        exports.save_png(self.chart, path)
+        with self.chart.own_stall("chart export"):    # the grab and the PNG written: named on the chart
+            exports.save_png(self.chart, path)
 
     def export_chart_to(self, path: str) -> bool:
         try:

@@ -391,7 +391,8 @@ class TalkMode(QObject):
         """A PNG of the window as it is; returns the path (``None`` if it could not be written)."""
         path = path or self.screenshot_path()
         try:
-            exports.save_png(self.window, path)
+            with self.window.chart.own_stall("screenshot"):   # the grab and the PNG written: named
+                exports.save_png(self.window, path)
         except OSError as exc:
             self._say(f"Screenshot not saved: {cannot_write(path, exc)}", 10000)
             return None
