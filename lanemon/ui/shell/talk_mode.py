@@ -11,7 +11,8 @@ lets a focused input claim a key before a shortcut does, and the run actions
 check the focus once more):
 
     1 / 2 / 3        start a whole / sliced / worker run (the runs panel's job)
-    Space            pause / resume the chart (the heartbeat keeps recording)
+    Space            pause / resume the chart (the heartbeat keeps recording); P while
+                     a talk is loaded (``set_talk_keys``: Space is then the talk's next step)
     F5               presenter mode: 1.5x type, high-contrast dark theme, the
                      log lag axis (leaving it brings back the axis chosen
                      outside presenter mode)
@@ -58,6 +59,7 @@ from lanemon.ui.shell import exports
 
 PRESENTER_SCALE = 1.5
 PRESENTER_CHART_SHARE = 0.44     # of the window's height, chart versus the views below
+TALK_CHART_SHARE = 0.58          # the same while a talk is loaded (its caption sits on the chart)
 SCREENSHOT_DIR_ENV = "LANEMON_SCREENSHOT_DIR"
 TRACE_ENV = "LANEMON_TRACE"
 
@@ -139,6 +141,11 @@ class ShortcutOverlay(QWidget):
                 f"<div style='color:{theme.SHORTCUT_HINT}; margin-top:{int(12 * s)}px'>"
                 "Esc, F1 or a click closes this</div>")
 
+    def set_rows(self, rows: list[tuple[str, str]]) -> None:
+        """The (keys, what) listed."""
+        self._rows = rows
+        self.text.setText(self._html())
+
     def open(self) -> None:
         self._return_focus = QApplication.focusWidget()
         self.setGeometry(self.parentWidget().rect())
@@ -183,6 +190,7 @@ class TalkMode(QObject):
         self._split_sizes: list[int] | None = None
         self._log_outside: bool | None = None   # the chart's axis outside presenter mode, while in it
         self._traced: set[int] = set()
+        self._talk_loaded = False
         self._shown = False
         self._blocking: str | None = None    # the "blocking the loop" notice the status bar was given
         self.last_screenshot: str | None = None
@@ -263,6 +271,25 @@ class TalkMode(QObject):
             rows.append((keys, text))
         return rows
 
+    def file_menu(self) -> QMenu:
+        """The menu bar's File menu (others add their file items to it)."""
+        return _menu(self.window, "&File")
+
+    def set_talk_keys(self, rows: list[tuple[str, str]] | None) -> None:
+        """A talk is loaded (``rows``: its keys, added to the shortcut list) or none is
+        (``None``): while one is, Space belongs to the talk and pausing the chart is P."""
+        self.actions["pause"].setShortcuts([QKeySequence("P" if rows else "Space")])
+        self.overlay.set_rows(self.shortcut_rows() + list(rows or []))
+        self._talk_loaded = rows is not None
+        split = self.window.centralWidget()
+        if self.presenter and self._split_sizes is not None and isinstance(split, QSplitter):
+            self._share_split(split)     # the caption's room, in presenter mode now
+
+    def _share_split(self, split: QSplitter) -> None:
+        total = sum(split.sizes())
+        share = int(total * (TALK_CHART_SHARE if self._talk_loaded else PRESENTER_CHART_SHARE))
+        split.setSizes([share, total - share])
+
     def _apply_look(self) -> None:
         theme.set_palette("dark" if self.presenter else self.theme)
         self.window.set_font_scale(PRESENTER_SCALE if self.presenter else 1.0)
@@ -278,8 +305,7 @@ class TalkMode(QObject):
             # large type needs a little more room below the chart; the old split comes back after
             if self.presenter and self._split_sizes is None and sum(split.sizes()) > 0:
                 self._split_sizes = split.sizes()
-                total = sum(self._split_sizes)
-                split.setSizes([int(total * PRESENTER_CHART_SHARE), total - int(total * PRESENTER_CHART_SHARE)])
+                self._share_split(split)
             elif not self.presenter and self._split_sizes is not None:
                 split.setSizes(self._split_sizes)
                 self._split_sizes = None
