@@ -84,7 +84,7 @@ undo = [ { counters = "stop" } ]
 title = "A claim is not a lock"
 text = """A claim is stored state (owner, token, TTL) that takes the counter out of the candidates.
 No red, and the staff still work side by side."""
-do = [ { counters = "start", strategy = "claim_finalize" } ]
+do = [ { counters = "start", strategy = "claim" } ]
 undo = [ { counters = "stop" } ]
 
 [[step]]

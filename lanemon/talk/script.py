@@ -26,7 +26,7 @@ Actions (one inline table each; the first key names the kind):
   every hold), ``{ lanes = "busy", workspace = W[, on = false] }``;
 - ``{ counters = "strategy", strategy = S }``, ``{ counters = "start"[, strategy = S] }``,
   ``{ counters = "stop" }``, ``{ counters = "compare" }`` (S: short_lock, long_lock,
-  claim_finalize);
+  claim);
 - ``{ scenario = "overlap"|"pause"|"kill"|"counters"|"stop" }`` (the Processes tab's
   Scenarios box);
 - ``{ agents = "start"[, count = N] }``, ``{ agents = "pause"|"resume" }`` (the first
@@ -63,7 +63,7 @@ TABS = ("runs", "placement", "lanes", "counters", "programs", "processes")
 RUN_KINDS = ("whole", "sliced", "worker")
 WORKER_KINDS = ("cold", "warm", "thread")
 QUEUES = ("reservations", "cafe")
-STRATEGIES = ("short_lock", "long_lock", "claim_finalize")
+STRATEGIES = ("short_lock", "long_lock", "claim")
 SCENARIOS = ("overlap", "pause", "kill", "counters")
 WAITS = ("run", "compare")
 LANES_DOS = ("add", "burst", "hold", "release", "fail", "stop", "busy")
