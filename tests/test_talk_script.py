@@ -198,7 +198,8 @@ def test_check_exits_2_with_the_line_on_stderr(tmp_path, capsys):
     assert cli.main(["--talk", str(path), "--check"]) == 2
     out, err = capsys.readouterr()
     assert out == ""
-    assert err.strip() == f"lanemon: error: {path}, line 3: cpu_ms = -3 is out of range (more than 0 and at most 600,000)"
+    assert err.strip() == (f"lanemon: error: {path}, line 3: cpu_ms = -3 is out of range "
+                           "(more than 0 and at most 600,000)")
 
 
 def test_a_talk_with_an_error_never_opens_the_window(tmp_path, capsys, monkeypatch):

@@ -83,6 +83,7 @@ class TalkPlayer(QObject):
         self.pending_next = False               # a next key pressed while the step waits
         self.errors: list[str] = []             # actions that failed (said in the status bar)
         self._task: asyncio.Task | None = None  # the current step's actions and wait
+        self._waiting = False                   # ... in its wait
         self._compare: asyncio.Task | None = None
         self._message: QMessageBox | None = None
         self.caption = TalkCaption()
@@ -168,24 +169,35 @@ class TalkPlayer(QObject):
     # --- moving ------------------------------------------------------------------------------
     def _key(self, key: Qt.Key, text: str, what: str) -> None:
         focus = QApplication.focusWidget()
-        if typing_into(focus):       # the field's key, not the talk's
+        if typing_into(focus):       # the field's key, not the talk's: given to it
             mods = Qt.KeyboardModifier.NoModifier
-            QApplication.sendEvent(focus, QKeyEvent(QEvent.Type.KeyPress, key, mods, text))
-            QApplication.sendEvent(focus, QKeyEvent(QEvent.Type.KeyRelease, key, mods, text))
+            for a in self.keys:      # (a key sent to a widget goes through the shortcuts again)
+                a.setEnabled(False)
+            try:
+                QApplication.sendEvent(focus, QKeyEvent(QEvent.Type.KeyPress, key, mods, text))
+                QApplication.sendEvent(focus, QKeyEvent(QEvent.Type.KeyRelease, key, mods, text))
+            finally:
+                for a in self.keys:
+                    a.setEnabled(True)
             return
         getattr(self, what if what != "blank" else "toggle_blank")()
 
     def next(self) -> None:
-        """The next step (see the module docstring: blank, waiting, the last step)."""
+        """The next step (see the module docstring: blank, actions under way, waiting, the
+        last step)."""
         if self.talk is None:
             return
         if self.blank:
             self.set_blank(False)
             return
-        if self.busy and not self.pending_next:
-            self.pending_next = True
-            self.caption.set_note(f"{self._waiting_for()} · next step when it ends "
-                                  "(PageDown again: now)")
+        if self.busy:
+            if self._waiting and self.pending_next:
+                self._advance()          # pressed again while waiting: now
+                return
+            self.pending_next = True     # after the actions (and the wait)
+            if self._waiting:
+                self.caption.set_note(f"{self._waiting_for()} · next step when it ends "
+                                      "(PageDown again: now)")
             return
         self._advance()
 
@@ -214,7 +226,7 @@ class TalkPlayer(QObject):
         self.index -= 1
         self._show()
         if left.undo:
-            self._task = asyncio.ensure_future(self._run_actions(left.undo, left.number))
+            self._task = asyncio.ensure_future(self._play(left, undo=True))
 
     def first(self) -> None:
         """Step 1's caption; nothing run, nothing undone."""
@@ -252,27 +264,38 @@ class TalkPlayer(QObject):
     def _enter(self) -> None:
         self._show()
         step = self.talk.steps[self.index]
-        self._task = asyncio.ensure_future(self._play(step))
+        if step.actions or step.wait:
+            self._task = asyncio.ensure_future(self._play(step))
+        else:
+            trace(f"talk step {step.number} ready")
 
     def _cancel_step(self) -> None:
         """Stop waiting for the current step (what its actions started goes on)."""
         self.pending_next = False
+        self._waiting = False
         task, self._task = self._task, None
         if task is not None and not task.done():
             task.cancel()
 
-    async def _play(self, step) -> None:
-        await self._run_actions(step.actions, step.number)
-        if step.wait is not None:
-            self.caption.set_note(self._waiting_for(step.wait))
+    async def _play(self, step, undo: bool = False) -> None:
+        """The step's actions (``undo``: its undo actions, the step shown being the one
+        before it), its wait, then the next step if one was asked for meanwhile."""
+        await self._run_actions(step.undo if undo else step.actions, step.number)
+        if step.wait is not None and not undo:
+            self._waiting = True
+            note = self._waiting_for(step.wait)
+            if self.pending_next:
+                note += " · next step when it ends (PageDown again: now)"
+            self.caption.set_note(note)
             await self._until(lambda: self._ended(step.wait))
+            self._waiting = False
         if self.pending_next:
             self.pending_next = False
             self._task = None
             self._advance()
             return
         self.caption.set_note("")
-        trace(f"talk step {step.number} ready")
+        trace(f"talk step {self.talk.steps[self.index].number} ready")
 
     def _waiting_for(self, wait: str | None = None) -> str:
         wait = wait or self.talk.steps[self.index].wait
