@@ -59,7 +59,7 @@ from lanemon.ui.shell import exports
 
 PRESENTER_SCALE = 1.5
 PRESENTER_CHART_SHARE = 0.44     # of the window's height, chart versus the views below
-TALK_CHART_SHARE = 0.58          # the same while a talk is loaded (its caption sits on the chart)
+TALK_CHART_SHARE = 0.52          # the same while a talk is loaded (its caption sits on the chart)
 SCREENSHOT_DIR_ENV = "LANEMON_SCREENSHOT_DIR"
 TRACE_ENV = "LANEMON_TRACE"
 

@@ -279,8 +279,12 @@ class TalkPlayer(QObject):
 
     async def _play(self, step, undo: bool = False) -> None:
         """The step's actions (``undo``: its undo actions, the step shown being the one
-        before it), its wait, then the next step if one was asked for meanwhile."""
+        before it), the tab shown brought up to date, its wait, then the next step if one
+        was asked for meanwhile."""
         await self._run_actions(step.undo if undo else step.actions, step.number)
+        for view in self._window.views.values():
+            if view.isVisible():
+                view.refresh_now()       # what the step did is on screen now, not a tick later
         if step.wait is not None and not undo:
             self._waiting = True
             note = self._waiting_for(step.wait)
