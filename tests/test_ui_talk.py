@@ -287,3 +287,20 @@ def test_open_talk_with_an_error_says_the_line_and_the_window_stays(qtbot, tmp_p
                                  '"counters", "programs", "processes"', False, False, "Space")
     assert opened == (True, ("Hello", "step 1 / 1"), "P")
     assert menu[0] == "Open &talk…"
+
+
+def test_the_shortcut_list_with_a_talks_keys_fits_a_1024x768_window_in_presenter_mode(qtbot):
+    """Four more rows did not fit at presenter mode's type: the last one was cut off."""
+    async def scenario(win):
+        await _ready(win)
+        win.talk.set_presenter(True)
+        win.talk_player.load(parse(NAV))
+        win.talk.toggle_overlay()
+        overlay = win.talk.overlay
+        await wait_until(lambda: overlay.isVisible(), 10)
+        # (a layout squeezes a panel taller than the window into it, cutting its last rows off)
+        return overlay.panel.sizeHint().height() <= overlay.height(), overlay.text.text().count("<tr>")
+
+    rc, (fits, rows), errors = run_window(scenario, size=(1024, 768))
+    assert rc == 0 and errors == []
+    assert fits and rows == 15

@@ -101,6 +101,7 @@ class ShortcutOverlay(QWidget):
         self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self._rows = rows
+        self._fit = 1.0          # the type's share of its size, so that every row fits (``fit_height``)
         self._return_focus: QWidget | None = None
         self.panel = QFrame(self)
         self.panel.setObjectName("shortcutPanel")
@@ -123,13 +124,26 @@ class ShortcutOverlay(QWidget):
             f"#shortcutPanel {{ background: {theme.SHORTCUT_PANEL}; border: 2px solid {theme.SHORTCUT_BORDER};"
             f" border-radius: {int(12 * s)}px; padding: {pad}px {int(pad * 1.6)}px; }}"
             f"#shortcutPanel QLabel {{ color: {theme.SHORTCUT_TEXT}; background: transparent; }}")
+        self._set_text()
+
+    def _set_text(self) -> None:
         font = self.text.font()
-        font.setPointSizeF(theme.pt(15))
+        font.setPointSizeF(theme.pt(15) * self._fit)
         self.text.setFont(font)
         self.text.setText(self._html())
 
+    def fit_height(self) -> None:
+        """Smaller type (down to about half) until the list fits the window's height: more rows
+        (a talk's keys) than fit at presenter mode's size on a 768-pixel screen."""
+        room = self.parentWidget().height() - 8
+        self._fit = 1.0
+        self._set_text()
+        while self.panel.sizeHint().height() > room and self._fit > 0.5:
+            self._fit *= 0.92
+            self._set_text()
+
     def _html(self) -> str:
-        s = theme.font_scale()
+        s = theme.font_scale() * self._fit
         gap = int(28 * s)
         rows = "".join(
             f"<tr><td align=right style='color:{theme.SHORTCUT_KEY}; font-family:\"DejaVu Sans Mono\";"
@@ -144,11 +158,12 @@ class ShortcutOverlay(QWidget):
     def set_rows(self, rows: list[tuple[str, str]]) -> None:
         """The (keys, what) listed."""
         self._rows = rows
-        self.text.setText(self._html())
+        self._set_text()
 
     def open(self) -> None:
         self._return_focus = QApplication.focusWidget()
         self.setGeometry(self.parentWidget().rect())
+        self.fit_height()
         self.raise_()
         self.show()
         self.setFocus(Qt.FocusReason.OtherFocusReason)
@@ -451,6 +466,7 @@ class TalkMode(QObject):
             kind = event.type()
             if kind == QEvent.Type.Resize and self.overlay.isVisible():
                 self.overlay.setGeometry(self.window.rect())
+                self.overlay.fit_height()
             elif kind == QEvent.Type.Show and not self._shown:
                 self._shown = True
                 self._fit_split()        # presenter mode restored before the window had a size
