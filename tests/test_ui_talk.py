@@ -210,8 +210,18 @@ title = "Release"
 do = [ { lanes = "release", workspace = "ws-07" }, { lanes = "busy", workspace = "ws-08", on = false } ]
 
 [[step]]
+title = "Fail, stop, burst"
+do = [
+  { lanes = "add", workspace = "ws-09", seconds = 0.1 },
+  { lanes = "fail", workspace = "ws-09" },
+  { lanes = "add", workspace = "ws-10", seconds = 30 },
+  { lanes = "stop", workspace = "ws-10" },
+  { lanes = "burst", jobs = 4, workspaces = 2, queue = "cafe", seconds = 0.05 },
+]
+
+[[step]]
 title = "Counters"
-do = [ { counters = "start", strategy = "long_lock" } ]
+do = [ { counters = "strategy", strategy = "claim" }, { counters = "start", strategy = "long_lock" } ]
 
 [[step]]
 title = "Compare"
@@ -239,6 +249,12 @@ def test_actions_reach_the_real_views(qtbot):
         p.next()
         await wait_until(lambda: s.job(behind) is not None and s.job(behind).phase == "done", 20)
         after = (s.job(held).state, s.job(behind).state, s.occupancy.is_busy("ws-08"))
+        first = s._next_id + 1
+        p.next()
+        await wait_until(lambda: not p.busy, 10)
+        await wait_until(lambda: all((j := s.job(i)) is not None and j.phase == "done"
+                                     for i in range(first, first + 6)), 30)
+        ended = [(s.job(i).workspace, s.job(i).queue, s.job(i).state) for i in range(first, first + 6)]
         p.next()
         await wait_until(lambda: not p.busy, 10)
         running = (counters.running, counters.form.strategy_key())
@@ -248,14 +264,17 @@ def test_actions_reach_the_real_views(qtbot):
         p.next()
         await wait_until(lambda: not p.busy, 10)
         agents = (procs.result.text(), win.statusBar().currentMessage())
-        return before, after, running, compared, agents, p.errors
+        return before, after, ended, running, compared, agents, p.errors
 
-    rc, (before, after, running, compared, agents, said), errors = run_window(scenario)
+    rc, (before, after, ended, running, compared, agents, said), errors = run_window(scenario)
     assert rc == 0 and errors == [] and said == []
     shown, held_phase, behind_phase, busy, notice = before
     assert shown and held_phase == "saving" and behind_phase == "waiting" and busy
     assert "ws-08 is busy outside" in notice
     assert after == ("succeeded", "succeeded", False)
+    assert ended == [("ws-09", "reservations", "failed"), ("ws-10", "reservations", "cancelled"),
+                     ("ws-01", "cafe", "succeeded"), ("ws-02", "cafe", "succeeded"),
+                     ("ws-01", "cafe", "succeeded"), ("ws-02", "cafe", "succeeded")]
     assert running == (True, "long_lock")
     assert compared == (False, ["claim", "long_lock", "short_lock"])
     text, status = agents
@@ -304,3 +323,28 @@ def test_the_shortcut_list_with_a_talks_keys_fits_a_1024x768_window_in_presenter
     rc, (fits, rows), errors = run_window(scenario, size=(1024, 768))
     assert rc == 0 and errors == []
     assert fits and rows == 15
+
+
+def test_the_whole_example_talk_runs_to_its_end_with_no_action_failing(qtbot):
+    from lanemon.talk import EXAMPLE
+
+    async def scenario(win):
+        p = win.talk_player
+        await _ready(win)
+        p.load(parse(EXAMPLE, "example"))
+        titles = []
+        for _ in range(len(p.talk.steps)):
+            await wait_until(lambda: not p.busy, 120)
+            titles.append(p.caption.title.text())
+            p.next()
+        counters = win.views["counters"]
+        return (titles, p.errors, [(r.kind, r.status) for r in win.controller.records],
+                sorted(counters.compare.results or {}), win.views["lanes"].checker.violations)
+
+    rc, (titles, said, runs, compared, violations), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert said == []
+    assert len(titles) == 12 and titles[-1] == "Questions?"
+    assert runs == [("whole", "done"), ("sliced", "done"), ("warm", "done")]
+    assert compared == ["claim", "long_lock", "short_lock"]
+    assert violations == []
