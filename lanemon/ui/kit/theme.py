@@ -106,6 +106,11 @@ SHORTCUT_TEXT = "#ffffff"
 SHORTCUT_KEY = "#ffd23f"                  # the keys column
 SHORTCUT_HINT = "#c3cad6"                 # "Esc, F1 or a click closes this"
 
+# A talk (lanemon.ui.talk): the caption's accent (its step counter and left edge) and the
+# blank screen (B or "."), black in both palettes as a projector's blank is.
+TALK_ACCENT = "#1f5fa8"
+TALK_BLANK = "#000000"
+
 # Probed programs (the Programs tab and their lag lines on the heartbeat chart): a program's
 # colour is PROGRAM_COLORS[its index % len]; chosen apart from the run kinds' shading.
 PROGRAM_COLORS = ("#0c8599", "#c2255c", "#5c940d", "#7048e8", "#e8590c", "#1864ab", "#a61e4d", "#2b8a3e")
@@ -119,7 +124,7 @@ COLOR_NAMES = (
     "COUNTER_CLAIMED", "COUNTER_ASSIGNED", "COUNTER_DOUBLE", "CLAIM_TTL_BAR",
     "STAFF_STATE_COLORS", "STAFF_SELECTED", "JOB_STATE_COLORS", "QUEUE_COLORS", "HELD_SAVE",
     "WAITING_JOB", "OVERLAP_RUN", "SHORTCUT_SHADE", "SHORTCUT_PANEL", "SHORTCUT_BORDER", "SHORTCUT_TEXT",
-    "SHORTCUT_KEY", "SHORTCUT_HINT", "PROGRAM_COLORS", "PROGRAM_STALE",
+    "SHORTCUT_KEY", "SHORTCUT_HINT", "PROGRAM_COLORS", "PROGRAM_STALE", "TALK_ACCENT", "TALK_BLANK",
 )
 """The names every palette defines (``PLACE_COLORS`` follows from them)."""
 
@@ -176,6 +181,7 @@ PALETTES = {
         "PROGRAM_COLORS": ("#3bc9db", "#ff8cc6", "#a9e34b", "#b197fc", "#ffa94d", "#74c0fc", "#f783ac",
                            "#69db7c"),
         "PROGRAM_STALE": "#6c7588",
+        "TALK_ACCENT": "#ffd23f", "TALK_BLANK": "#000000",
     },
 }
 _palette = "light"

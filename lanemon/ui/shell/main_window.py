@@ -24,6 +24,7 @@ Hooks for later views and presenter mode:
 - ``talk`` (``lanemon/ui/shell/talk_mode.py``): menus, shortcuts, presenter mode,
   full screen, the shortcut overlay and About; ``app.main`` restores and saves
   the settings (``lanemon/ui/shell/settings.py``).
+- ``talk_player`` (``lanemon/ui/talk/player.py``): a talk script's steps, caption and keys.
 """
 
 from __future__ import annotations
@@ -177,6 +178,9 @@ class MainWindow(QMainWindow):
         # talk mode: menus, shortcuts, presenter mode, full screen, the shortcut overlay, About
         from lanemon.ui.shell.talk_mode import install as install_talk_mode
         self.talk = install_talk_mode(self)
+        # talk scripts: File -> Open talk..., the caption over the chart, the clicker's keys
+        from lanemon.ui.talk.player import install as install_talk_player
+        self.talk_player = install_talk_player(self)
         for region in self._regions():     # before the first show: nothing to restyle yet
             theme.restyle(region)
         theme.apply_frame(self, (self.tabs,))
