@@ -1,6 +1,7 @@
 """The ``lanemon`` command.
 
     lanemon [--store URL]         open the window (its lanes on a shared store)
+    lanemon --replay FILE         open the window replaying a recording (File -> Record)
     lanemon measure [...]         run whole / sliced / worker, write the report
     lanemon place --cpu-ms X      say where a job belongs (word, then reason)
     lanemon bench [NAME|all]      print measured figures
@@ -116,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--store", metavar="URL", default=None, dest="window_store",
                         help="the window's Lanes & queues on a shared store (sqlite:///path/file.db or "
                              "postgresql://host/db; default: its own simulation, memory:)")
+    parser.add_argument("--replay", metavar="FILE", default=None, dest="window_replay",
+                        help="open the window replaying this recording (made with File -> Record)")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     m = sub.add_parser("measure", help="run the job whole, sliced and in a worker; write the report")
@@ -469,7 +472,7 @@ def cmd_window(args) -> int:
     steady_process_settings()  # before numpy and Qt are imported
     from lanemon.ui.shell.app import run_app
 
-    return run_app(store_url=args.window_store)
+    return run_app(store_url=args.window_store, replay_path=args.window_replay)
 
 
 COMMANDS = {
@@ -506,6 +509,11 @@ def main(argv: list[str] | None = None) -> int:
                 parse(args.window_store)
             except StoreError as exc:
                 raise BadInput(f"--store: {exc}") from None
+        if args.window_replay is not None:
+            if args.command is not None:
+                raise BadInput(f"--replay opens the window; it takes no command ({args.command})")
+            if not os.path.isfile(args.window_replay):
+                raise BadInput(f"--replay: no such file: {args.window_replay}")
         return COMMANDS[args.command](args)
     except BadInput as exc:
         print(f"lanemon: error: {exc}", file=sys.stderr)

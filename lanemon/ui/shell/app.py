@@ -154,7 +154,8 @@ def scheduler_on(store):
                      events=hub)
 
 
-async def main(window: MainWindow | None = None, store_url: str | None = None) -> int:
+async def main(window: MainWindow | None = None, store_url: str | None = None,
+               replay_path: str | None = None) -> int:
     """Show ``window`` (a new ``MainWindow`` by default) until it is closed.
 
     ``store_url`` (``lanemon --store URL``; only with a new window): the Lanes &
@@ -162,6 +163,9 @@ async def main(window: MainWindow | None = None, store_url: str | None = None) -
     shared with other processes (its keeper renews the window's leases; waiting
     workspaces are looked at again every :data:`STORE_RETRY_S`); a store that
     cannot be opened is said in the window, which stays up on its own simulation.
+    ``replay_path`` (``lanemon --replay FILE``): that recording is opened once the window
+    shows (``window.replay.open_recording``; one that cannot be read is said in a message
+    box and the window stays up, live).
     The store session is closed after the window's scheduler let go of its lanes.
 
     Returns the exit status: 0 after a close by the user, 128 + the signal's
@@ -200,6 +204,8 @@ async def main(window: MainWindow | None = None, store_url: str | None = None) -
     if store_problem:
         win.warn(store_problem)
     win.start()
+    if replay_path:
+        win.replay.open_recording(replay_path)
     gc.collect()
     gc.freeze()
     try:
@@ -219,8 +225,9 @@ async def main(window: MainWindow | None = None, store_url: str | None = None) -
     return 0 if door.received is None else 128 + door.received
 
 
-def run_app(argv: list[str] | None = None, store_url: str | None = None) -> int:
-    """Open the window; returns the exit code once it is closed."""
+def run_app(argv: list[str] | None = None, store_url: str | None = None,
+            replay_path: str | None = None) -> int:
+    """Open the window (replaying ``replay_path`` if given); returns the exit code once it is closed."""
     app = application(argv)
     with asyncio.Runner(loop_factory=lambda: qasync.QEventLoop(app)) as runner:
-        return runner.run(main(store_url=store_url))
+        return runner.run(main(store_url=store_url, replay_path=replay_path))

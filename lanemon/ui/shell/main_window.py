@@ -21,6 +21,8 @@ Hooks for later views and presenter mode:
   window closes.
 - ``export_chart_to(path)``: write the chart's PNG and say the outcome (written,
   or why not) in the Runs tab's banner; returns whether it was written.
+- ``replay`` (``lanemon/ui/replay/mode.py``): File -> Record, File -> Open recording...
+  and the replay shown in the window's own views.
 - ``talk`` (``lanemon/ui/shell/talk_mode.py``): menus, shortcuts, presenter mode,
   full screen, the shortcut overlay and About; ``app.main`` restores and saves
   the settings (``lanemon/ui/shell/settings.py``).
@@ -176,6 +178,9 @@ class MainWindow(QMainWindow):
         # talk mode: menus, shortcuts, presenter mode, full screen, the shortcut overlay, About
         from lanemon.ui.shell.talk_mode import install as install_talk_mode
         self.talk = install_talk_mode(self)
+        # File -> Record and File -> Open recording..., the replay in the chart's place
+        from lanemon.ui.replay.mode import install as install_replay
+        self.replay = install_replay(self)
         for region in self._regions():     # before the first show: nothing to restyle yet
             theme.restyle(region)
         theme.apply_frame(self, (self.tabs,))
