@@ -346,7 +346,7 @@ class CountersGrid(QWidget):
             p.setBrush(Qt.BrushStyle.NoBrush)
             p.drawRect(rects[self.selected].adjusted(1, 1, -1, -1))
         if self.highlighted:
-            width = max(4.0, 4.0 * theme.font_scale())
+            width = max(6.0, 6.0 * theme.font_scale())
             p.setPen(QPen(QColor(theme.RACE_HIGHLIGHT), width))
             p.setBrush(Qt.BrushStyle.NoBrush)
             half = width / 2

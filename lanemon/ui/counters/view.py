@@ -44,8 +44,9 @@ replay, ``lanemon.ui.replay``, calls them): the grid, the staff strip, the headl
 the tallies draw the snapshot they are handed (a recording's, at the replay's position)
 instead of the simulation's; the counter and the staff members of a double assignment
 being explained are ringed (``theme.RACE_HIGHLIGHT``). A running simulation is stopped
-on entering; the controls are disabled until the replay ends, then the view shows
-its own simulation (or the store it followed) again.
+on entering; the simulation's controls (which hold the live settings, not the
+recording's) are hidden and the source picker disabled until the replay ends, then the
+view shows its own simulation (or the store it followed) again.
 
 ``sim_changed`` (signal) is emitted with each new ``Simulation`` the view makes
 (``reset``): a recording attaches to it (``lanemon.ui.replay.record``).
@@ -579,7 +580,7 @@ class CountersView(LiveView):
             self.replaying = True
             if self.running:
                 self.sim.stop()
-            self._controls.setEnabled(False)
+            self._controls.setVisible(False)   # (its settings are the live ones, not the recording's)
             self.source_picker.setEnabled(False)
             self.show_message("Replaying a recording: the controls come back when the replay "
                               "is left (Esc in the replay bar).")
@@ -596,7 +597,7 @@ class CountersView(LiveView):
         self._replayed = None
         self.grid.set_highlighted(())
         self.staff.set_highlighted(())
-        self._controls.setEnabled(self.source is None)
+        self._controls.setVisible(True)
         self.source_picker.setEnabled(True)
         self._cells_kept = {}
         self._store_kept = {}

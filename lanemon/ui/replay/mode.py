@@ -264,9 +264,12 @@ class ReplayMode(QObject):
         self.panel.set_recording(name, len(replay), tuple(getattr(recording, "warnings", ()) or ()))
         self.panel.set_moments([self._moment_text(m) for m in self._moments])
         self.panel.set_playing(False)
+        split = w.centralWidget()
+        sizes = split.sizes()        # [panel, chart, tabs]: the panel takes the chart's room
         w.chart.stop()
         w.chart.setVisible(False)
         self.panel.setVisible(True)
+        split.setSizes([sizes[1], 0, sizes[2]])
         pause = getattr(w, "talk", None) and w.talk.actions.get("pause")
         if pause:
             pause.setEnabled(False)   # Space plays and pauses the replay
@@ -293,8 +296,11 @@ class ReplayMode(QObject):
             view = w.views.get(key)
             if view is not None:
                 view.end_replay()
+        split = w.centralWidget()
+        sizes = split.sizes()
         self.panel.setVisible(False)
         w.chart.setVisible(True)
+        split.setSizes([0, sizes[0], sizes[2]])
         w.chart.start()
         pause = getattr(w, "talk", None) and w.talk.actions.get("pause")
         if pause:

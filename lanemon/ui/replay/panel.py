@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QLineF, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QKeySequence, QShortcut
+from PySide6.QtGui import QColor, QFont, QKeySequence, QPen, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
     QGraphicsLineItem,
@@ -94,8 +94,8 @@ class ReplayChart(QWidget):
         font.setPointSizeF(theme.pt(10))
         theme.style_axes(self.plot, font)
         self.curve.setPen(cosmetic_pen(theme.LAG_PEN))
-        pen = cosmetic_pen(theme.REPLAY_CURSOR)
-        pen.setWidth(3)
+        pen = QPen(QColor(theme.REPLAY_CURSOR), 3)
+        pen.setCosmetic(True)      # 3 pixels, whatever the scale
         self.cursor.setPen(pen)
         for line in self._refs:
             self.plot.removeItem(line)

@@ -235,6 +235,8 @@ class MainWindow(QMainWindow):
         """The parts of the window that take ``theme.stylesheet()``: the menu bar, the chart, the tab bar,
         the status bar and the current tab page (the others: ``_restyle_a_hidden_page``)."""
         regions = [self.menuBar(), self.chart, self.tabs.tabBar(), self.statusBar()]
+        if getattr(self, "replay", None) is not None:
+            regions.append(self.replay.panel)     # (the replay bar, in the chart's place)
         if self.tabs.currentWidget() is not None:
             regions.append(self.tabs.currentWidget())
         return regions
@@ -261,6 +263,7 @@ class MainWindow(QMainWindow):
         self._restyle_timer.start()
         self._style_warning()
         self.chart.apply_fonts()
+        self.replay.panel.apply_fonts()
         for view in self.views.values():
             view.apply_fonts()
 

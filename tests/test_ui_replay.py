@@ -1,0 +1,315 @@
+"""The replay in the window (issue 18): File -> Open recording, the bar, the moments, the race
+highlighted, bad files said in a message box; File -> Record from the window.
+
+The window is driven on a real qasync loop (``run_window``). Tests that need the recording
+core's real files (``lanemon.replay``) are marked by what they use; the replay UI is also
+driven with ``FakeReplay`` below: a seeded short-lock simulation run on virtual time with
+the live snapshot taken after every event -- what ``lanemon.replay.Replay`` promises
+(the state after event k equals the live state after event k).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
+
+from lanemon.counters.clock import run_in_virtual_time
+from lanemon.counters.simulation import SimConfig, Simulation
+from lanemon.replay import Explanation, Moment, ReplayEvent
+from lanemon.ui.kit import theme
+from lanemon.ui.tools.testing import run_window, wait_until
+
+RACE_CONFIG = SimConfig(strategy="short_lock", staff=6, counters=8, customers=60, arrival_rate=40.0,
+                        choose_time=0.02, seed=1, time_limit=60.0)
+
+
+class FakeRecording:
+    header = {"format": "lanemon-recording", "version": 1}
+    warnings: list[str] = []
+
+
+class FakeReplay:
+    """The contract's Replay over a seeded run kept snapshot by snapshot (tests only)."""
+
+    def __init__(self, config: SimConfig = RACE_CONFIG) -> None:
+        sim = Simulation(config)
+        rows = []
+        sim.subscribe(lambda e: rows.append((e, sim.snapshot())))
+        first = sim.snapshot()
+        run_in_virtual_time(sim.run())
+        self._raw = [e for e, _ in rows]
+        self._snaps = [first] + [s for _, s in rows]
+        self._events = [ReplayEvent(i, e.time, "counters", e.kind,
+                                    f"{e.owner or '-'} {e.kind.replace('_', ' ')} "
+                                    f"{'' if e.counter is None else f'counter {e.counter + 1}'}")
+                        for i, e in enumerate(self._raw)]
+        self._k = 0
+        self.explained: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def seek(self, k: int) -> None:
+        if not 0 <= k <= len(self):
+            raise IndexError(k)
+        self._k = k
+
+    @property
+    def position(self) -> int:
+        return self._k
+
+    def event(self, i: int) -> ReplayEvent:
+        return self._events[i]
+
+    def time_at(self, k: int) -> float:
+        return self._events[k - 1].time if k > 0 else 0.0
+
+    def counters_snapshot(self):
+        return self._snaps[self._k]
+
+    def lanes_snapshot(self):
+        return None
+
+    def heartbeat(self, t0: float, t1: float):
+        times = [i / 100 for i in range(max(0, int(t0 * 100)), int(t1 * 100))]
+        return times, [80.0 if abs(t - 1.0) < 0.005 else 1.0 for t in times]
+
+    def moments(self) -> list[Moment]:
+        return [Moment(i, e.time, "double assignment", f"counter {e.counter + 1} given twice")
+                for i, e in enumerate(self._raw) if e.kind == "double_assignment"]
+
+    def explain(self, index: int) -> Explanation | None:
+        e = self._raw[index]
+        if e.kind != "double_assignment":
+            return None
+        self.explained.append(index)
+        first = next(p for p in reversed(self._raw[:index])
+                     if p.counter == e.counter and p.kind in ("assigned", "double_assignment"))
+        return Explanation(e.counter, (first.owner, e.owner), (index,),
+                           (f"{first.owner} chose counter {e.counter + 1}",
+                            f"{e.owner} chose counter {e.counter + 1} too"))
+
+
+@pytest.fixture(scope="module")
+def fake() -> FakeReplay:
+    replay = FakeReplay()
+    assert replay.moments(), "the seeded short-lock run must double-assign (the fixture's point)"
+    return replay
+
+
+def test_the_replay_shows_the_recorded_counters_and_moves_with_the_bar(qtbot, fake):
+    async def scenario(win):
+        await active(win)
+        mode = win.replay
+        view = win.views["counters"]
+        mode.enter(fake, FakeRecording(), "fake.jsonl")
+        await wait_until(lambda: view.last_snapshot is fake.counters_snapshot(), 10)
+        got = {"chart_hidden": not win.chart.isVisible(), "panel": mode.panel.isVisible(),
+               "controls": view._controls.isVisible(), "tab": win.tabs.currentWidget() is win._pages["counters"],
+               "total": mode.panel.slider.maximum(), "text0": mode.panel.position.text()}
+        # the slider scrubs: dragged to 40, the view shows the snapshot after 40 events
+        mode.panel.slider.setValue(40)
+        await wait_until(lambda: view.last_snapshot is fake._snaps[40], 10)
+        got["at40"] = mode.position
+        # Right and Left step one event (the slider has the focus)
+        mode.panel.slider.setFocus()
+        QTest.keyClick(mode.panel.slider, Qt.Key.Key_Right)
+        QTest.keyClick(mode.panel.slider, Qt.Key.Key_Right)
+        QTest.keyClick(mode.panel.slider, Qt.Key.Key_Left)
+        got["stepped"] = mode.position
+        await wait_until(lambda: view.last_snapshot is fake._snaps[41], 10)
+        got["label"] = mode.panel.position.text()
+        QTest.keyClick(mode.panel.slider, Qt.Key.Key_End)
+        got["end"] = mode.position
+        QTest.keyClick(mode.panel.slider, Qt.Key.Key_Home)
+        got["home"] = mode.position
+        # Esc leaves: the chart and the controls are back, the views live again
+        QTest.keyClick(mode.panel.slider, Qt.Key.Key_Escape)
+        await wait_until(lambda: view.last_snapshot is not None and view.last_snapshot.config == view.sim.config, 10)
+        got["after"] = (win.chart.isVisible(), mode.panel.isVisible(), view._controls.isVisible(),
+                        view.replaying, mode.replay is None)
+        return got
+
+    rc, got, errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    n = len(fake)
+    assert got["chart_hidden"] and got["panel"] and not got["controls"] and got["tab"]
+    assert got["total"] == n and got["text0"] == f"event 0 / {n:,} · 0.0 s"
+    assert got["at40"] == 40 and got["stepped"] == 41
+    assert got["label"] == f"event 41 / {n:,} · {fake.time_at(41):.1f} s"
+    assert got["end"] == n and got["home"] == 0
+    assert got["after"] == (True, False, True, False, True)
+
+
+async def active(win) -> None:
+    """Shortcuts answer only in the active window."""
+    win.activateWindow()
+    await wait_until(lambda: win.isVisible() and QApplication.activeWindow() is win, 10)
+
+
+def test_a_moment_jumps_there_and_the_race_is_ringed_and_told(qtbot, fake):
+    first = fake.moments()[0]
+    expl = fake.explain(first.index)
+
+    async def scenario(win):
+        await active(win)
+        mode = win.replay
+        view = win.views["counters"]
+        mode.enter(fake, FakeRecording(), "fake.jsonl")
+        got = {"rows": mode.panel.moments.count()}
+        # before the double assignment: nothing ringed
+        mode.seek(first.index)
+        got["before"] = (set(view.grid.highlighted), set(view.staff.highlighted))
+        # the moments list: M focuses it, Enter jumps to the first moment
+        mode.panel.slider.setFocus()
+        QTest.keyClick(mode.panel.slider, Qt.Key.Key_M)
+        got["focus"] = QApplication.focusWidget() is mode.panel.moments
+        mode.panel.moments.setCurrentRow(0)
+        QTest.keyClick(mode.panel.moments, Qt.Key.Key_Return)
+        got["at"] = mode.position
+        await wait_until(lambda: view.last_snapshot is fake._snaps[first.index + 1], 10)
+        got["ringed"] = (set(view.grid.highlighted), set(view.staff.highlighted))
+        got["story"] = (mode.panel.story_title.text(), mode.panel.story.text())
+        got["cell"] = view.grid.cell(expl.counter).kind
+        img = view.grab()
+        got["pixels"] = img.size().width() > 0
+        return got
+
+    rc, got, errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert got["rows"] == len(fake.moments())
+    assert got["before"] == (set(), set())
+    assert got["focus"]
+    assert got["at"] == first.index + 1
+    assert got["ringed"] == ({expl.counter}, set(expl.staff))
+    assert got["story"] == (f"Double assignment: counter {expl.counter + 1}", "\n".join(expl.lines))
+    assert got["cell"] == "double"
+
+
+def test_playing_moves_the_position_and_pauses_at_the_end(qtbot, fake):
+    async def scenario(win):
+        await active(win)
+        mode = win.replay
+        mode.enter(fake, FakeRecording(), "fake.jsonl")
+        mode.panel.slider.setFocus()
+        QTest.keyClick(mode.panel.slider, Qt.Key.Key_Space)
+        playing = mode.playing
+        await wait_until(lambda: mode.position > 0, 20)
+        moved = mode.position
+        QTest.keyClick(mode.panel.slider, Qt.Key.Key_Space)
+        paused = not mode.playing
+        held = mode.position
+        QTest.keyClick(mode.panel.slider, Qt.Key.Key_Plus)     # faster: 2x
+        faster = mode.panel.speed.currentText()
+        mode.seek(len(fake) - 3)
+        mode.play()
+        await wait_until(lambda: not mode.playing, 30)
+        return playing, moved, paused, held, mode.position, mode.panel.play_btn.text(), faster
+
+    rc, (playing, moved, paused, held, end, label, faster), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert faster == "2×"
+    assert playing and moved > 0 and paused and held >= moved
+    assert end == len(fake) and "Play" in label
+
+
+BAD_FILES = {
+    "not-json.jsonl": "this is not a recording\n",
+    "newer.jsonl": json.dumps({"format": "lanemon-recording", "version": 999}) + "\n",
+    "empty.jsonl": "",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_a_bad_recording_is_said_in_a_message_box_and_the_window_stays_up(qtbot, tmp_path, name):
+    path = tmp_path / name
+    path.write_text(BAD_FILES[name])
+
+    async def scenario(win):
+        mode = win.replay
+        ok = mode.open_recording(str(path))
+        box = mode.error_box
+        text = box.text() if box is not None else ""
+        shown = box is not None and box.isVisible()
+        if box is not None:
+            box.close()
+        return ok, text, shown, win.chart.isVisible(), mode.replay is None, win.isVisible()
+
+    rc, (ok, text, shown, chart, no_replay, up), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert not ok and shown and chart and no_replay and up
+    assert text.startswith(name), text      # the RecordingError's sentence names the file
+
+
+def test_a_missing_recording_is_said_too(qtbot, tmp_path):
+    async def scenario(win):
+        ok = win.replay.open_recording(str(tmp_path / "nowhere.jsonl"))
+        box = win.replay.error_box
+        text = box.text()
+        box.close()
+        return ok, text
+
+    rc, (ok, text), errors = run_window(scenario)
+    assert rc == 0 and errors == [] and not ok
+    assert "nowhere.jsonl" in text
+
+
+def test_the_race_colours_are_in_both_palettes():
+    for name in ("RECORDING", "REPLAY_CURSOR", "RACE_HIGHLIGHT"):
+        assert name in theme.COLOR_NAMES
+        assert all(name in p for p in theme.PALETTES.values())
+
+
+def test_record_from_the_window_then_replay_it(qtbot, tmp_path):
+    """File -> Record while the counters run, stop, open the file: the replay has the events."""
+    path = str(tmp_path / "session.jsonl")
+
+    async def scenario(win):
+        mode = win.replay
+        view = win.views["counters"]
+        win.show_view("counters")
+        view.form.speed.setValue(8.0) if hasattr(view.form, "speed") else None
+        started = mode.start_recording(path)
+        rec_shown = mode.rec_label.isVisible() and "REC" in mode.rec_label.text()
+        action_text = mode.record_action.text()
+        view.start()
+        await wait_until(lambda: view.sim is not None and view.sim.served >= 5, 30)
+        mode.session.pump()
+        written = mode.session.events_written
+        saved = mode.stop_recording()
+        after = (mode.rec_label.isVisible(), mode.record_action.text())
+        opened = mode.open_recording(saved)
+        n = len(mode.replay) if mode.replay is not None else -1
+        mode.leave()
+        return started, rec_shown, action_text, written, saved, after, opened, n
+
+    rc, got, errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    started, rec_shown, action_text, written, saved, after, opened, n = got
+    assert started and rec_shown and action_text == "Stop recording"
+    assert written > 0 and saved == path and os.path.getsize(path) > 0
+    assert after == (False, "Record…")
+    assert opened and n > 0
+
+
+def test_closing_the_window_while_recording_closes_the_file(qtbot, tmp_path):
+    path = str(tmp_path / "closed.jsonl")
+
+    async def scenario(win):
+        ok = win.replay.start_recording(path)
+        win.views["counters"].start()
+        await wait_until(lambda: win.views["counters"].sim.served >= 2, 30)
+        return ok     # run_window closes the window now
+
+    rc, ok, errors = run_window(scenario)
+    assert rc == 0 and errors == [] and ok
+    from lanemon.replay import Replay, open_recording
+
+    recording = open_recording(path)
+    assert not recording.warnings          # closed cleanly: no cut last line
+    assert len(Replay(recording)) > 0
