@@ -61,7 +61,7 @@ class Recorder:
         self._hb_t0: float | None = None
         self._hb_dt: list[float] = []
         self._hb_lag: list[float] = []
-        self._file = open(path, "w", encoding="utf-8", newline="\n")  # noqa: SIM115 -- closed in close()
+        self._file = open(path, "w", encoding="utf-8", newline="\n")
         started = time.time()
         header = {"format": FORMAT, "version": VERSION,
                   "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
@@ -98,7 +98,8 @@ class Recorder:
         old = self._sources.pop(name, None)
         if old is not None:
             old["unsub"]()
-        entry = {"source": source, "new_model": new_model, "model": None, "info": info, "off": 0.0, "t": None, "unsub": None}
+        entry = {"source": source, "new_model": new_model, "model": None, "info": info, "off": 0.0, "t": None,
+                 "unsub": None}
         self._sources[name] = entry
         entry["off"] = self._offset(entry, _source_time(name, source))
         self._keyframe()
