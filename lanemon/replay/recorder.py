@@ -1,22 +1,240 @@
-"""The Recorder (skeleton)."""
+"""The Recorder: what the lanes and counters views see, written as it happens.
+
+``Recorder(path, sources_info=...)`` creates (or replaces) ``path`` and writes the header
+at once. ``attach_counters(sim)`` / ``attach_lanes(scheduler)`` subscribe to a source:
+a keyframe (its whole state, and for the counters the simulation's seed and parameters)
+is written first, then every event with the change of state it came with (see
+``lanemon.replay.format``). Attaching a source again (a new simulation: a reset) replaces
+the previous one from that point on. ``heartbeat(t, lag_ms)`` adds one tick.
+
+Guaranteed:
+
+- Each event's line holds what the source's ``snapshot()`` shows right after the event
+  (taken inside the event callback), so a ``Replay`` rebuilds exactly that state.
+- Lines reach the file from a writer thread every ``FLUSH_EVERY`` (0.25) seconds, never
+  from the caller's loop: a crash (even SIGKILL) loses at most the last half second of
+  events and heartbeat ticks. The file is never left without its header.
+- ``close()`` is the only way a recording ends well (explicit; idempotent): it
+  unsubscribes, writes what is pending and the closing line. Events after ``close`` are
+  not recorded.
+- A write that fails (disk full, file removed) stops the recording: ``error`` holds the
+  sentence that says why (``lanemon.files.cannot_write``); what was written stays readable.
+
+Refused: ``heartbeat`` with a non-finite time or lag (``ValueError``); a ``path`` that
+cannot be created (``OSError``, from the constructor).
+"""
 
 from __future__ import annotations
 
+import collections
+import json
+import math
+import threading
+import time
+from collections.abc import Callable
+
+from lanemon.files import cannot_write
+from lanemon.replay.counters_state import CountersModel
+from lanemon.replay.format import FLUSH_EVERY, FORMAT, HEARTBEAT_BATCH, KEYFRAME_EVERY, VERSION
+
+_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str).encode
+OFFSET_STEP = 0.001  # a source's timeline offset is written again when it drifts this far
+
 
 class Recorder:
-    def __init__(self, path: str, *, sources_info: dict) -> None:
+    """See the module docstring. ``clock``: the recording's timeline (seconds; default
+    ``time.monotonic``, the clock of asyncio's loops); ``heartbeat`` times are on it."""
+
+    def __init__(self, path: str, *, sources_info: dict, clock: Callable[[], float] = time.monotonic,
+                 keyframe_every: int = KEYFRAME_EVERY) -> None:
         self.path = path
         self.events_written = 0
-        raise NotImplementedError
+        self.error: str | None = None
+        self._clock = clock
+        self._t0 = clock()
+        self._keyframe_every = keyframe_every
+        self._since_keyframe = 0
+        self._pending: collections.deque[str] = collections.deque()  # appended here, taken by the writer
+        self._lock = threading.Lock()  # the file and the heartbeat batch
+        self._closed = False
+        self._sources: dict[str, dict] = {}  # name -> {"model", "snap", "off", "t", "unsub"}
+        self._hb_t0: float | None = None
+        self._hb_dt: list[float] = []
+        self._hb_lag: list[float] = []
+        self._file = open(path, "w", encoding="utf-8", newline="\n")
+        started = time.time()
+        header = {"format": FORMAT, "version": VERSION,
+                  "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+                  "started_unix": round(started, 3), "sources": sources_info}
+        self._file.write(_dumps(header) + "\n")
+        self._file.flush()
+        self._stop = threading.Event()
+        self._writer = threading.Thread(target=self._write_loop, name="lanemon-recorder", daemon=True)
+        self._writer.start()
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _now(self) -> float:
+        return self._clock() - self._t0
+
+    # -- sources ---------------------------------------------------------
     def attach_counters(self, sim) -> None:
-        raise NotImplementedError
+        """Record ``sim`` (a ``lanemon.counters.simulation.Simulation``) from now on, in
+        place of any simulation attached before."""
+        self._attach("counters", sim, lambda: CountersModel(sim.config), sim.subscribe, self._on_counters,
+                     {"config": sim.config.as_dict()})
 
     def attach_lanes(self, scheduler) -> None:
-        raise NotImplementedError
+        """Record ``scheduler`` (a ``lanemon.lanes.queues.Scheduler``) from now on."""
+        from lanemon.replay.lanes_state import LanesModel
 
+        self._attach("lanes", scheduler, LanesModel, scheduler.events.subscribe, self._on_lanes, {})
+
+    def _attach(self, name: str, source, new_model, subscribe, callback, info: dict) -> None:
+        if self._closed:
+            raise RuntimeError("the recording is closed")
+        old = self._sources.pop(name, None)
+        if old is not None:
+            old["unsub"]()
+        entry = {"source": source, "new_model": new_model, "model": None, "info": info, "off": 0.0, "t": None,
+                 "unsub": None}
+        self._sources[name] = entry
+        entry["off"] = self._offset(entry, _source_time(name, source))
+        self._keyframe()
+        entry["unsub"] = subscribe(lambda event: callback(entry, event))
+
+    def _offset(self, entry: dict, t: float) -> float:
+        return round(self._now() - t, 3)
+
+    def _keyframe(self) -> None:
+        states = {}
+        for name, entry in self._sources.items():
+            snap = entry["source"].snapshot()
+            entry["model"] = model = entry["new_model"]()  # a keyframe is the whole state: from a blank model
+            states[name] = {**entry["info"], "off": entry["off"], "state": model.encode(snap, None)}
+            entry["t"] = None
+        self._since_keyframe = 0
+        self._pending.append(_dumps(["K", self.events_written, round(self._now(), 4), states]))
+
+    def _line(self, entry: dict, t: float, delta: dict) -> tuple[float | None, dict]:
+        off = self._now() - t
+        if abs(off - entry["off"]) > OFFSET_STEP:
+            entry["off"] = delta["o"] = round(off, 3)
+        same = entry["t"] == t
+        entry["t"] = t
+        return (None if same else t), delta
+
+    def _on_counters(self, entry: dict, event) -> None:
+        if self._closed or self._sources.get("counters") is not entry:
+            return
+        snap = entry["source"].snapshot()  # may publish an ``expired`` event first (recorded first)
+        delta = entry["model"].encode(snap, event)
+        t, delta = self._line(entry, event.time, delta)
+        item = ["c", t, event.kind, event.counter, event.owner, event.customer, event.epoch, event.detail]
+        if delta:
+            item.append(delta)
+        self._event(_dumps(item))
+
+    def _on_lanes(self, entry: dict, event) -> None:
+        if self._closed or self._sources.get("lanes") is not entry:
+            return
+        snap = entry["source"].snapshot()
+        delta = entry["model"].encode(snap, event)
+        t, delta = self._line(entry, event.at, delta)
+        item = ["l", t, event.kind, event.workspace, event.queue, event.job_id,
+                None if event.state is None else str(event.state), _plain(event.detail)]
+        if delta:
+            item.append(delta)
+        self._event(_dumps(item))
+
+    def _event(self, line: str) -> None:
+        self._pending.append(line)
+        self.events_written += 1
+        self._since_keyframe += 1
+        if self._since_keyframe >= self._keyframe_every:
+            self._keyframe()
+
+    # -- heartbeat -------------------------------------------------------
     def heartbeat(self, t: float, lag_ms: float) -> None:
-        raise NotImplementedError
+        """One heartbeat tick at ``t`` (on the recorder's clock) that was ``lag_ms`` late."""
+        if not (math.isfinite(t) and math.isfinite(lag_ms)):
+            raise ValueError(f"a heartbeat tick needs a finite time and lag, not {t!r}, {lag_ms!r}")
+        if self._closed:
+            return
+        r = t - self._t0
+        with self._lock:
+            if self._hb_t0 is None or r - self._hb_t0 >= HEARTBEAT_BATCH or r < self._hb_t0:
+                self._batch_out()
+                self._hb_t0 = round(r, 4)
+            self._hb_dt.append(round((r - self._hb_t0) * 1000, 2))
+            self._hb_lag.append(round(lag_ms, 2))
+
+    def _batch_out(self) -> None:
+        """Queue the heartbeat batch (caller holds the lock)."""
+        if self._hb_dt:
+            self._pending.append(_dumps(["h", self._hb_t0, self._hb_dt, self._hb_lag]))
+        self._hb_t0, self._hb_dt, self._hb_lag = None, [], []
+
+    # -- writing ---------------------------------------------------------
+    def _write_loop(self) -> None:
+        while not self._stop.wait(FLUSH_EVERY):
+            with self._lock:
+                if self._hb_t0 is not None and self._now() - self._hb_t0 >= HEARTBEAT_BATCH:
+                    self._batch_out()
+                self._write_pending()
+
+    def _write_pending(self) -> None:
+        """Write the queued lines (caller holds the lock)."""
+        pending = self._pending
+        lines = [pending.popleft() for _ in range(len(pending))]
+        if self.error is not None or not lines:
+            return
+        try:
+            self._file.write("\n".join(lines) + "\n")
+            self._file.flush()
+        except OSError as exc:
+            self.error = cannot_write(self.path, exc)
+            self._stop_sources()
+
+    def _stop_sources(self) -> None:
+        for entry in self._sources.values():
+            if entry["unsub"] is not None:
+                entry["unsub"]()
 
     def close(self) -> None:
-        raise NotImplementedError
+        """Stop recording: unsubscribe, write what is pending and the closing line."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stop_sources()
+        self._stop.set()
+        self._writer.join()
+        with self._lock:
+            self._batch_out()
+            self._pending.append(_dumps(["E", round(self._now(), 4), self.events_written]))
+            self._write_pending()
+            try:
+                self._file.close()
+            except OSError as exc:
+                self.error = self.error or cannot_write(self.path, exc)
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _source_time(name: str, source) -> float:
+    if name == "counters":
+        return source.clock.now()
+    return source.snapshot().at
+
+
+def _plain(detail):
+    """A lanes event's detail as JSON can hold it (text for anything else)."""
+    if detail is None or isinstance(detail, (str, int, float, bool)):
+        return detail
+    return str(detail)

@@ -1,66 +1,524 @@
-"""The Replay model (skeleton)."""
+"""Stepping through a recording: the state after any event, the notable moments, a race told.
+
+``Replay(recording)`` starts at position 0 (before any event). ``seek(k)`` moves to the
+state after the first ``k`` events (``0 <= k <= len(replay)``); ``counters_snapshot()`` /
+``lanes_snapshot()`` then return what the live views showed right after event ``k - 1``:
+the same ``Snapshot`` the live ``snapshot()`` returned inside that event's callback,
+equal field by field (see ``counters_state``; None when the recording had no such source
+at that point). A seek starts from the nearest keyframe at or before ``k`` and applies at
+most ``KEYFRAME_EVERY`` recorded changes (stepping forward applies one).
+
+``event(i)`` is the ``i``-th event (0-based) as a ``ReplayEvent``: its source, kind, the
+time on the recording's timeline and a sentence in plain words. ``moments()`` lists the
+notable ones; ``explain(i)`` tells how a double assignment came about.
+
+Refused: a position or index out of range, or not a whole number (``IndexError`` /
+``TypeError``). A line whose content is malformed raises ``RecordingError`` (with its line
+number) when it is first decoded; the replay keeps the position it had.
+"""
 
 from __future__ import annotations
 
+import bisect
+import json
+import re
 from dataclasses import dataclass
+
+from lanemon.replay.counters_state import CountersModel, config_from_dict
+from lanemon.replay.format import Recording, RecordingError
+
+LONG_STALL_MS = 100.0  # a heartbeat tick at least this late is a "long stall" moment
+_BLOCKS_KEPT = 4
+
+DOUBLE_ASSIGNMENT = "double assignment"
+REFUSED_WRITE = "refused write"
+STALE_RELEASE = "stale release"
+OVERLAPPING_RUNS = "overlapping runs"
+LONG_STALL = "long stall"
+MOMENT_KINDS = (DOUBLE_ASSIGNMENT, REFUSED_WRITE, STALE_RELEASE, OVERLAPPING_RUNS, LONG_STALL)
+
+_MOMENT_LINE = re.compile(
+    rb'^\["(c)",[^,]*,"(double_assignment|finalize_refused|release_refused)",'
+    rb'|^\["(l)",[^,]*,"(stale_write|stale_release|started|finished)",', re.M)
+_HEARTBEAT_LINE = re.compile(rb'^\["h",[^\n]*', re.M)
+_KEYFRAME_HEAD = re.compile(rb'\["K",(\d+),([^,]+),')
 
 
 @dataclass(frozen=True, slots=True)
 class ReplayEvent:
+    """One recorded event. ``time``: seconds on the recording's timeline; ``source``:
+    "counters" or "lanes"; ``kind``: the domain event's kind (``claimed``,
+    ``double_assignment``, ``started``, ...); ``text``: what happened, in plain words.
+    The rest are the event's own fields where it has them (``counter`` is the board's
+    0-based id; the window numbers counters from 1)."""
+
     index: int
     time: float
-    source: str  # "counters" | "lanes"
+    source: str
     kind: str
     text: str
+    counter: int | None = None
+    staff: str | None = None
+    customer: str | None = None
+    workspace: str | None = None
+    job_id: int | None = None
+    source_time: float = 0.0  # the event's own time (simulation seconds, scheduler clock)
 
 
 @dataclass(frozen=True, slots=True)
 class Moment:
+    """A notable event: ``index`` of the event (``event(index)``; for a long stall the
+    last event before it, or -1), ``position`` to seek to (the state right after it),
+    ``time`` on the timeline, ``kind`` (one of ``MOMENT_KINDS``) and a ``title``."""
+
     index: int
     time: float
-    kind: str  # "double assignment" | "refused write" | "stale release" | "overlapping runs" | "long stall"
+    kind: str
     title: str
+    position: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class Explanation:
+    """How a double assignment came about: the ``counter`` (0-based id), the two
+    ``staff`` (who seated first, who seated second), the ``indices`` of the events that
+    led to it (in order, the double assignment last) and the story, one line each."""
+
     counter: int
     staff: tuple[str, str]
     indices: tuple[int, ...]
     lines: tuple[str, ...]
 
 
+@dataclass(slots=True)
+class _Item:
+    source: str
+    t: float  # the source's own time
+    time: float  # timeline
+    kind: str
+    fields: list  # the line's items 3..7
+    delta: dict
+    line: int  # 1-based line number
+
+
+@dataclass(slots=True)
+class _Block:
+    k0: int
+    states: dict
+    items: list
+
+
 class Replay:
-    def __init__(self, recording) -> None:
-        raise NotImplementedError
+    """See the module docstring."""
+
+    def __init__(self, recording: Recording) -> None:
+        self._rec = recording
+        self._ks = [k for k, _ in recording.keyframes]
+        self._len = recording.events
+        self._blocks: dict[int, _Block] = {}
+        self._block_order: list[int] = []
+        self._models: dict = {}
+        self._at_block: int | None = None
+        self._applied = 0
+        self._position = 0
+        self._moments: list[Moment] | None = None
+        self._hb: tuple[list[float], list[float]] | None = None
+        self._kf_times: list[float] | None = None
+        self.seek(0)
+
+    @property
+    def recording(self) -> Recording:
+        return self._rec
 
     def __len__(self) -> int:
-        raise NotImplementedError
-
-    def seek(self, k: int) -> None:
-        raise NotImplementedError
+        return self._len
 
     @property
     def position(self) -> int:
-        raise NotImplementedError
+        return self._position
 
-    def event(self, i: int) -> ReplayEvent:
-        raise NotImplementedError
+    # -- blocks ----------------------------------------------------------
+    def _block_of(self, k: int) -> int | None:
+        """The block whose keyframe is the last one at or before position ``k``."""
+        j = bisect.bisect_right(self._ks, k) - 1
+        return j if j >= 0 else None
 
-    def time_at(self, k: int) -> float:
-        raise NotImplementedError
+    def _block(self, j: int) -> _Block:
+        block = self._blocks.get(j)
+        if block is None:
+            block = self._decode(j)
+            self._blocks[j] = block
+            self._block_order.append(j)
+            if len(self._block_order) > _BLOCKS_KEPT:
+                self._blocks.pop(self._block_order.pop(0), None)
+        return block
 
+    def _decode(self, j: int) -> _Block:
+        rec = self._rec
+        data = rec.data
+        k0, start = rec.keyframes[j]
+        end = rec.keyframes[j + 1][1] if j + 1 < len(rec.keyframes) else len(data)
+        line_no = rec.line_number(start)
+        pos = start
+        states = None
+        items: list[_Item] = []
+        last_t: dict[str, float] = {}
+        offs: dict[str, float] = {}
+        loads = json.loads
+        while pos < end:
+            nl = data.find(b"\n", pos, end)
+            if nl < 0:
+                nl = end
+            raw = data[pos:nl]
+            try:
+                item = loads(raw)
+                tag = item[0]
+                if tag == "c" or tag == "l":
+                    source = "counters" if tag == "c" else "lanes"
+                    if len(item) not in (8, 9):
+                        raise ValueError(f"an event line has 8 or 9 items, not {len(item)}")
+                    t = item[1]
+                    if t is None:
+                        t = last_t[source]
+                    elif not isinstance(t, (int, float)):
+                        raise ValueError(f"an event's time must be a number, not {t!r}")
+                    last_t[source] = t
+                    delta = item[8] if len(item) == 9 else {}
+                    if not isinstance(delta, dict):
+                        raise ValueError("an event's change of state must be an object")
+                    if source not in offs:
+                        raise ValueError(f"a {source} event, but the keyframe before it has no {source} state")
+                    if "o" in delta:
+                        offs[source] = delta["o"]
+                    items.append(_Item(source, t, t + offs[source], item[2], item[3:8], delta, line_no))
+                elif tag == "K":
+                    if states is not None:
+                        raise ValueError("a second keyframe inside one block")
+                    states = item[3]
+                    if item[1] != k0 or not isinstance(states, dict):
+                        raise ValueError("a keyframe that does not match its position")
+                    for source, entry in states.items():
+                        offs[source] = entry["off"]
+            except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+                raise RecordingError(rec.path, line_no, f"malformed line ({exc})") from None
+            pos = nl + 1
+            line_no += 1
+        expected = (self._ks[j + 1] if j + 1 < len(self._ks) else self._len) - k0
+        if len(items) != expected:
+            raise RecordingError(rec.path, rec.line_number(start),
+                                 f"the keyframe says {k0} events came before it, but {len(items)} events "
+                                 f"follow it where {expected} should")
+        return _Block(k0, states or {}, items)
+
+    def _load_keyframe(self, j: int) -> None:
+        block = self._block(j)
+        models = {}
+        for source, entry in block.states.items():
+            try:
+                if source == "counters":
+                    model = CountersModel(config_from_dict(entry["config"]))
+                elif source == "lanes":
+                    from lanemon.replay.lanes_state import LanesModel
+
+                    model = LanesModel()
+                else:
+                    continue  # a source this lanemon does not know: skipped
+                model.apply(entry["state"], None)
+            except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+                raise RecordingError(self._rec.path, self._rec.line_number(self._rec.keyframes[j][1]),
+                                     f"malformed keyframe ({exc})") from None
+            models[source] = model
+        self._models = models
+        self._at_block = j
+        self._applied = 0
+
+    def _apply(self, item: _Item) -> None:
+        model = self._models.get(item.source)
+        if model is None:
+            return
+        try:
+            model.apply(item.delta, item.t)
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+            raise RecordingError(self._rec.path, item.line, f"malformed change of state ({exc})") from None
+
+    # -- moving ----------------------------------------------------------
+    def seek(self, k: int) -> None:
+        """Show the state after the first ``k`` events (0: before any)."""
+        if not isinstance(k, int) or isinstance(k, bool):
+            raise TypeError(f"a replay position is a whole number, not {k!r}")
+        if not 0 <= k <= self._len:
+            raise IndexError(f"position {k} is outside the recording (0..{self._len})")
+        j = self._block_of(k)
+        if j is None:
+            self._models, self._at_block, self._applied, self._position = {}, None, 0, k
+            return
+        block = self._block(j)
+        want = k - block.k0
+        if self._at_block != j or self._applied > want:
+            self._load_keyframe(j)
+        items = block.items
+        for n in range(self._applied, want):
+            self._apply(items[n])
+            self._applied = n + 1
+        self._position = k
+
+    def step(self, n: int = 1) -> int:
+        """Move ``n`` events forward (back if negative), within the recording; the new position."""
+        self.seek(max(0, min(self._len, self._position + n)))
+        return self._position
+
+    # -- reading ---------------------------------------------------------
     def counters_snapshot(self):
-        raise NotImplementedError
+        """``lanemon.counters.simulation.Snapshot`` at this position, or None."""
+        model = self._models.get("counters")
+        return None if model is None else model.snapshot()
 
     def lanes_snapshot(self):
-        raise NotImplementedError
+        """``lanemon.lanes.snapshot.Snapshot`` at this position, or None."""
+        model = self._models.get("lanes")
+        return None if model is None else model.snapshot()
+
+    def _item(self, i: int) -> _Item:
+        if not isinstance(i, int) or isinstance(i, bool):
+            raise TypeError(f"an event index is a whole number, not {i!r}")
+        if not 0 <= i < self._len:
+            raise IndexError(f"event {i} is outside the recording (0..{self._len - 1})")
+        j = bisect.bisect_right(self._ks, i) - 1
+        block = self._block(j)
+        return block.items[i - block.k0]
+
+    def event(self, i: int) -> ReplayEvent:
+        item = self._item(i)
+        f = item.fields
+        if item.source == "counters":
+            counter, owner, customer, _epoch, _detail = f
+            return ReplayEvent(i, item.time, "counters", item.kind, counters_text(item.kind, f),
+                               counter=counter, staff=owner, customer=customer, source_time=item.t)
+        workspace, _queue, job_id, _state, _detail = f
+        return ReplayEvent(i, item.time, "lanes", item.kind, lanes_text(item.kind, f),
+                           workspace=workspace, job_id=job_id, source_time=item.t)
+
+    def time_at(self, k: int) -> float:
+        """The timeline time of position ``k``: that of event ``k - 1`` (for 0: the first
+        keyframe's, i.e. when recording began)."""
+        if k == 0 or self._len == 0:
+            if not 0 <= k <= self._len:
+                raise IndexError(f"position {k} is outside the recording (0..{self._len})")
+            return self._keyframe_times()[0] if self._ks else 0.0
+        return self._item(k - 1).time if k <= self._len else self._item(k).time
+
+    def duration(self) -> float:
+        """The timeline time of the last event (0.0 without events)."""
+        return self.time_at(self._len)
+
+    def _keyframe_times(self) -> list[float]:
+        if self._kf_times is None:
+            data = self._rec.data
+            self._kf_times = [float(_KEYFRAME_HEAD.match(data, off).group(2)) for _, off in self._rec.keyframes]
+        return self._kf_times
+
+    def position_at(self, t: float) -> int:
+        """The position whose state was shown at timeline time ``t``: the number of events
+        at or before ``t``."""
+        if self._len == 0:
+            return 0
+        times = self._keyframe_times()
+        j = max(0, bisect.bisect_right(times, t) - 1)
+        # keyframe times are recording times; an event's timeline time may differ by the
+        # rounding of its offset: look one block back as well
+        j = max(0, j - 1)
+        while j < len(self._ks):
+            block = self._block(j)
+            items = block.items
+            if items and items[-1].time > t:
+                return block.k0 + bisect.bisect_right([it.time for it in items], t)
+            j += 1
+        return self._len
+
+    # -- heartbeat -------------------------------------------------------
+    def _heartbeat(self) -> tuple[list[float], list[float]]:
+        if self._hb is None:
+            times: list[float] = []
+            lags: list[float] = []
+            data = self._rec.data
+            for m in _HEARTBEAT_LINE.finditer(data, self._rec.body):
+                try:
+                    _, t0, dts, values = json.loads(m.group(0))
+                    times.extend(t0 + dt / 1000 for dt in dts)
+                    lags.extend(values)
+                except (ValueError, TypeError) as exc:
+                    raise self._rec.error(m.start(), f"malformed heartbeat line ({exc})") from None
+            if any(b < a for a, b in zip(times, times[1:], strict=False)):
+                order = sorted(range(len(times)), key=times.__getitem__)
+                times = [times[i] for i in order]
+                lags = [lags[i] for i in order]
+            self._hb = (times, lags)
+        return self._hb
 
     def heartbeat(self, t0: float, t1: float) -> tuple[list[float], list[float]]:
-        raise NotImplementedError
+        """The heartbeat ticks with ``t0 <= time <= t1`` (timeline seconds): their times and
+        how late each was (ms), two lists in time order."""
+        times, lags = self._heartbeat()
+        a = bisect.bisect_left(times, t0)
+        b = bisect.bisect_right(times, t1)
+        return times[a:b], lags[a:b]
 
+    # -- moments ---------------------------------------------------------
     def moments(self) -> list[Moment]:
-        raise NotImplementedError
+        """The notable moments in time order: double assignments, refused writes (a
+        finalize with a dead claim, a lanes write with a stale token), stale releases,
+        overlapping runs (a lanes job started while another job of its workspace ran)
+        and long stalls (a heartbeat tick at least ``LONG_STALL_MS`` late)."""
+        if self._moments is None:
+            self._moments = self._find_moments()
+        return list(self._moments)
 
+    def _find_moments(self) -> list[Moment]:
+        data = self._rec.data
+        found: list[Moment] = []
+        before = 0  # event lines before the match's line
+        prev = self._rec.body - 1
+        running: dict[str, set] = {}
+        for m in _MOMENT_LINE.finditer(data, self._rec.body):
+            start = m.start()
+            before += data.count(b'\n["c",', prev, start) + data.count(b'\n["l",', prev, start)
+            prev = start - 1  # this line's own start is counted with the next match
+            index_here = before
+            kind = (m.group(2) or m.group(4)).decode()
+            if kind in ("started", "finished"):
+                ev = self.event(index_here)
+                ws, job = ev.workspace, ev.job_id
+                jobs = running.setdefault(ws, set())
+                if kind == "finished":
+                    jobs.discard(job)
+                    continue
+                if jobs:
+                    others = ", ".join(str(x) for x in sorted(jobs, key=str))
+                    found.append(Moment(index_here, ev.time, OVERLAPPING_RUNS,
+                                        f"job {job} of {ws} started while job {others} of it ran",
+                                        index_here + 1))
+                jobs.add(job)
+                continue
+            ev = self.event(index_here)
+            label = {"double_assignment": DOUBLE_ASSIGNMENT, "finalize_refused": REFUSED_WRITE,
+                     "release_refused": STALE_RELEASE, "stale_write": REFUSED_WRITE,
+                     "stale_release": STALE_RELEASE}[kind]
+            found.append(Moment(index_here, ev.time, label, ev.text, index_here + 1))
+        times, lags = self._heartbeat()
+        for t, lag in zip(times, lags, strict=True):
+            if lag >= LONG_STALL_MS:
+                pos = self.position_at(t)
+                found.append(Moment(pos - 1, t, LONG_STALL, f"the window's loop stalled {lag:.0f} ms", pos))
+        found.sort(key=lambda mo: (mo.time, mo.position))
+        return found
+
+    # -- a race told -----------------------------------------------------
     def explain(self, index: int) -> Explanation | None:
-        raise NotImplementedError
+        """For a double assignment at event ``index``: who seated a customer at that
+        counter first, who second, when each of them chose the counter, and that the
+        second chose it before the first had seated anyone there (or while the counter
+        was claimed). None for any other event."""
+        item = self._item(index)
+        if item.source != "counters" or item.kind != "double_assignment":
+            return None
+        counter, second, customer, _epoch, _detail = item.fields
+        # walk back over this counter's story: who seated the customer already there,
+        # and when each of the two chose the counter (their staff view turned to it)
+        seated_by: tuple[int, _Item] | None = None
+        chose: dict[str, tuple[int, float]] = {}
+        i = index - 1
+        limit = max(0, index - 20_000)
+        while i >= limit:
+            it = self._item(i)
+            if it.source == "counters":
+                if seated_by is None and it.fields[0] == counter and it.kind in ("assigned", "double_assignment",
+                                                                                 "finalized"):
+                    seated_by = (i, it)
+                for row in it.delta.get("w", ()):
+                    name, state, _cust, ctr, since = row
+                    if ctr == counter and state == "guiding" and name not in chose and (
+                            name == second or (seated_by is not None and name == seated_by[1].fields[1])):
+                        chose[name] = (i, it.t if since is None else since)
+            if seated_by is not None and seated_by[1].fields[1] in chose and second in chose:
+                break
+            i -= 1
+        n = counter + 1
+        first = seated_by[1].fields[1] if seated_by is not None else None
+        steps: list[tuple[float, int, str]] = []
+        if first is not None and first in chose:
+            steps.append((chose[first][1], chose[first][0], f"{first} chose counter {n}"))
+        if second in chose:
+            note = f" ({first} had not seated anyone there yet)" if (
+                first is not None and seated_by is not None and chose[second][1] < seated_by[1].t) else ""
+            steps.append((chose[second][1], chose[second][0], f"{second} chose counter {n}{note}"))
+        if seated_by is not None:
+            steps.append((seated_by[1].t, seated_by[0],
+                          f"{first} seated {seated_by[1].fields[2]} at counter {n}"))
+        steps.append((item.t, index, f"{second} seated {customer} at counter {n} too: a double assignment"))
+        steps.sort(key=lambda s: (s[0], s[1]))
+        lines = tuple(f"{_clock(t)} {text}" for t, _, text in steps)
+        if first is not None and second in chose and first in chose:
+            lines += (f"Both chose counter {n} before either had seated a customer there: choosing and "
+                      "seating are two steps, and nothing kept the counter for the one who chose it first "
+                      "(a claim would have).",)
+        indices = tuple(sorted({i for _, i, _ in steps}))
+        return Explanation(counter, (first or "?", second), indices, lines)
+
+
+def _clock(t: float) -> str:
+    """Seconds as m:ss.sss (``10:03.215``): races are milliseconds apart."""
+    minutes, seconds = divmod(t, 60)
+    return f"{int(minutes)}:{seconds:06.3f}"
+
+
+def counters_text(kind: str, fields: list) -> str:
+    """A counters event in plain words (counters numbered from 1, as the window does)."""
+    counter, owner, customer, epoch, detail = fields
+    n = None if counter is None else counter + 1
+    who = owner or "a staff member"
+    texts = {
+        "claimed": f"{who} claimed counter {n} for {customer} (token {epoch})",
+        "claim_refused": f"{who} could not claim counter {n} for {customer}: {detail}",
+        "finalized": f"{who} seated {customer} at counter {n} (claim {epoch} finalized)",
+        "finalize_refused": f"{who}'s claim {epoch} on counter {n} was refused at finalize: {detail}",
+        "released": f"{who} released the claim on counter {n}",
+        "release_refused": f"a release of claim {epoch} on counter {n} was refused ({detail})",
+        "assigned": f"{who} seated {customer} at counter {n}",
+        "double_assignment": f"{who} seated {customer} at counter {n}: double assignment ({detail})",
+        "vacated": f"{customer} left counter {n}",
+        "expired": f"{who}'s claim on counter {n} for {customer} ran out",
+        "arrived": f"{customer} arrived",
+        "turned_away": f"{customer} was turned away ({detail})",
+        "served": f"{customer} was served at counter {n} by {who} ({detail})",
+        "retry": f"{who} gave {customer} back to the queue ({detail})",
+        "abandoned": f"{who} walked away from {customer} ({detail})",
+        "returned": f"{who} came back to {customer}",
+        "lock_acquired": f"{who} took the lock",
+        "finished": f"the run ended ({detail})",
+    }
+    return texts.get(kind, f"{kind}: counter {n}, {owner}, {customer} {detail}".strip())
+
+
+def lanes_text(kind: str, fields: list) -> str:
+    """A lanes event in plain words."""
+    workspace, queue, job_id, state, detail = fields
+    job = f"job {job_id}" if job_id is not None else "a job"
+    where = f" of {workspace}" if workspace else ""
+    inq = f" in the {queue} queue" if queue else ""
+    extra = f" ({detail})" if detail not in (None, "") else ""
+    texts = {
+        "saved": f"{job}{where} saved as {state}{inq}",
+        "started": f"{job}{where} started{inq}",
+        "placed": f"{job}{where} placed: {detail}",
+        "save_held": f"the save of {job}{where} is held open{extra}",
+        "save_failed": f"the save of {job}{where} failed{extra}",
+        "stale_write": f"a write of {job}{where} was refused: its token is no longer current{extra}",
+        "stop_requested": f"{job}{where} was asked to stop{extra}",
+        "stale_release": f"a late release{where} was refused{extra}",
+        "revoked": f"the lane{where} was revoked{extra}",
+        "cancel": f"cancel of {job}{where}{extra}",
+        "unsaved": f"the final record of {job}{where} could not be written{extra}",
+        "finished": f"{job}{where} finished as {state}{inq}",
+        "occupancy": f"{workspace} is {'busy' if detail else 'free'} outside the queues",
+    }
+    return texts.get(kind, f"{kind}: {job}{where}{inq}{extra}")
