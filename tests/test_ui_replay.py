@@ -10,6 +10,7 @@ the live snapshot taken after every event -- what ``lanemon.replay.Replay`` prom
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 
@@ -80,8 +81,11 @@ class FakeReplay:
         return times, [80.0 if abs(t - 1.0) < 0.005 else 1.0 for t in times]
 
     def moments(self) -> list[Moment]:
-        return [Moment(i, e.time, "double assignment", f"counter {e.counter + 1} given twice")
+        return [Moment(i, e.time, "double assignment", f"counter {e.counter + 1} given twice", i + 1)
                 for i, e in enumerate(self._raw) if e.kind == "double_assignment"]
+
+    def position_at(self, t: float) -> int:
+        return sum(1 for e in self._events if e.time <= t)
 
     def explain(self, index: int) -> Explanation | None:
         e = self._raw[index]
@@ -313,3 +317,53 @@ def test_closing_the_window_while_recording_closes_the_file(qtbot, tmp_path):
     recording = open_recording(path)
     assert not recording.warnings          # closed cleanly: no cut last line
     assert len(Replay(recording)) > 0
+
+
+def record_virtual(path: str, config: SimConfig = RACE_CONFIG) -> None:
+    """A seeded simulation recorded with the real Recorder, run on virtual time (the
+    recording's clock is the simulation's)."""
+    from lanemon.replay import Recorder
+
+    sim = Simulation(config)
+    recorder = Recorder(path, sources_info={"test": True}, clock=lambda: sim.clock.now())
+    recorder.attach_counters(sim)
+    try:
+        run_in_virtual_time(sim.run())
+    finally:
+        recorder.close()
+
+
+def test_a_real_recording_opens_at_its_first_double_assignment_with_the_race_told(qtbot, tmp_path):
+    """lanemon.replay end to end: a recorded short-lock run, opened with File -> Open
+    recording (``open_recording``), the first double assignment from the moments list."""
+    from lanemon.replay import Replay, open_recording
+
+    path = str(tmp_path / "race.jsonl")
+    record_virtual(path)
+    replay = Replay(open_recording(path))
+    first = next(m for m in replay.moments() if m.kind == "double assignment")
+    expl = replay.explain(first.index)
+    replay.seek(first.position)
+    want = replay.counters_snapshot()
+
+    async def scenario(win):
+        await active(win)
+        mode = win.replay
+        view = win.views["counters"]
+        ok = mode.open_recording(path)
+        row = next(i for i, m in enumerate(mode.replay.moments()) if m.kind == "double assignment")
+        mode.panel.moments.setFocus()
+        mode.panel.moments.setCurrentRow(row)
+        QTest.keyClick(mode.panel.moments, Qt.Key.Key_Return)
+        await wait_until(lambda: view.last_snapshot is not None and view.last_snapshot.time == want.time
+                         and view.grid.highlighted, 10)
+        await asyncio.sleep(0.1)
+        return (ok, mode.position, set(view.grid.highlighted), set(view.staff.highlighted),
+                mode.panel.story.text(), view.last_snapshot == want, view.grid.cell(expl.counter).kind)
+
+    rc, got, errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    ok, position, counters, staff, story, same, kind = got
+    assert ok and position == first.position
+    assert counters == {expl.counter} and staff == set(expl.staff)
+    assert story == "\n".join(expl.lines) and same and kind == "double"

@@ -24,7 +24,7 @@ returns the ``ReplayMode`` kept as ``window.replay``:
 The replay (``seek(k)``: the state after the first ``k`` events, 0 = before any):
 play / pause at a speed (``SPEEDS``, times real time: the position follows the
 recording's own clock), step one event, scrub with the slider, jump to a notable
-moment (``jump_to_moment(row)``: to the state just after its event). At a double
+moment (``jump_to_moment(row)``: to its ``position``, the state just after its event). At a double
 assignment -- from the event that made it until that counter is no longer double
 assigned -- the two staff members and the counter are ringed in
 ``theme.RACE_HIGHLIGHT`` and "what happened" tells the race in plain words
@@ -256,7 +256,7 @@ class ReplayMode(QObject):
         w = self.window
         self.replay = replay
         self.recording = recording
-        self._t0 = replay.time_at(0)
+        self._t0 = 0.0        # the recording's timeline: seconds since the recorder started
         self._moments = list(replay.moments())
         self._doubles = [m.index for m in self._moments if m.kind == DOUBLE]
         self._double_moments = [m for m in self._moments if m.kind == DOUBLE]
@@ -334,7 +334,7 @@ class ReplayMode(QObject):
             return
         self.pause()
         m = self._moments[row]
-        self.seek(m.index + 1)
+        self.seek(m.position)
         key = "counters" if m.kind == DOUBLE else "lanes" if m.kind in LANES_KINDS else None
         if key is not None and key in self.window.views:
             self.window.show_view(key)
@@ -383,8 +383,8 @@ class ReplayMode(QObject):
                                   [f"{ev.time - self._t0:.3f} s · {ev.source}: {ev.text}"], race=False)
         else:
             self.panel.show_story("What happened", ["The start of the recording: no event yet."])
-        row = bisect.bisect_left([m.index for m in self._moments], k) - 1
-        self.panel.select_moment(row if row >= 0 and self._moments[row].index == k - 1 else -1)
+        row = next((i for i, m in enumerate(self._moments) if m.position == k), -1)
+        self.panel.select_moment(row)
 
     def _moment_text(self, m) -> str:
         return f"{m.time - self._t0:8.1f} s   {m.title}"
@@ -428,8 +428,7 @@ class ReplayMode(QObject):
         wall0, rec0 = self._play_from
         target = rec0 + (time.perf_counter() - wall0) * self._speed
         n = len(replay)
-        k = bisect.bisect_right(range(n + 1), target, lo=replay.position, key=replay.time_at) - 1
-        k = max(k, replay.position)
+        k = max(replay.position_at(target), replay.position)
         if k != replay.position:
             self.seek(k)
         if k >= n:

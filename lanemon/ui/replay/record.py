@@ -21,6 +21,8 @@ from the constructor, nothing left attached.
 
 from __future__ import annotations
 
+import time
+
 from PySide6.QtCore import QObject, QTimer
 
 PUMP_MS = 250   # heartbeat ticks handed to the recorder this often (the ring keeps 11 min)
@@ -44,17 +46,20 @@ class RecordingSession(QObject):
         self.problem: str | None = None      # what could not be attached, said by the window
         self._counters = counters
         self._stopped = False
-        try:
-            if counters is not None:
+        missing = []
+        if counters is not None:
+            try:
                 if counters.sim is not None:
                     self._recorder.attach_counters(counters.sim)
                 counters.sim_changed.connect(self._new_sim)
-            if lanes is not None:
+            except Exception as exc:
+                missing.append(f"counters not recorded ({exc})")
+        if lanes is not None:
+            try:
                 self._recorder.attach_lanes(lanes.scheduler)
-        except BaseException:
-            self._detach()
-            self._recorder.close()
-            raise
+            except Exception as exc:
+                missing.append(f"lanes not recorded ({type(exc).__name__}: {exc})")
+        self.problem = "; ".join(missing) or None
         self._heartbeat = heartbeat
         self._seen = heartbeat.count
         self._pump = QTimer(self)
@@ -87,8 +92,9 @@ class RecordingSession(QObject):
         n = hb.count
         t, lag = hb.between(self._seen, n)
         self._seen = n
+        shift = time.monotonic() - time.perf_counter()     # perf_counter -> monotonic
         beat = self._recorder.heartbeat
-        for ti, li in zip(t.tolist(), lag.tolist()):
+        for ti, li in zip((t + shift).tolist(), lag.tolist()):
             beat(ti, li)
         return len(t)
 
