@@ -166,6 +166,8 @@ class ReplayPanel(QWidget):
         self.moments_title = QLabel("Notable moments")
         self.moments = QListWidget()
         self.moments.setToolTip("Enter, a click or a double-click jumps to the moment (M: here)")
+        self.moments.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.moments.setTextElideMode(Qt.TextElideMode.ElideRight)   # (whole in the item's tooltip)
         self.story_title = QLabel("What happened")
         self.story = QLabel("")
         self.story.setWordWrap(True)
@@ -197,10 +199,10 @@ class ReplayPanel(QWidget):
         body.addWidget(self.chart)
         body.addWidget(column(self.moments_title, self.moments))
         body.addWidget(column(self.story_title, self.story))
-        body.setStretchFactor(0, 4)
-        body.setStretchFactor(1, 3)
-        body.setStretchFactor(2, 4)
-        body.setSizes([460, 360, 440])
+        body.setStretchFactor(0, 3)
+        body.setStretchFactor(1, 4)
+        body.setStretchFactor(2, 5)
+        body.setSizes([360, 420, 500])
         body.setChildrenCollapsible(False)
         self.body = body
         layout = QVBoxLayout(self)
@@ -256,7 +258,9 @@ class ReplayPanel(QWidget):
     def set_moments(self, rows: list[str]) -> None:
         self.moments.clear()
         for text in rows:
-            self.moments.addItem(QListWidgetItem(text))
+            item = QListWidgetItem(text)
+            item.setToolTip(text)
+            self.moments.addItem(item)
         self.moments_title.setText(f"Notable moments ({len(rows):,})" if rows else
                                    "Notable moments: none in this recording")
 
