@@ -367,3 +367,33 @@ def test_a_real_recording_opens_at_its_first_double_assignment_with_the_race_tol
     assert ok and position == first.position
     assert counters == {expl.counter} and staff == set(expl.staff)
     assert story == "\n".join(expl.lines) and same and kind == "double"
+
+
+def test_the_lanes_tab_draws_a_replayed_snapshot_and_comes_back_live(qtbot):
+    """LanesView.show_replay: the snapshot handed in (its workspaces and jobs), controls off;
+    None: says the recording has no lanes; end_replay: the live scheduler again."""
+    from lanemon.ui.tools.testing import add_simulated_job
+
+    async def scenario(win):
+        win.show_view("lanes")
+        view = win.views["lanes"]
+        await add_simulated_job(view, "ws-a", "reservations", 30.0)
+        await add_simulated_job(view, "ws-b", "cafe", 30.0)
+        snap = view.scheduler.snapshot()
+        await add_simulated_job(view, "ws-c", "cafe", 30.0)     # after the snapshot: not in the replay
+        view.show_replay(snap)
+        await wait_until(lambda: view.lanes_model.rowCount() == len(snap.workspaces)
+                         and "REPLAY" in view.counters.text(), 10)
+        shown = (view.lanes_model.rowCount(), view.controls.isEnabled(), view.source_picker.isEnabled(),
+                 view.clock() == snap.at)
+        view.show_replay(None)
+        await wait_until(lambda: "no lanes" in view.counters.text(), 10)
+        empty = view.lanes_model.rowCount()
+        view.end_replay()
+        await wait_until(lambda: view.lanes_model.rowCount() == 3 and "REPLAY" not in view.counters.text(), 10)
+        return shown, empty, view.controls.isEnabled(), view.replaying, len(snap.workspaces)
+
+    rc, (shown, empty, controls, replaying, n), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert n == 2 and shown == (2, False, False, True)
+    assert empty == 0 and controls and not replaying
