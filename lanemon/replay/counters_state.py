@@ -27,6 +27,7 @@ timeline offset (see ``lanemon.replay.format``).
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 from lanemon.counters import events as ev
 from lanemon.counters.simulation import SimConfig, Snapshot, StaffView, Tallies
@@ -41,6 +42,33 @@ _DERIVED = (_ELAPSED, _THROUGHPUT, _P99_OF)
 _STORED = tuple(i for i in range(len(TALLY_FIELDS)) if i not in _DERIVED)
 
 _UNSET = object()  # a blank model's value: differs from every real one
+
+
+class Happened(NamedTuple):
+    """A counters event as a recording line holds it (the fields of
+    ``lanemon.counters.events.Event`` but ``detail``)."""
+
+    time: float
+    kind: str
+    counter: int | None
+    owner: str | None
+    customer: str | None
+    epoch: int | None
+
+
+def _steps(**by_kind: tuple[str, ...]) -> dict[str, tuple[tuple[int, int], ...]]:
+    """Tallies each event kind moves: ``"-name"`` counts down."""
+    return {kind: tuple((TALLY_FIELDS.index(n.lstrip("-")), -1 if n.startswith("-") else 1) for n in names)
+            for kind, names in by_kind.items()}
+
+
+_TALLY_STEPS = _steps(
+    arrived=("arrived", "queued"), turned_away=("arrived", "turned_away"), served=("served", "-with_staff"),
+    claimed=("claims",), claim_refused=("claims_refused",), finalize_refused=("finalize_refused",),
+    release_refused=("release_refused",), expired=("claims_expired",), double_assignment=("double_assignments",),
+    retry=("retries", "-with_staff", "queued"), abandoned=("abandoned",))
+_ROW_KINDS = frozenset((ev.CLAIMED, ev.ASSIGNED, ev.DOUBLE_ASSIGNMENT, ev.FINALIZED, ev.VACATED, ev.RELEASED,
+                        ev.EXPIRED))
 
 
 def config_from_dict(data: dict) -> SimConfig:
@@ -67,9 +95,57 @@ class CountersModel:
         self._tallies: list = [_UNSET] * len(TALLY_FIELDS)
 
     # -- the replay side -------------------------------------------------
-    def apply(self, delta: dict, event_time: float | None) -> None:
-        """Move the model to the state ``delta`` describes (after an event at ``event_time``;
-        None for a keyframe, whose delta always states ``T``)."""
+    def apply(self, delta: dict, event: Happened | None) -> None:
+        """Move the model to the state after ``event`` (None for a keyframe, whose delta
+        always states ``T``): what the event itself implies, then ``delta``."""
+        if event is not None:
+            self._predict(event)
+        self._residual(delta, None if event is None else event.time)
+
+    def _predict(self, e: Happened) -> None:
+        """What an event implies for the state (the recorder writes only what differs)."""
+        kind = e.kind
+        tallies = self._tallies
+        steps = _TALLY_STEPS.get(kind)
+        if steps:
+            for i, step in steps:
+                tallies[i] += step
+        i = e.counter
+        if i is None or kind not in _ROW_KINDS or not 0 <= i < len(self._rows) or self._rows[i] is None:
+            return
+        state, owner, customer, customers, epoch, conflict, expired_owner = self._rows[i]
+        expires = self._expires[i]
+        if kind == ev.CLAIMED:
+            row = ("claimed", e.owner, e.customer, (), e.epoch, False, None)
+            expires = e.time + self.config.ttl
+        elif kind in (ev.ASSIGNED, ev.DOUBLE_ASSIGNMENT, ev.FINALIZED):
+            customers = customers + (e.customer,)
+            if e.epoch is not None:  # a finalize: the claim is off the record
+                epoch, expired_owner, expires = None, None, None
+            row = ("assigned", e.owner, customers[0], customers, epoch, len(customers) > 1, expired_owner)
+        elif kind == ev.VACATED:
+            if e.customer in customers:
+                k = customers.index(e.customer)
+                customers = customers[:k] + customers[k + 1:]
+            if customers:
+                row = ("assigned", owner, customers[0], customers, epoch, len(customers) > 1, expired_owner)
+            elif expires is not None:
+                row = ("claimed", None, None, (), epoch, False, expired_owner)  # the residual names the owner
+            else:
+                row = ("free", None, None, (), epoch, False, expired_owner)
+        elif kind == ev.RELEASED:
+            expires = None
+            row = (state, owner, customer, customers, None, conflict, None) if customers else \
+                ("free", None, None, (), None, False, None)
+        else:  # EXPIRED
+            expires = None
+            row = (state, owner, customer, customers, epoch, conflict, e.owner) if customers else \
+                ("free", None, None, (), epoch, False, e.owner)
+        self._rows[i] = row
+        self._expires[i] = expires
+        self._views[i] = None
+
+    def _residual(self, delta: dict, event_time: float | None) -> None:
         t = delta["T"] if "T" in delta else event_time
         v = delta.get("V", t)
         self._time = t
@@ -142,6 +218,8 @@ class CountersModel:
     def encode(self, snap: Snapshot, event: ev.Event | None) -> dict:
         """The delta that moves this model to ``snap`` (taken right after ``event``; None
         for a keyframe), applied to the model before it is returned."""
+        if event is not None:
+            self._predict(event)
         delta: dict = {}
         event_time = None if event is None else event.time
         t = snap.time
@@ -208,7 +286,7 @@ class CountersModel:
                 y += (i, actual[i])
         if y:
             delta["y"] = y
-        self.apply(delta, event_time)
+        self._residual(delta, event_time)
         return delta
 
     def _views_clock(self, t: float, views, rows) -> float:

@@ -31,6 +31,7 @@ import json
 import math
 import threading
 import time
+import zlib
 from collections.abc import Callable
 
 from lanemon.files import cannot_write
@@ -46,7 +47,7 @@ class Recorder:
     ``time.monotonic``, the clock of asyncio's loops); ``heartbeat`` times are on it."""
 
     def __init__(self, path: str, *, sources_info: dict, clock: Callable[[], float] = time.monotonic,
-                 keyframe_every: int = KEYFRAME_EVERY) -> None:
+                 compress: bool = True, keyframe_every: int = KEYFRAME_EVERY) -> None:
         self.path = path
         self.events_written = 0
         self.error: str | None = None
@@ -61,13 +62,15 @@ class Recorder:
         self._hb_t0: float | None = None
         self._hb_dt: list[float] = []
         self._hb_lag: list[float] = []
-        self._file = open(path, "w", encoding="utf-8", newline="\n")
+        # gzip, flushed to a byte boundary at every write (Z_SYNC_FLUSH): a reader decodes
+        # everything written so far, even after a crash
+        self._zip = zlib.compressobj(6, zlib.DEFLATED, 31) if compress else None
+        self._file = open(path, "wb")
         started = time.time()
         header = {"format": FORMAT, "version": VERSION,
                   "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
                   "started_unix": round(started, 3), "sources": sources_info}
-        self._file.write(_dumps(header) + "\n")
-        self._file.flush()
+        self._put(_dumps(header) + "\n")
         self._stop = threading.Event()
         self._writer = threading.Thread(target=self._write_loop, name="lanemon-recorder", daemon=True)
         self._writer.start()
@@ -192,11 +195,17 @@ class Recorder:
         if self.error is not None or not lines:
             return
         try:
-            self._file.write("\n".join(lines) + "\n")
-            self._file.flush()
+            self._put("\n".join(lines) + "\n")
         except OSError as exc:
             self.error = cannot_write(self.path, exc)
             self._stop_sources()
+
+    def _put(self, text: str, last: bool = False) -> None:
+        data = text.encode("utf-8")
+        if self._zip is not None:
+            data = self._zip.compress(data) + self._zip.flush(zlib.Z_FINISH if last else zlib.Z_SYNC_FLUSH)
+        self._file.write(data)
+        self._file.flush()
 
     def _stop_sources(self) -> None:
         for entry in self._sources.values():
@@ -213,8 +222,12 @@ class Recorder:
         self._writer.join()
         with self._lock:
             self._batch_out()
-            self._pending.append(_dumps(["E", round(self._now(), 4), self.events_written]))
             self._write_pending()
+            try:
+                if self.error is None:
+                    self._put(_dumps(["E", round(self._now(), 4), self.events_written]) + "\n", last=True)
+            except OSError as exc:
+                self.error = cannot_write(self.path, exc)
             try:
                 self._file.close()
             except OSError as exc:

@@ -24,7 +24,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from lanemon.replay.counters_state import CountersModel, config_from_dict
+from lanemon.replay.counters_state import CountersModel, Happened, config_from_dict
 from lanemon.replay.format import Recording, RecordingError
 
 LONG_STALL_MS = 100.0  # a heartbeat tick at least this late is a "long stall" moment
@@ -237,7 +237,11 @@ class Replay:
         if model is None:
             return
         try:
-            model.apply(item.delta, item.t)
+            if item.source == "counters":
+                counter, owner, customer, epoch, _detail = item.fields
+                model.apply(item.delta, Happened(item.t, item.kind, counter, owner, customer, epoch))
+            else:
+                model.apply(item.delta, item)
         except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
             raise RecordingError(self._rec.path, item.line, f"malformed change of state ({exc})") from None
 
