@@ -4,12 +4,14 @@
 returns the ``ReplayMode`` kept as ``window.replay``:
 
 - **Record** (Ctrl+R; "Stop recording" while recording): asks for a file name
-  (default ``~/lanemon-YYYYmmdd-HHMMSS.jsonl``) and records the Counters tab's
+  (default ``~/lanemon-YYYYmmdd-HHMMSS.jsonl.gz``) and records the Counters tab's
   simulation, the Lanes & queues tab's scheduler and the heartbeat
   (``lanemon.ui.replay.record``) until it is stopped -- explicitly, from the same
-  action, or by closing the window (the file is then closed cleanly before the
-  window's domains are). While recording a red "● REC" badge in the status bar says
-  for how long, how many events and where to. ``start_recording(path)`` /
+  action, or by closing the window (the file is then closed cleanly after the
+  window's views have shut down, so their last events are in it). A recording whose
+  writes fail (disk full) stops, and the window says why (status bar and warning).
+  While recording a red "● REC" badge in the status bar says for how long, how many
+  events and where to. ``start_recording(path)`` /
   ``stop_recording()`` do the same without a dialog.
 - **Open recording...** (Ctrl+Shift+O; ``open_recording(path)``; ``lanemon --replay
   FILE``): reads the recording (``lanemon.replay.open_recording``) and shows it in the
@@ -54,12 +56,14 @@ REC_UPDATE_MS = 500     # the REC badge's figures
 DOUBLE = "double assignment"
 LANES_KINDS = ("refused write", "stale release", "overlapping runs")
 CHART_HALF_S = 10.0     # seconds of heartbeat either side of the position
+RECORDING_FILTER = "lanemon recordings (*.jsonl.gz *.jsonl);;All files (*)"
 
 
 def default_recording_path(now: datetime.datetime | None = None) -> str:
-    """``~/lanemon-YYYYmmdd-HHMMSS.jsonl`` (the moment given, else now)."""
+    """``~/lanemon-YYYYmmdd-HHMMSS.jsonl.gz`` (the moment given, else now; the recorder
+    writes gzip-compressed JSON lines)."""
     now = now or datetime.datetime.now()
-    return str(Path.home() / f"lanemon-{now:%Y%m%d-%H%M%S}.jsonl")
+    return str(Path.home() / f"lanemon-{now:%Y%m%d-%H%M%S}.jsonl.gz")
 
 
 def _open_problem(path: str, exc: BaseException) -> str:
@@ -147,7 +151,7 @@ class ReplayMode(QObject):
             self.stop_recording()
             return
         path, _ = QFileDialog.getSaveFileName(self.window, "Record to", default_recording_path(),
-                                              "lanemon recordings (*.jsonl);;All files (*)")
+                                              RECORDING_FILTER)
         if path:
             self.start_recording(path)
 
@@ -198,6 +202,12 @@ class ReplayMode(QObject):
         s = self.session
         if s is None:
             return
+        if s.error:          # the recorder stopped writing (disk full, file removed)
+            error = s.error
+            self.stop_recording()
+            self.window.statusBar().showMessage(f"Recording stopped: {error}", 30000)
+            self.window.warn(f"Recording stopped: {error}")
+            return
         secs = int(time.monotonic() - self._rec_started)
         parts = [("● REC ", theme.RECORDING, True),
                  (f"{secs // 60}:{secs % 60:02d} · {s.events_written:,} events · {os.path.basename(s.path)}  ",
@@ -216,7 +226,7 @@ class ReplayMode(QObject):
     # --- opening -------------------------------------------------------------------------------------
     def choose_recording(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self.window, "Open recording", str(Path.home()),
-                                              "lanemon recordings (*.jsonl);;All files (*)")
+                                              RECORDING_FILTER)
         if path:
             self.open_recording(path)
 

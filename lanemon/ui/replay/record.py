@@ -72,6 +72,11 @@ class RecordingSession(QObject):
         return self._recorder.events_written
 
     @property
+    def error(self) -> str | None:
+        """Why the recorder stopped writing (disk full, file removed), or None."""
+        return getattr(self._recorder, "error", None)
+
+    @property
     def stopped(self) -> bool:
         return self._stopped
 
