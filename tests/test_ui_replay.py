@@ -397,3 +397,28 @@ def test_the_lanes_tab_draws_a_replayed_snapshot_and_comes_back_live(qtbot):
     assert rc == 0 and errors == []
     assert n == 2 and shown == (2, False, False, True)
     assert empty == 0 and controls and not replaying
+
+
+def test_lanemon_replay_refuses_a_missing_file_or_a_command_in_one_line(tmp_path, capsys):
+    from lanemon.cli import main
+
+    assert main(["--replay", str(tmp_path / "nowhere.jsonl.gz")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"lanemon: error: --replay: no such file: {tmp_path / 'nowhere.jsonl.gz'}"]
+    (tmp_path / "r.jsonl").write_text("")
+    assert main(["--replay", str(tmp_path / "r.jsonl"), "place", "--cpu-ms", "3"]) == 2
+    assert "--replay" in capsys.readouterr().err
+
+
+def test_lanemon_replay_passes_the_file_to_the_window(tmp_path, monkeypatch):
+    """``lanemon --replay FILE`` opens the window with that recording (run_app's replay_path)."""
+    import lanemon.cli as cli
+    import lanemon.ui.shell.app as app
+
+    seen = {}
+    monkeypatch.setattr(cli, "_check_display", lambda: None)
+    monkeypatch.setattr(app, "run_app", lambda **kw: seen.update(kw) or 0)
+    path = tmp_path / "r.jsonl.gz"
+    path.write_bytes(b"")
+    assert cli.main(["--replay", str(path)]) == 0
+    assert seen == {"store_url": None, "replay_path": str(path)}

@@ -5,7 +5,8 @@ a live short-lock counters session with File → Record (``ReplayMode.start_reco
 until the board has shown a double assignment and a few more seconds have passed, stops
 the recording, opens it with File → Open recording (``open_recording``), jumps to its
 first double assignment from the moments list and saves the window. ``--presenter``:
-in presenter mode. The recording is kept beside the PNG (``out.jsonl``).
+in presenter mode. The recording goes to a temporary folder (removed after) unless
+``--keep FILE`` says where to keep it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import argparse
 import sys
 
 
-async def scenario(win, out: str, record_s: float, presenter: bool) -> None:
+async def scenario(win, out: str, record_s: float, presenter: bool, recording: str) -> None:
     import asyncio
 
     from lanemon.ui.tools.testing import wait_until
@@ -27,7 +28,6 @@ async def scenario(win, out: str, record_s: float, presenter: bool) -> None:
     view = win.views["counters"]
     view.form.set_strategy("short_lock")
     mode = win.replay
-    recording = out.rsplit(".", 1)[0] + ".jsonl"
     assert mode.start_recording(recording), win.statusBar().currentMessage()
     assert view.start(), view.message.text()
     await wait_until(lambda: view.sim is not None and view.sim.snapshot().tallies.double_assignments > 0, 60)
@@ -46,21 +46,28 @@ async def scenario(win, out: str, record_s: float, presenter: bool) -> None:
           f"at {mode.panel.position.text()}; screenshot {out} ({image.width()}×{image.height()})")
 
 
-def shoot(out: str, record_s: float = 3.0, presenter: bool = False, size=(1280, 800)) -> int:
+def shoot(out: str, record_s: float = 3.0, presenter: bool = False, size=(1280, 800),
+          keep: str | None = None) -> int:
+    import os
+    import tempfile
+
     from lanemon.ui.tools.testing import shoot_window
 
-    return shoot_window(lambda win: scenario(win, out, record_s, presenter), size=size)
+    with tempfile.TemporaryDirectory(prefix="lanemon-shoot-") as tmp:
+        recording = keep or os.path.join(tmp, "replay.jsonl.gz")
+        return shoot_window(lambda win: scenario(win, out, record_s, presenter, recording), size=size)
 
 
 def cli(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m lanemon.ui.tools.shoot_replay", description=__doc__.splitlines()[0])
-    p.add_argument("out", help="PNG file to write (the recording goes beside it, .jsonl)")
+    p.add_argument("out", help="PNG file to write")
+    p.add_argument("--keep", metavar="FILE", help="keep the recording in this file")
     p.add_argument("--record", type=float, default=3.0, help="seconds recorded after the first double (default 3)")
     p.add_argument("--presenter", action="store_true", help="in presenter mode")
     p.add_argument("--size", default="1280x800", help="window size WxH (default 1280x800)")
     args = p.parse_args(argv)
     w, h = (int(x) for x in args.size.lower().split("x"))
-    return shoot(args.out, args.record, args.presenter, (w, h))
+    return shoot(args.out, args.record, args.presenter, (w, h), args.keep)
 
 
 if __name__ == "__main__":
