@@ -44,7 +44,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QFileDialog, QMessageBox
+from PySide6.QtWidgets import QFileDialog, QMessageBox, QVBoxLayout, QWidget
 
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.live_label import LiveLabel
@@ -97,9 +97,19 @@ class ReplayMode(QObject):
         self._rec_started = 0.0
         self.panel = ReplayPanel()
         self.panel.setVisible(False)
+        # the chart and the panel share the chart's place in the window's splitter (one of the
+        # two shown): the splitter keeps its two parts (talk mode's presenter split, the
+        # screenshot tools) and a hidden panel adds nothing to the window's least size
         split = window.centralWidget()
-        split.insertWidget(0, self.panel)
-        split.setStretchFactor(0, 5)
+        place = QWidget()
+        box = QVBoxLayout(place)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.setSpacing(0)
+        split.replaceWidget(split.indexOf(window.chart), place)
+        box.addWidget(window.chart)
+        box.addWidget(self.panel)
+        window.chart.setVisible(True)
+        self.place = place
         self.panel.seek_requested.connect(self.seek)
         self.panel.step_requested.connect(self.step)
         self.panel.play_toggled.connect(self.toggle_play)
@@ -274,12 +284,9 @@ class ReplayMode(QObject):
         self.panel.set_recording(name, len(replay), tuple(getattr(recording, "warnings", ()) or ()))
         self.panel.set_moments([self._moment_text(m) for m in self._moments])
         self.panel.set_playing(False)
-        split = w.centralWidget()
-        sizes = split.sizes()        # [panel, chart, tabs]: the panel takes the chart's room
         w.chart.stop()
         w.chart.setVisible(False)
         self.panel.setVisible(True)
-        split.setSizes([sizes[1], 0, sizes[2]])
         pause = getattr(w, "talk", None) and w.talk.actions.get("pause")
         if pause:
             pause.setEnabled(False)   # Space plays and pauses the replay
@@ -306,11 +313,8 @@ class ReplayMode(QObject):
             view = w.views.get(key)
             if view is not None:
                 view.end_replay()
-        split = w.centralWidget()
-        sizes = split.sizes()
         self.panel.setVisible(False)
         w.chart.setVisible(True)
-        split.setSizes([0, sizes[0], sizes[2]])
         w.chart.start()
         pause = getattr(w, "talk", None) and w.talk.actions.get("pause")
         if pause:

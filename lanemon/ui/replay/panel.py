@@ -25,12 +25,14 @@ from PySide6.QtCore import QLineF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QKeySequence, QPen, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
+    QFrame,
     QGraphicsLineItem,
     QHBoxLayout,
     QLabel,
     QListWidget,
     QListWidgetItem,
     QPushButton,
+    QScrollArea,
     QSlider,
     QSplitter,
     QVBoxLayout,
@@ -198,11 +200,18 @@ class ReplayPanel(QWidget):
         body = QSplitter(Qt.Orientation.Horizontal)
         body.addWidget(self.chart)
         body.addWidget(column(self.moments_title, self.moments))
-        body.addWidget(column(self.story_title, self.story))
+        # the story scrolls when the panel is short (large type on a small projector)
+        story = QScrollArea()
+        story.setFrameShape(QFrame.Shape.NoFrame)
+        story.setWidgetResizable(True)
+        story.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        story.setWidget(self.story)
+        self.story_scroll = story
+        body.addWidget(column(self.story_title, story))
         body.setStretchFactor(0, 3)
         body.setStretchFactor(1, 4)
-        body.setStretchFactor(2, 5)
-        body.setSizes([360, 420, 500])
+        body.setStretchFactor(2, 6)
+        body.setSizes([330, 400, 550])
         body.setChildrenCollapsible(False)
         self.body = body
         layout = QVBoxLayout(self)
@@ -320,7 +329,7 @@ class ReplayPanel(QWidget):
             lab.setFont(bold)
         self.name.setFont(bold)
         big = QFont(self.font())
-        big.setPointSizeF(theme.pt(12))
+        big.setPointSizeF(theme.pt(11.5))
         self.story.setFont(big)
         pos = QFont(self.font())
         pos.setPointSizeF(theme.pt(11))
