@@ -165,7 +165,7 @@ def test_a_moment_jumps_there_and_the_race_is_ringed_and_told(qtbot, fake):
         mode = win.replay
         view = win.views["counters"]
         mode.enter(fake, FakeRecording(), "fake.jsonl")
-        got = {"rows": mode.panel.moments.count()}
+        got = {"rows": mode.panel.moments_model.rowCount()}
         # before the double assignment: nothing ringed
         mode.seek(first.index)
         got["before"] = (set(view.grid.highlighted), set(view.staff.highlighted))
@@ -173,7 +173,7 @@ def test_a_moment_jumps_there_and_the_race_is_ringed_and_told(qtbot, fake):
         mode.panel.slider.setFocus()
         QTest.keyClick(mode.panel.slider, Qt.Key.Key_M)
         got["focus"] = QApplication.focusWidget() is mode.panel.moments
-        mode.panel.moments.setCurrentRow(0)
+        mode.panel.set_current_moment(0)
         QTest.keyClick(mode.panel.moments, Qt.Key.Key_Return)
         got["at"] = mode.position
         await wait_until(lambda: view.last_snapshot is fake._snaps[first.index + 1], 10)
@@ -353,7 +353,7 @@ def test_a_real_recording_opens_at_its_first_double_assignment_with_the_race_tol
         ok = mode.open_recording(path)
         row = next(i for i, m in enumerate(mode.replay.moments()) if m.kind == "double assignment")
         mode.panel.moments.setFocus()
-        mode.panel.moments.setCurrentRow(row)
+        mode.panel.set_current_moment(row)
         QTest.keyClick(mode.panel.moments, Qt.Key.Key_Return)
         await wait_until(lambda: view.last_snapshot is not None and view.last_snapshot.time == want.time
                          and view.grid.highlighted, 10)

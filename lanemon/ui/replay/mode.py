@@ -92,6 +92,7 @@ class ReplayMode(QObject):
         self._doubles: list[int] = []                  # event indices of the double assignments
         self._explained: dict[int, object] = {}        # moment index -> Explanation (cache)
         self._double_moments: list = []
+        self._row_at: dict[int, int] = {}
         self._speed = DEFAULT_SPEED
         self._play_from: tuple[float, float] | None = None   # (wall time, recording time) at play
         self._rec_started = 0.0
@@ -282,7 +283,10 @@ class ReplayMode(QObject):
         self._double_moments = [m for m in self._moments if m.kind == DOUBLE]
         self._explained = {}
         self.panel.set_recording(name, len(replay), tuple(getattr(recording, "warnings", ()) or ()))
-        self.panel.set_moments([self._moment_text(m) for m in self._moments])
+        self._row_at = {}                              # position -> the first moment there
+        for row, m in enumerate(self._moments):
+            self._row_at.setdefault(m.position, row)
+        self.panel.set_moments(self._moments, self._moment_text)
         self.panel.set_playing(False)
         w.chart.stop()
         w.chart.setVisible(False)
@@ -397,8 +401,7 @@ class ReplayMode(QObject):
                                   [f"{ev.time - self._t0:.3f} s · {ev.source}: {ev.text}"], race=False)
         else:
             self.panel.show_story("What happened", ["The start of the recording: no event yet."])
-        row = next((i for i, m in enumerate(self._moments) if m.position == k), -1)
-        self.panel.select_moment(row)
+        self.panel.select_moment(self._row_at.get(k, -1))
 
     def _moment_text(self, m) -> str:
         return f"{m.time - self._t0:8.1f} s   {m.title}"

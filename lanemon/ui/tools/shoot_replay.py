@@ -35,7 +35,7 @@ async def scenario(win, out: str, record_s: float, presenter: bool, recording: s
     path = mode.stop_recording()
     assert mode.open_recording(path), mode.error_box.text() if mode.error_box else "not opened"
     row = next(i for i, mo in enumerate(mode.replay.moments()) if mo.kind == "double assignment")
-    mode.panel.moments.setCurrentRow(row)
+    mode.panel.set_current_moment(row)
     mode.jump_to_moment(row)
     await wait_until(lambda: view.grid.highlighted and view.last_snapshot is not None, 10)
     await asyncio.sleep(0.3)
