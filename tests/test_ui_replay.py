@@ -422,3 +422,30 @@ def test_lanemon_replay_passes_the_file_to_the_window(tmp_path, monkeypatch):
     path.write_bytes(b"")
     assert cli.main(["--replay", str(path)]) == 0
     assert seen == {"store_url": None, "replay_path": str(path)}
+
+
+def test_no_replay_while_recording_and_no_recording_during_a_replay(qtbot, tmp_path, fake):
+    """The views show one thing at a time: each refusal is said in the status bar."""
+    path = str(tmp_path / "busy.jsonl.gz")
+    record_virtual(path)
+
+    async def scenario(win):
+        mode = win.replay
+        bar = win.statusBar()
+        assert mode.start_recording(str(tmp_path / "live.jsonl.gz"))
+        opened = mode.open_recording(path)
+        said_open = bar.currentMessage()
+        mode.stop_recording()
+        mode.enter(fake, FakeRecording(), "fake.jsonl")
+        recorded = mode.start_recording(str(tmp_path / "other.jsonl.gz"))
+        said_record = bar.currentMessage()
+        record_enabled = mode.record_action.isEnabled()
+        mode.leave()
+        return opened, said_open, recorded, said_record, record_enabled, mode.record_action.isEnabled()
+
+    rc, (opened, said_open, recorded, said_record, during, after), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert not opened and "Stop recording first" in said_open
+    assert not recorded and "leave the replay first" in said_record
+    assert not during and after
+    assert not os.path.exists(tmp_path / "other.jsonl.gz")
