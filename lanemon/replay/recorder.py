@@ -86,35 +86,35 @@ class Recorder:
     def attach_counters(self, sim) -> None:
         """Record ``sim`` (a ``lanemon.counters.simulation.Simulation``) from now on, in
         place of any simulation attached before."""
-        self._attach("counters", sim, lambda: CountersModel(sim.config), sim.subscribe, self._on_counters,
-                     {"config": sim.config.as_dict()})
+        self._attach("counters", sim.snapshot, sim.clock.now, lambda: CountersModel(sim.config), sim.subscribe,
+                     self._on_counters, {"config": sim.config.as_dict()})
 
     def attach_lanes(self, scheduler) -> None:
-        """Record ``scheduler`` (a ``lanemon.lanes.queues.Scheduler``) from now on."""
-        from lanemon.replay.lanes_state import LanesModel
+        """Record ``scheduler`` (a ``lanemon.lanes.queues.Scheduler``) from now on, in place of
+        any scheduler attached before. Its state is ``snapshot(limit=LANES_LIMIT)``
+        (``lanemon.replay.lanes_state``): each queue's lists hold at most that many jobs."""
+        from lanemon.replay.lanes_state import LANES_LIMIT, LanesModel, take_snapshot
 
-        self._attach("lanes", scheduler, LanesModel, scheduler.events.subscribe, self._on_lanes, {})
+        self._attach("lanes", lambda: take_snapshot(scheduler), scheduler.clock, LanesModel,
+                     scheduler.events.subscribe, self._on_lanes, {"limit": LANES_LIMIT})
 
-    def _attach(self, name: str, source, new_model, subscribe, callback, info: dict) -> None:
+    def _attach(self, name: str, snapshot, clock, new_model, subscribe, callback, info: dict) -> None:
         if self._closed:
             raise RuntimeError("the recording is closed")
         old = self._sources.pop(name, None)
         if old is not None:
             old["unsub"]()
-        entry = {"source": source, "new_model": new_model, "model": None, "info": info, "off": 0.0, "t": None,
+        entry = {"snapshot": snapshot, "new_model": new_model, "model": None, "info": info, "off": 0.0, "t": None,
                  "unsub": None}
         self._sources[name] = entry
-        entry["off"] = self._offset(entry, _source_time(name, source))
+        entry["off"] = round(self._now() - clock(), 3)
         self._keyframe()
         entry["unsub"] = subscribe(lambda event: callback(entry, event))
-
-    def _offset(self, entry: dict, t: float) -> float:
-        return round(self._now() - t, 3)
 
     def _keyframe(self) -> None:
         states = {}
         for name, entry in self._sources.items():
-            snap = entry["source"].snapshot()
+            snap = entry["snapshot"]()
             entry["model"] = model = entry["new_model"]()  # a keyframe is the whole state: from a blank model
             states[name] = {**entry["info"], "off": entry["off"], "state": model.encode(snap, None)}
             entry["t"] = None
@@ -132,7 +132,7 @@ class Recorder:
     def _on_counters(self, entry: dict, event) -> None:
         if self._closed or self._sources.get("counters") is not entry:
             return
-        snap = entry["source"].snapshot()  # may publish an ``expired`` event first (recorded first)
+        snap = entry["snapshot"]()  # may publish an ``expired`` event first (recorded first)
         delta = entry["model"].encode(snap, event)
         t, delta = self._line(entry, event.time, delta)
         item = ["c", t, event.kind, event.counter, event.owner, event.customer, event.epoch, event.detail]
@@ -143,7 +143,7 @@ class Recorder:
     def _on_lanes(self, entry: dict, event) -> None:
         if self._closed or self._sources.get("lanes") is not entry:
             return
-        snap = entry["source"].snapshot()
+        snap = entry["snapshot"]()
         delta = entry["model"].encode(snap, event)
         t, delta = self._line(entry, event.at, delta)
         item = ["l", t, event.kind, event.workspace, event.queue, event.job_id,
@@ -238,12 +238,6 @@ class Recorder:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def _source_time(name: str, source) -> float:
-    if name == "counters":
-        return source.clock.now()
-    return source.snapshot().at
 
 
 def _plain(detail):
