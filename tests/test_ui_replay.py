@@ -114,7 +114,7 @@ def test_the_replay_shows_the_recorded_counters_and_moves_with_the_bar(qtbot, fa
         mode.enter(fake, FakeRecording(), "fake.jsonl")
         await wait_until(lambda: view.last_snapshot is fake.counters_snapshot(), 10)
         got = {"chart_hidden": not win.chart.isVisible(), "panel": mode.panel.isVisible(),
-               "controls": view._controls.isVisible(), "tab": win.tabs.currentWidget() is win._pages["counters"],
+               "controls": view._controls.isVisible(), "tab": win.shown_view() == "counters",
                "total": mode.panel.slider.maximum(), "text0": mode.panel.position.text()}
         # the slider scrubs: dragged to 40, the view shows the snapshot after 40 events
         mode.panel.slider.setValue(40)
@@ -449,3 +449,38 @@ def test_no_replay_while_recording_and_no_recording_during_a_replay(qtbot, tmp_p
     assert not recorded and "leave the replay first" in said_record
     assert not during and after
     assert not os.path.exists(tmp_path / "other.jsonl.gz")
+
+
+def test_recorded_lanes_replay_in_the_lanes_tab(qtbot, tmp_path):
+    """File -> Record while jobs run in the Lanes & queues tab; opened, the tab draws the
+    recorded lanes at the replay's position (equal to the replay's own snapshot)."""
+    from lanemon.ui.tools.testing import add_simulated_job
+
+    path = os.environ.get("KEEP_LANES") or str(tmp_path / "lanes.jsonl.gz")
+
+    async def scenario(win):
+        mode = win.replay
+        view = win.views["lanes"]
+        win.show_view("lanes")
+        assert mode.start_recording(path), win.statusBar().currentMessage()
+        problem = mode.session.problem
+        await add_simulated_job(view, "ws-a", "reservations", 0.05)
+        await add_simulated_job(view, "ws-b", "cafe", 0.05)
+        await wait_until(lambda: view.scheduler.snapshot().counts.jobs_finished >= 2, 20)
+        mode.stop_recording()
+        assert mode.open_recording(path)
+        replay = mode.replay
+        mode.seek(len(replay))
+        want = replay.lanes_snapshot()
+        await wait_until(lambda: view._snap is want and view.lanes_model.rowCount() == len(want.workspaces), 10)
+        at_end = (view.lanes_model.rowCount(), sorted(want.workspaces), want.counts.jobs_finished)
+        mode.seek(0)
+        first = replay.lanes_snapshot()
+        await wait_until(lambda: view._snap is first and view.lanes_model.rowCount() == len(first.workspaces), 10)
+        return problem, at_end, view.lanes_model.rowCount(), len(first.workspaces)
+
+    rc, (problem, at_end, rows0, ws0), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert problem is None
+    assert at_end == (2, ["ws-a", "ws-b"], 2)
+    assert rows0 == ws0 == 0

@@ -296,10 +296,13 @@ class ReplayMode(QObject):
             pause.setEnabled(False)   # Space plays and pauses the replay
         self.record_action.setEnabled(False)
         self.seek(0)
-        if replay.counters_snapshot() is not None and "counters" in w.views:
-            w.show_view("counters")
-        elif replay.lanes_snapshot() is not None and "lanes" in w.views:
-            w.show_view("lanes")
+        # the tab shown stays if it is one the recording has; else the counters, else the lanes
+        has = {"counters": replay.counters_snapshot() is not None, "lanes": replay.lanes_snapshot() is not None}
+        if not has.get(w.shown_view(), False):
+            for key in ("counters", "lanes"):
+                if has[key] and key in w.views:
+                    w.show_view(key)
+                    break
         self.panel.slider.setFocus(Qt.FocusReason.OtherFocusReason)
         w.statusBar().showMessage(f"Replaying {name}: {len(replay):,} events, {len(self._moments):,} "
                                   "notable moments. Esc leaves the replay.", 10000)

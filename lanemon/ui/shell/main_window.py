@@ -218,6 +218,11 @@ class MainWindow(QMainWindow):
     def show_view(self, key: str) -> None:
         self.tabs.setCurrentWidget(self._pages[key])
 
+    def shown_view(self) -> str | None:
+        """The key of the tab shown (``None``: none)."""
+        page = self.tabs.currentWidget()
+        return next((key for key, p in self._pages.items() if p is page), None)
+
     def add_shutdown_hook(self, hook: Callable[[], Awaitable[None]]) -> None:
         self._shutdown_hooks.append(hook)
 
