@@ -384,14 +384,14 @@ def test_the_lanes_tab_draws_a_replayed_snapshot_and_comes_back_live(qtbot):
         view.show_replay(snap)
         await wait_until(lambda: view.lanes_model.rowCount() == len(snap.workspaces)
                          and "REPLAY" in view.counters.text(), 10)
-        shown = (view.lanes_model.rowCount(), view.controls.isEnabled(), view.source_picker.isEnabled(),
+        shown = (view.lanes_model.rowCount(), view.controls.isVisible(), view.source_picker.isEnabled(),
                  view.clock() == snap.at)
         view.show_replay(None)
         await wait_until(lambda: "no lanes" in view.counters.text(), 10)
         empty = view.lanes_model.rowCount()
         view.end_replay()
         await wait_until(lambda: view.lanes_model.rowCount() == 3 and "REPLAY" not in view.counters.text(), 10)
-        return shown, empty, view.controls.isEnabled(), view.replaying, len(snap.workspaces)
+        return shown, empty, view.controls.isVisible(), view.replaying, len(snap.workspaces)
 
     rc, (shown, empty, controls, replaying, n), errors = run_window(scenario)
     assert rc == 0 and errors == []

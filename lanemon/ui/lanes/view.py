@@ -56,7 +56,8 @@ source. The window's scheduler runs on whatever the tab shows.
 ``lanemon.ui.replay``, calls them): every refresh draws the snapshot handed in (a
 recording's lanes, rebuilt at the replay's position; ``None``: the recording has none)
 at its own instant (``Snapshot.at``); nothing moves between two positions. The controls
-and the source picker are disabled until the replay ends; the window's scheduler keeps
+are put away (their fields hold the live values) and the source picker is disabled until
+the replay ends; the window's scheduler keeps
 running underneath and is shown again after.
 """
 
@@ -593,14 +594,14 @@ class LanesView(LiveView):
         n = snap.counts
         bad = theme.REF_LONG
         figures = [
-            ("REPLAY", f"t = {snap.at:.1f} s", theme.REPLAY_CURSOR),
             ("stale releases", n.stale_releases, bad if n.stale_releases else None),
             ("writes refused", n.stale_writes, bad if n.stale_writes else None),
             ("failed saves", n.failed_saves, bad if n.failed_saves else None),
             ("holds", len(snap.holds), theme.HELD_SAVE if snap.holds else None),
             ("jobs", f"{n.jobs_finished}/{n.jobs_submitted}", None),
         ]
-        self.counters.set_parts(figure_parts(figures, theme.MUTED, " · "))
+        self.counters.set_parts([("REPLAY  ", theme.REPLAY_CURSOR, True),
+                                 *figure_parts(figures, theme.MUTED, " · ")])
         self.counters.setToolTip("a recording, at the replay's position (the window's own scheduler "
                                  "runs on underneath)")
 
@@ -623,10 +624,9 @@ class LanesView(LiveView):
             self._lane_rows.clear()
             self._job_rows.clear()
             self._snap = None
-            self.controls.setEnabled(False)
+            self.controls.setVisible(False)     # (its fields are the live ones, not the recording's)
             self.source_picker.setEnabled(False)
             self.ledger_box.setVisible(False)
-            self.controls.say("Replaying a recording: the controls come back when the replay is left.")
         self._replayed = snapshot
         self.request_refresh()
 
@@ -636,7 +636,7 @@ class LanesView(LiveView):
             return
         self.replaying = False
         self._replayed = None
-        self.controls.setEnabled(True)
+        self.controls.setVisible(True)
         self.source_picker.setEnabled(True)
         self._switched(store=self.follower is not None)
 

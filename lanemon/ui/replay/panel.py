@@ -239,6 +239,9 @@ class ReplayPanel(QWidget):
         story.setWidgetResizable(True)
         story.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         story.setWidget(self.story)
+        story.setAutoFillBackground(False)
+        story.viewport().setAutoFillBackground(False)
+        self.story.setAutoFillBackground(False)
         self.story_scroll = story
         body.addWidget(column(self.story_title, story))
         body.setStretchFactor(0, 3)
