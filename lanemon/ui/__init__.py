@@ -20,6 +20,10 @@ Laid out by what each part is:
 - ``programs``   the Programs tab: asyncio programs heard through
                  ``lanemon.probe`` (``view``), where a stall's time went
                  (``where``, Qt-free).
+- ``replay``     File → Record and File → Open recording: ``mode`` (the
+                 replay: what the views are handed at each position), ``panel``
+                 (the replay bar, moments, the race told), ``record`` (a
+                 recording of the window's counters, lanes and heartbeat).
 - ``kit``        the drawing kit every view uses, no domain in it:
                  ``theme`` (every colour and font), ``live_label``,
                  ``static_texts``, ``fast_delegate``, ``chart_items``,
