@@ -484,3 +484,40 @@ def test_recorded_lanes_replay_in_the_lanes_tab(qtbot, tmp_path):
     assert problem is None
     assert at_end == (2, ["ws-a", "ws-b"], 2)
     assert rows0 == ws0 == 0
+
+
+def test_a_long_stall_moment_is_told_and_drawn_at_its_place(qtbot, tmp_path):
+    """A heartbeat tick 250 ms late in the recording: a moment; jumping there says it first
+    and the recorded heartbeat around the position holds that tick."""
+    from lanemon.replay import Recorder
+
+    path = str(tmp_path / "stall.jsonl.gz")
+    sim = Simulation(RACE_CONFIG)
+    recorder = Recorder(path, sources_info={}, clock=lambda: sim.clock.now())
+    recorder.attach_counters(sim)
+    for i in range(100):
+        recorder.heartbeat(i * 0.01, 250.0 if i in (3, 50) else 0.5)
+    run_in_virtual_time(sim.run())
+    recorder.close()
+
+    async def scenario(win):
+        mode = win.replay
+        assert mode.open_recording(path)
+        rows = [i for i, m in enumerate(mode.replay.moments()) if m.kind == "long stall"]
+        got = []
+        for row in rows:
+            mode.jump_to_moment(row)
+            got.append((mode.panel.story_title.text(), mode.panel.story.text().splitlines()[0],
+                        mode.panel.chart.points, mode.panel.current_moment() == row,
+                        win.views["counters"].grid.highlighted))
+        return got
+
+    rc, got, errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    (title, first, points, selected, ringed), (title2, first2, _, selected2, ringed2) = got
+    # at 0.03 s no race is on: the stall is the story
+    assert title == "Long stall" and first.startswith("0.030 s · long stall: ") and not ringed
+    assert points > 0 and selected
+    # at 0.5 s a counter is double assigned: the race is told, the stall said above it
+    assert title2.startswith("Double assignment") and first2.startswith("0.500 s · long stall: ") and ringed2
+    assert selected2

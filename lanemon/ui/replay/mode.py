@@ -398,15 +398,23 @@ class ReplayMode(QObject):
         self.panel.show_position(k, len(replay), now - self._t0)
         times, lags = replay.heartbeat(now - CHART_HALF_S, now + CHART_HALF_S)
         self.panel.chart.show_lags([t - self._t0 for t in times], lags, now - self._t0)
-        if expl is not None:
-            self.panel.show_story(f"Double assignment: counter {expl.counter + 1}", expl.lines, race=True)
-        elif k > 0:
+        row = self._row_at.get(k, -1)
+        lines = []
+        if row >= 0:         # a moment is here: say it first (a long stall has no event of its own)
+            m = self._moments[row]
+            lines.append(f"{m.time - self._t0:.3f} s · {m.kind}: {m.title}")
+        if k > 0:
             ev = replay.event(k - 1)
-            self.panel.show_story("What happened",
-                                  [f"{ev.time - self._t0:.3f} s · {ev.source}: {ev.text}"], race=False)
+            lines.append(f"{ev.time - self._t0:.3f} s · {ev.source}: {ev.text}")
         else:
-            self.panel.show_story("What happened", ["The start of the recording: no event yet."])
-        self.panel.select_moment(self._row_at.get(k, -1))
+            lines.append("The start of the recording: no event yet.")
+        if expl is not None:          # (another kind of moment here is said above the race)
+            said = lines[:1] if row >= 0 and self._moments[row].kind != DOUBLE else []
+            self.panel.show_story(f"Double assignment: counter {expl.counter + 1}", [*said, *expl.lines],
+                                  race=True)
+        else:
+            self.panel.show_story(self._moments[row].kind.capitalize() if row >= 0 else "What happened", lines)
+        self.panel.select_moment(row)
 
     def _moment_text(self, m) -> str:
         return f"{m.time - self._t0:8.1f} s   {m.title}"
