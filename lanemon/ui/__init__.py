@@ -20,6 +20,10 @@ Laid out by what each part is:
 - ``programs``   the Programs tab: asyncio programs heard through
                  ``lanemon.probe`` (``view``), where a stall's time went
                  (``where``, Qt-free).
+- ``talk``       a talk script played in the window (``lanemon.talk`` reads
+                 it): ``player`` (the clicker's keys, steps, actions through
+                 the views' public methods), ``caption`` (over the chart; the
+                 blank screen).
 - ``replay``     File → Record and File → Open recording: ``mode`` (the
                  replay: what the views are handed at each position), ``panel``
                  (the replay bar, moments, the race told), ``record`` (a

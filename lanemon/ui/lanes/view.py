@@ -282,6 +282,7 @@ class LanesView(LiveView):
         for q in scheduler.queues:
             right.addWidget(titled(self.queue_titles[q], self.queue_tables[q]))
         right.setChildrenCollapsible(False)
+        self._queues_pane = right
         body = QSplitter(Qt.Orientation.Horizontal)
         body.addWidget(middle)
         body.addWidget(right)
@@ -372,6 +373,11 @@ class LanesView(LiveView):
         jobs = (wid("0000"), wid("ws-000"), bwid("succeeded"), wid("00.0 s"), wid("sim 2000 ms"))
         for t in self.queue_tables.values():
             set_widths(t, {i: w + pad for i, w in enumerate(jobs)})
+        # the queues keep a job's number, workspace and state whole (the timeline beside them
+        # gives way): the other columns drop first, and nothing of these three elides
+        t = next(iter(self.queue_tables.values()))
+        whole = sum(w + pad for w in jobs[:3]) + t.verticalScrollBar().sizeHint().width() + 2 * t.frameWidth()
+        self._queues_pane.setMinimumWidth(whole)
         ledger = (wid("00:00:00.000"), wid("agent-00000"), wid("#0000"), wid("succeeded"),
                   wid("scheduled · ws-00"), wid("epoch held"), wid("epoch now"))
         set_widths(self.ledger_table, {i: w + pad for i, w in enumerate(ledger)})

@@ -142,9 +142,7 @@ class ReplayMode(QObject):
                                     "record what the counters, the lanes and the heartbeat do, to a file")
         self.open_action = action("Open recording…", ["Ctrl+Shift+O"], self.choose_recording,
                                   "replay a recording in the window: step, scrub, jump to its moments")
-        from lanemon.ui.shell.talk_mode import _menu
-
-        menu = _menu(window, "&File")
+        menu = window.talk.file_menu()
         first = menu.actions()[0] if menu.actions() else None
         menu.insertAction(first, self.record_action)
         menu.insertAction(first, self.open_action)

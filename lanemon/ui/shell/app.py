@@ -154,7 +154,7 @@ def scheduler_on(store):
                      events=hub)
 
 
-async def main(window: MainWindow | None = None, store_url: str | None = None,
+async def main(window: MainWindow | None = None, store_url: str | None = None, talk=None,
                replay_path: str | None = None) -> int:
     """Show ``window`` (a new ``MainWindow`` by default) until it is closed.
 
@@ -167,6 +167,9 @@ async def main(window: MainWindow | None = None, store_url: str | None = None,
     shows (``window.replay.open_recording``; one that cannot be read is said in a message
     box and the window stays up, live).
     The store session is closed after the window's scheduler let go of its lanes.
+
+    ``talk`` (``lanemon --talk FILE``: a checked ``lanemon.talk.Talk``): loaded at
+    step 1 once the window is shown.
 
     Returns the exit status: 0 after a close by the user, 128 + the signal's
     number after a close by SIGINT, SIGTERM or SIGHUP (see the module docstring).
@@ -199,6 +202,8 @@ async def main(window: MainWindow | None = None, store_url: str | None = None,
     problem = settings.unwritable(store)
     first_paint.install(win)
     win.show()
+    if talk is not None:
+        win.talk_player.load(talk)
     if problem:
         win.warn(f"Settings will not be kept: {problem}")
     if store_problem:
@@ -225,9 +230,10 @@ async def main(window: MainWindow | None = None, store_url: str | None = None,
     return 0 if door.received is None else 128 + door.received
 
 
-def run_app(argv: list[str] | None = None, store_url: str | None = None,
+def run_app(argv: list[str] | None = None, store_url: str | None = None, talk=None,
             replay_path: str | None = None) -> int:
-    """Open the window (replaying ``replay_path`` if given); returns the exit code once it is closed."""
+    """Open the window (with ``talk`` loaded, or replaying ``replay_path``, if given); returns
+    the exit code once it is closed."""
     app = application(argv)
     with asyncio.Runner(loop_factory=lambda: qasync.QEventLoop(app)) as runner:
-        return runner.run(main(store_url=store_url, replay_path=replay_path))
+        return runner.run(main(store_url=store_url, talk=talk, replay_path=replay_path))
