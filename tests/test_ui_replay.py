@@ -421,7 +421,7 @@ def test_lanemon_replay_passes_the_file_to_the_window(tmp_path, monkeypatch):
     path = tmp_path / "r.jsonl.gz"
     path.write_bytes(b"")
     assert cli.main(["--replay", str(path)]) == 0
-    assert seen == {"store_url": None, "replay_path": str(path)}
+    assert seen["replay_path"] == str(path) and seen["store_url"] is None and seen.get("talk") is None
 
 
 def test_no_replay_while_recording_and_no_recording_during_a_replay(qtbot, tmp_path, fake):
@@ -521,3 +521,15 @@ def test_a_long_stall_moment_is_told_and_drawn_at_its_place(qtbot, tmp_path):
     # at 0.5 s a counter is double assigned: the race is told, the stall said above it
     assert title2.startswith("Double assignment") and first2.startswith("0.500 s · long stall: ") and ringed2
     assert selected2
+
+
+def test_the_file_menu_has_record_and_open_recording_in_its_first_group(qtbot):
+    async def scenario(win):
+        menu = win.talk.file_menu()
+        return [a.text() if not a.isSeparator() else "-" for a in menu.actions()]
+
+    rc, items, errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    first = items[:items.index("-")]
+    assert "Record…" in first and "Open recording…" in first
+    assert items[-1].replace("&", "") == "Quit"

@@ -142,12 +142,14 @@ class ReplayMode(QObject):
                                     "record what the counters, the lanes and the heartbeat do, to a file")
         self.open_action = action("Open recording…", ["Ctrl+Shift+O"], self.choose_recording,
                                   "replay a recording in the window: step, scrub, jump to its moments")
+        # in the File menu's first group (after Open talk…, before Export report…)
         menu = window.talk.file_menu()
-        first = menu.actions()[0] if menu.actions() else None
-        menu.insertAction(first, self.record_action)
-        menu.insertAction(first, self.open_action)
-        if first is not None:
-            menu.insertSeparator(first)
+        actions = menu.actions()
+        before = next((a for a in actions if a.isSeparator()), None)
+        if before is None and actions:
+            before = menu.insertSeparator(actions[0])
+        menu.insertAction(before, self.record_action)
+        menu.insertAction(before, self.open_action)
         window.add_shutdown_hook(self._closing)
 
     # --- recording -------------------------------------------------------------------------------
