@@ -139,7 +139,8 @@ def run(out: Callable[[str], None] = print) -> dict:
         first = (replay.counters_snapshot(), replay.lanes_snapshot())
         open_s = time.perf_counter() - w0
         assert first[0] is not None and first[1] is not None
-        out(f"  open + first frame: {open_s * 1000:.0f} ms ({len(rec.data) / 1e6:.0f} MB of text in memory)   "
+        index = "through its index" if rec.moments is not None else "read whole (no index)"
+        out(f"  open + first frame: {open_s * 1000:.0f} ms ({len(rec.keyframes):,} blocks, {index})   "
             f"goal < {OPEN_GOAL_S:g} s: {goal(open_s < OPEN_GOAL_S)}")
         w0 = time.perf_counter()
         replay.seek(len(replay))
