@@ -378,3 +378,11 @@ def test_index_and_whole_read_agree(tmp_path):
     stalls = [m for m in ma if m.kind == "long stall"]
     assert len(stalls) == len(ticks) // 300 + (len(ticks) % 300 > 150) > 0
     assert [m.time for m in stalls] == pytest.approx([m.time for m in mb if m.kind == "long stall"], abs=1e-4)
+
+
+def test_replay_imports_no_qt_and_no_numpy():
+    code = ("import sys, lanemon.replay, lanemon.replay.lanes_state; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'numpy', 'pyqtgraph', 'qasync')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert out.stdout.strip() == "[]"
