@@ -153,7 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="print measured performance figures")
     b.add_argument("name", nargs="?", default="all", choices=["all", *BENCHES],
-                   help="one benchmark, or all (every one but soak: it takes minutes, run it by name)")
+                   help="one benchmark, or all (every one but soak and replay: they take minutes, "
+                        "run them by name)")
     b.add_argument("--minutes", type=parse_minutes, help="soak only: how long to drive the window (default 10)")
     b.add_argument("--store", metavar="URL", help="store only: measure this store (adds jobs to it) instead of "
                    "a throwaway PostgreSQL cluster")

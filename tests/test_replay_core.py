@@ -344,3 +344,45 @@ def test_sigkill_mid_recording_leaves_a_readable_file(tmp_path):
     assert snap.state == "running" and snap.tallies.arrived > 0
     assert snap.tallies.double_assignments == sum(
         1 for i in range(len(replay)) if replay.event(i).kind == "double_assignment")
+
+
+def test_index_and_whole_read_agree(tmp_path):
+    """A closed recording opens through its index; the same file without its index and
+    footer (as a crash leaves it) is read whole: same events, states, moments, ticks."""
+    ticks = []
+
+    def beat(rec, event):
+        lag = 180.0 if len(ticks) % 300 == 150 else 1.0
+        ticks.append(event.time)
+        rec.heartbeat(event.time, lag)
+
+    config = SimConfig(strategy="short_lock", customers=200, abandon_rate=0.1, time_limit=3600.0, seed=2)
+    live, events = record(tmp_path / "a.jsonl.gz", config, heartbeat=beat)
+    data = (tmp_path / "a.jsonl.gz").read_bytes()
+    indexed = open_recording(str(tmp_path / "a.jsonl.gz"))
+    assert indexed.moments is not None and indexed.warnings == []
+    at = int(json.loads(gzip.decompress(data[-48:]))[1])
+    (tmp_path / "b.jsonl.gz").write_bytes(data[:at])
+    whole = open_recording(str(tmp_path / "b.jsonl.gz"))
+    assert whole.moments is None and whole.closed  # the "E" line is there: only the index is gone
+    a, b = Replay(indexed), Replay(whole)
+    assert len(a) == len(b) == len(events)
+    for k in range(0, len(a) + 1, 7):
+        a.seek(k)
+        b.seek(k)
+        assert a.counters_snapshot() == b.counters_snapshot() == live[k]
+    assert a.heartbeat(0, 1e9) == b.heartbeat(0, 1e9) and len(a.heartbeat(0, 1e9)[0]) == len(ticks)
+    ma, mb = a.moments(), b.moments()
+    assert [(m.index, m.kind, m.title, m.time) for m in ma if m.kind != "long stall"] == \
+        [(m.index, m.kind, m.title, m.time) for m in mb if m.kind != "long stall"]
+    stalls = [m for m in ma if m.kind == "long stall"]
+    assert len(stalls) == len(ticks) // 300 + (len(ticks) % 300 > 150) > 0
+    assert [m.time for m in stalls] == pytest.approx([m.time for m in mb if m.kind == "long stall"], abs=1e-4)
+
+
+def test_replay_imports_no_qt_and_no_numpy():
+    code = ("import sys, lanemon.replay, lanemon.replay.lanes_state; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'numpy', 'pyqtgraph', 'qasync')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert out.stdout.strip() == "[]"

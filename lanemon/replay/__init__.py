@@ -10,8 +10,10 @@ See ``lanemon.replay.format`` for the file format.
 from lanemon.replay.format import FORMAT, VERSION, Recording, RecordingError, open_recording
 from lanemon.replay.recorder import Recorder
 from lanemon.replay.replay import Explanation, Moment, Replay, ReplayEvent
+from lanemon.replay.text import LONG_STALL_MS, MOMENT_KINDS, clock_text, counters_text, lanes_text
 
 __all__ = [
     "FORMAT", "VERSION", "Recording", "RecordingError", "open_recording",
     "Recorder", "Replay", "ReplayEvent", "Moment", "Explanation",
+    "LONG_STALL_MS", "MOMENT_KINDS", "clock_text", "counters_text", "lanes_text",
 ]

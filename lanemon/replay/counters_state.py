@@ -27,6 +27,7 @@ timeline offset (see ``lanemon.replay.format``).
 from __future__ import annotations
 
 import dataclasses
+import operator
 from typing import NamedTuple
 
 from lanemon.counters import events as ev
@@ -41,6 +42,7 @@ _P99_OF = TALLY_FIELDS.index("wait_p99_of")
 _DERIVED = (_ELAPSED, _THROUGHPUT, _P99_OF)
 _STORED = tuple(i for i in range(len(TALLY_FIELDS)) if i not in _DERIVED)
 
+_tally_values = operator.attrgetter(*TALLY_FIELDS)
 _UNSET = object()  # a blank model's value: differs from every real one
 
 
@@ -93,6 +95,7 @@ class CountersModel:
         self._views: list[CounterView | None] = [None] * n  # built views of counters without a live claim
         self._staff: dict[str, StaffView] = {}
         self._tallies: list = [_UNSET] * len(TALLY_FIELDS)
+        self._seen: list = [None] * n  # recorder: the view object each counter's row was taken from
 
     # -- the replay side -------------------------------------------------
     def apply(self, delta: dict, event: Happened | None) -> None:
@@ -226,10 +229,17 @@ class CountersModel:
         if t != event_time:
             delta["T"] = t
         views = snap.counters
-        rows = []
-        for view in views:
-            rows.append((view.state.value, view.owner, view.customer, view.customers, view.epoch,
-                         view.conflict, view.expired_owner))
+        seen = self._seen
+        touched = None if event is None else event.counter
+        expires_now = self._expires
+        rows: list = []
+        for i, view in enumerate(views):
+            if view is seen[i] and i != touched and view.ttl_left is None and expires_now[i] is None:
+                rows.append(None)  # the board's same view object as last time: unchanged
+            else:
+                rows.append((view.state.value, view.owner, view.customer, view.customers, view.epoch,
+                             view.conflict, view.expired_owner))
+                seen[i] = view
         v = self._views_clock(t, views, rows)
         if v != t:
             delta["V"] = v
@@ -242,6 +252,8 @@ class CountersModel:
         changed, fixed = [], []
         for i, view in enumerate(views):
             row = rows[i]
+            if row is None:
+                continue
             ttl = view.ttl_left
             expires = self._expires[i] if row == self._rows[i] else None
             if ttl is None:
@@ -266,12 +278,13 @@ class CountersModel:
         staff = []
         known = self._staff
         for view in snap.staff:
-            if known.get(view.name) != view:
+            was = known.get(view.name)
+            if was is not view and was != view:
                 staff.append([view.name, view.state, view.customer, view.counter,
                               None if view.since == t else view.since])
         if staff:
             delta["w"] = staff
-        actual = [getattr(snap.tallies, name) for name in TALLY_FIELDS]
+        actual = _tally_values(snap.tallies)
         current = self._tallies
         y = []
         for i in _STORED:

@@ -1,4 +1,4 @@
-"""The recording file: JSON lines, UTF-8, one JSON value per line.
+"""The recording file: JSON lines (UTF-8, one JSON value per line), gzip-compressed.
 
 Line 1, the header (an object)::
 
@@ -10,9 +10,11 @@ Every other line is an array whose first item says what it is:
 
 - ``["K", k, r, {source: {"config": {...}, "off": o, "state": {...}}}]`` -- a **keyframe**:
   the whole state of every attached source before event ``k`` (k events came before
-  it), at recording time ``r``. One is written when a source is attached (the counters'
-  ``config`` is the simulation's ``SimConfig.as_dict()``: seed and parameters) and then
-  every ``KEYFRAME_EVERY`` events, so a seek decodes at most that many events.
+  it), at recording time ``r``. One starts the recording (no source yet), one is written
+  when a source is attached (the counters' ``config`` is the simulation's
+  ``SimConfig.as_dict()``: seed and parameters) and then one every ``KEYFRAME_EVERY``
+  events, so a seek decodes at most that many events. The lines from one keyframe to
+  the next are a **block**.
 - ``["c", t, kind, counter, owner, customer, epoch, detail, delta?]`` -- one counters
   event (``lanemon.counters.events.Event``; ``t`` null: the same time as the previous
   counters event) and the change of state it came with (``counters_state``).
@@ -29,15 +31,21 @@ started: ``ReplayEvent.time``, heartbeat times) of an event is its own time plus
 source's offset ``o`` (in the keyframe; a delta's ``"o"`` changes it when the two clocks
 drift apart by more than a millisecond).
 
-The recorder writes from a thread at least every ``FLUSH_EVERY`` seconds, so a crash
-loses at most the last second: the file then ends without an ``E`` line, maybe in the
-middle of a line. Reading such a file works and says so in ``Recording.warnings``.
+Compression: the file is a series of gzip members (``gzip -dc`` prints the JSON lines):
+the header, then one member per block, each flushed (``Z_SYNC_FLUSH``) at every write
+of the recorder's thread, so a crash leaves a file that decodes up to its last write.
+A closed recording ends with an **index** member, ``["I", {"events": n, "blocks":
+[[k, member offset, r, line number], ...], "moments": [[index, position, time, kind,
+title], ...]}]``, and a 48-byte footer member ``["Z", "<index offset, 16 digits>"]``:
+opening reads the header, the index and nothing else; a seek decompresses one block.
+A recording without them (a crash, or a plain ``.jsonl``) is read whole on opening.
 
-Refused on reading (``RecordingError``, naming the line): not a recording (no header, or
-another ``format``), a newer ``version``, a header cut short, a line that is not one of
-the above, an event before the first keyframe, a keyframe whose count of events does not
-match. Opening checks the shape of every line (fast, no parsing); an event line whose
-content turns out malformed raises ``RecordingError`` when the replay first decodes it.
+Refused on reading (``RecordingError``, naming the line where there is one): not a
+recording (no header, or another ``format``), a newer ``version``, a header cut short, a
+line that is not one of the above, an event before the first keyframe, a keyframe whose
+count of events does not match. A recording read whole has the shape of every line
+checked on opening; otherwise a malformed line raises ``RecordingError`` when the replay
+first decodes its block (the replay keeps its position).
 """
 
 from __future__ import annotations
@@ -49,12 +57,15 @@ import zlib
 
 FORMAT = "lanemon-recording"
 VERSION = 1
-KEYFRAME_EVERY = 1000
+KEYFRAME_EVERY = 250
 FLUSH_EVERY = 0.25  # seconds between writes of the recorder's thread
 HEARTBEAT_BATCH = 0.5  # seconds of heartbeat ticks per "h" line
+FOOTER = '["Z","{:016d}"]\n'
+FOOTER_BYTES = 48  # FOOTER as a stored (level 0) gzip member
 
 _BAD_LINE = re.compile(rb'^(?!\["[cKlhE]",[^\n]*\]$)', re.M)
-_KEYFRAME = re.compile(rb'^\["K",(\d+),', re.M)
+_KEYFRAME = re.compile(rb'^\["K",(\d+),([^,]+),', re.M)
+_BLOCKS_KEPT = 8
 
 
 class RecordingError(Exception):
@@ -76,31 +87,40 @@ class RecordingError(Exception):
 class Recording:
     """An opened recording: its ``header`` (the header line's object; plus ``"counters"``,
     the first attached simulation's config, when the recording has one), ``warnings``
-    (plain sentences: a cut last line, no closing line) and what a ``Replay`` needs
-    (``data``, the keyframes' offsets and counts, the number of events).
+    (plain sentences: a cut last line, no closing line), ``events`` (how many),
+    ``closed`` (it ended with ``close()``), and its blocks for a ``Replay``:
+    ``keyframes`` ((k, recording time) of each), ``block_text(j)``, ``block_line(j)``;
+    ``moments`` (the recorder's list, or None when the recording has no index)."""
 
-    The whole file is held in memory (a 1-hour recording is tens of MB)."""
-
-    def __init__(self, path: str, data: bytes, header: dict, warnings: list[str],
-                 body: int, keyframes: list[tuple[int, int]], events: int, closed: bool) -> None:
+    def __init__(self, path: str, header: dict, warnings: list[str], keyframes: list[tuple[int, float]],
+                 lines: list[int], events: int, closed: bool, texts, moments: list | None) -> None:
         self.path = path
-        self.data = data
         self.header = header
         self.warnings = warnings
-        self.body = body  # offset of line 2
-        self.keyframes = keyframes  # (k, byte offset) of every keyframe, in order
+        self.keyframes = keyframes
+        self._lines = lines
         self.events = events
         self.closed = closed
+        self._texts = texts  # j -> the block's text (bytes)
+        self.moments = moments
+        self._cache: dict[int, bytes] = {}
 
     def __repr__(self) -> str:
-        return f"<Recording {self.path!r}: {self.events} events, {len(self.keyframes)} keyframes>"
+        return f"<Recording {self.path!r}: {self.events} events, {len(self.keyframes)} blocks>"
 
-    def line_number(self, offset: int) -> int:
-        """The 1-based number of the line that starts at (or contains) byte ``offset``."""
-        return self.data.count(b"\n", 0, offset) + 1
+    def block_text(self, j: int) -> bytes:
+        """Block ``j``'s lines (its keyframe first), each ending with a newline."""
+        text = self._cache.get(j)
+        if text is None:
+            text = self._texts(j)
+            if len(self._cache) >= _BLOCKS_KEPT:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[j] = text
+        return text
 
-    def error(self, offset: int | None, message: str) -> RecordingError:
-        return RecordingError(self.path, None if offset is None else self.line_number(offset), message)
+    def block_line(self, j: int) -> int:
+        """The line number of block ``j``'s keyframe."""
+        return self._lines[j]
 
 
 def open_recording(path: str) -> Recording:
@@ -110,21 +130,93 @@ def open_recording(path: str) -> Recording:
     closing line opens with what it has; both say so in ``warnings``."""
     try:
         with open(path, "rb") as fh:
-            data = fh.read()
+            raw = fh.read()
     except OSError as exc:
         raise RecordingError(path, None, f"cannot read it: {exc.strerror or exc}") from None
-    if data[:2] == b"\x1f\x8b":
+    if raw[:2] == b"\x1f\x8b":
+        indexed = _open_indexed(path, raw)
+        if indexed is not None:
+            return indexed
+        data, whole = _gunzip(raw)
+        rec = _open_text(path, data)
+        if not whole:
+            rec.warnings.insert(0, "the compressed file ends in the middle (the recording did not end cleanly): "
+                                   "what was written before that is shown")
+        return rec
+    return _open_text(path, raw)
+
+
+def _gunzip(raw: bytes) -> tuple[bytes, bool]:
+    """Every gzip member's text, as far as it decodes; and whether the file ended cleanly."""
+    out = []
+    whole = True
+    while raw:
+        d = zlib.decompressobj(wbits=31)
         try:
-            data = zlib.decompressobj(wbits=31).decompress(data)
+            out.append(d.decompress(raw))
+        except zlib.error:
+            whole = False
+            break
+        if not d.eof:
+            whole = False
+            break
+        raw = d.unused_data
+    return b"".join(out), whole
+
+
+def _member(raw: bytes, start: int, end: int | None = None) -> bytes:
+    d = zlib.decompressobj(wbits=31)
+    text = d.decompress(raw[start:end])
+    if not d.eof:
+        raise zlib.error("member cut short")
+    return text
+
+
+def _open_indexed(path: str, raw: bytes) -> Recording | None:
+    """A closed gzip recording through its index (None: it has none; read it whole)."""
+    if len(raw) < FOOTER_BYTES:
+        return None
+    try:
+        footer = json.loads(_member(raw, len(raw) - FOOTER_BYTES))
+        if not (isinstance(footer, list) and len(footer) == 2 and footer[0] == "Z"):
+            return None
+        at = int(footer[1])
+        index = json.loads(_member(raw, at, len(raw) - FOOTER_BYTES))
+        info = index[1]
+        blocks = info["blocks"]
+        events = int(info["events"])
+        moments = info["moments"]
+        offsets = [int(b[1]) for b in blocks]
+        keyframes = [(int(b[0]), float(b[2])) for b in blocks]
+        lines = [int(b[3]) for b in blocks]
+        first = offsets[0] if offsets else at
+        head = _member(raw, 0, first)
+    except (ValueError, TypeError, KeyError, IndexError, zlib.error):
+        return None
+    end = head.find(b"\n")
+    header = _json(path, 1, head[:end] if end >= 0 else head)
+    _check_header(path, header)
+    bounds = offsets + [at]
+
+    def texts(j: int) -> bytes:
+        try:
+            return _member(raw, bounds[j], bounds[j + 1])
         except zlib.error as exc:
-            raise RecordingError(path, None, f"a compressed file that does not decompress ({exc})") from None
+            raise RecordingError(path, lines[j], f"block {j} does not decompress ({exc})") from None
+
+    rec = Recording(path, header, [], keyframes, lines, events, True, texts, moments)
+    _add_config(rec)
+    return rec
+
+
+def _open_text(path: str, data: bytes) -> Recording:
+    """A recording read whole (plain JSON lines, or a gzip one without an index)."""
     warnings: list[str] = []
     end = data.find(b"\n")
     if end < 0:
         if not data.strip():
             raise RecordingError(path, None, "the file is empty: not a recording")
-        first = _json(path, 1, data)
-        _check_header(path, first)
+        _check_header(path, _json(path, 1, data))
         raise RecordingError(path, 1, "the recording ends inside its header line (the file was cut short)")
     header = _json(path, 1, data[:end])
     _check_header(path, header)
@@ -132,8 +224,7 @@ def open_recording(path: str) -> Recording:
     if not data.endswith(b"\n"):
         cut = data.rfind(b"\n") + 1
         line = data.count(b"\n", 0, cut) + 1
-        warnings.append(f"line {line} was cut short (the recording did not end "
-                        "cleanly): ignored")
+        warnings.append(f"line {line} was cut short (the recording did not end cleanly): ignored")
         data = data[:cut]
     if len(data) > body:
         bad = _BAD_LINE.search(data, body, len(data) - 1)
@@ -141,33 +232,42 @@ def open_recording(path: str) -> Recording:
             line = data.count(b"\n", 0, bad.start()) + 1
             text = data[bad.start():bad.start() + 60].split(b"\n")[0].decode("utf-8", "replace")
             raise RecordingError(path, line, f"not a line of a recording: {text!r}")
-    keyframes = [(int(m.group(1)), m.start()) for m in _KEYFRAME.finditer(data, body)]
+    found = [(int(m.group(1)), float(m.group(2)), m.start()) for m in _KEYFRAME.finditer(data, body)]
     events = data.count(b'\n["c",', body - 1) + data.count(b'\n["l",', body - 1)
     if events:
         first_event = min(x for x in (data.find(b'\n["c",', body - 1), data.find(b'\n["l",', body - 1)) if x >= 0)
-        if not keyframes or keyframes[0][1] > first_event + 1:
+        if not found or found[0][2] > first_event + 1:
             raise RecordingError(path, data.count(b"\n", 0, first_event + 1) + 1,
                                  "an event comes before the first keyframe (the state it changes is unknown)")
-    closed = data.endswith(b"\n") and data[data.rfind(b"\n", 0, len(data) - 1) + 1:].startswith(b'["E",')
+    closed = data[data.rfind(b"\n", 0, len(data) - 1) + 1:].startswith(b'["E",')
     if not closed:
         warnings.append("the recording was not closed (the recorder stopped without close(), e.g. a crash): "
                         "it ends at its last complete line")
-    rec = Recording(path, data, header, warnings, body, keyframes, events, closed)
-    if keyframes:
-        counters = _first_config(rec, "counters")
-        if counters is not None:
-            rec.header = {**header, "counters": counters}
+    lines, line, prev = [], 1, 0
+    for _k, _r, offset in found:
+        line += data.count(b"\n", prev, offset)
+        lines.append(line)
+        prev = offset
+    bounds = [offset for _, _, offset in found] + [len(data)]
+
+    def texts(j: int) -> bytes:
+        return data[bounds[j]:bounds[j + 1]]
+
+    rec = Recording(path, header, warnings, [(k, r) for k, r, _ in found], lines, events, closed, texts, None)
+    _add_config(rec)
     return rec
 
 
-def _first_config(rec: Recording, source: str) -> dict | None:
-    for _k, offset in rec.keyframes:
-        line = rec.data[offset:rec.data.find(b"\n", offset)]
-        item = _json(rec.path, rec.line_number(offset), line)
-        entry = item[3].get(source) if isinstance(item, list) and len(item) > 3 and isinstance(item[3], dict) else None
+def _add_config(rec: Recording) -> None:
+    """``header["counters"]``: the config of the first keyframe that has the counters."""
+    for j in range(min(len(rec.keyframes), 4)):  # attached at the start, if at all: look no further
+        text = rec.block_text(j)
+        item = _json(rec.path, rec.block_line(j), text[:text.find(b"\n")])
+        states = item[3] if isinstance(item, list) and len(item) > 3 and isinstance(item[3], dict) else {}
+        entry = states.get("counters")
         if isinstance(entry, dict) and "config" in entry:
-            return entry["config"]
-    return None
+            rec.header = {**rec.header, "counters": entry["config"]}
+            return
 
 
 def _json(path: str, line: int, raw: bytes):

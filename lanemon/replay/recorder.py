@@ -29,6 +29,7 @@ from __future__ import annotations
 import collections
 import json
 import math
+import re
 import threading
 import time
 import zlib
@@ -36,9 +37,28 @@ from collections.abc import Callable
 
 from lanemon.files import cannot_write
 from lanemon.replay.counters_state import CountersModel
-from lanemon.replay.format import FLUSH_EVERY, FORMAT, HEARTBEAT_BATCH, KEYFRAME_EVERY, VERSION
+from lanemon.replay.format import (
+    FLUSH_EVERY,
+    FOOTER,
+    FOOTER_BYTES,
+    FORMAT,
+    HEARTBEAT_BATCH,
+    KEYFRAME_EVERY,
+    VERSION,
+)
+from lanemon.replay.text import (
+    LONG_STALL,
+    LONG_STALL_MS,
+    MOMENT_OF,
+    OVERLAPPING_RUNS,
+    Overlaps,
+    counters_text,
+    lanes_text,
+    stall_title,
+)
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str).encode
+_KEYFRAME_HEAD = re.compile(r'\["K",(\d+),([^,]+),')
 OFFSET_STEP = 0.001  # a source's timeline offset is written again when it drifts this far
 
 
@@ -62,15 +82,24 @@ class Recorder:
         self._hb_t0: float | None = None
         self._hb_dt: list[float] = []
         self._hb_lag: list[float] = []
-        # gzip, flushed to a byte boundary at every write (Z_SYNC_FLUSH): a reader decodes
+        self._moments: list[list] = []  # [index, position, time, kind, title] (the index member)
+        self._overlaps = Overlaps()
+        # gzip: one member for the header, one per block (see ``lanemon.replay.format``),
+        # flushed to a byte boundary at every write (Z_SYNC_FLUSH): a reader decodes
         # everything written so far, even after a crash
-        self._zip = zlib.compressobj(6, zlib.DEFLATED, 31) if compress else None
+        self._compress = compress
+        self._zip = None
+        self._blocks: list[list] = []  # [k, member offset, r, line number]
+        self._offset = 0  # bytes written
+        self._lines = 0  # lines written
         self._file = open(path, "wb")
         started = time.time()
         header = {"format": FORMAT, "version": VERSION,
                   "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
                   "started_unix": round(started, 3), "sources": sources_info}
-        self._put(_dumps(header) + "\n")
+        self._write_lines([_dumps(header)])
+        self._keyframe()  # every line belongs to a block: the first has no source yet
+        self._write_lines(list(self._take_pending()))
         self._stop = threading.Event()
         self._writer = threading.Thread(target=self._write_loop, name="lanemon-recorder", daemon=True)
         self._writer.start()
@@ -136,6 +165,9 @@ class Recorder:
         delta = entry["model"].encode(snap, event)
         t, delta = self._line(entry, event.time, delta)
         item = ["c", t, event.kind, event.counter, event.owner, event.customer, event.epoch, event.detail]
+        moment = MOMENT_OF.get(("counters", event.kind))
+        if moment is not None:
+            self._moment(event.time + entry["off"], moment, counters_text(event.kind, item[3:8]))
         if delta:
             item.append(delta)
         self._event(_dumps(item))
@@ -148,9 +180,24 @@ class Recorder:
         t, delta = self._line(entry, event.at, delta)
         item = ["l", t, event.kind, event.workspace, event.queue, event.job_id,
                 None if event.state is None else str(event.state), _plain(event.detail)]
+        kind = event.kind
+        moment = MOMENT_OF.get(("lanes", kind))
+        if moment is not None:
+            self._moment(event.at + entry["off"], moment, lanes_text(kind, item[3:8]))
+        elif kind == "started":
+            title = self._overlaps.started(event.workspace, event.job_id)
+            if title is not None:
+                self._moment(event.at + entry["off"], OVERLAPPING_RUNS, title)
+        elif kind == "finished":
+            self._overlaps.finished(event.workspace, event.job_id)
         if delta:
             item.append(delta)
         self._event(_dumps(item))
+
+    def _moment(self, time: float, kind: str, title: str) -> None:
+        """The event about to be written is a notable moment."""
+        n = self.events_written
+        self._moments.append([n, n + 1, time, kind, title])
 
     def _event(self, line: str) -> None:
         self._pending.append(line)
@@ -167,6 +214,9 @@ class Recorder:
         if self._closed:
             return
         r = t - self._t0
+        if lag_ms >= LONG_STALL_MS:
+            n = self.events_written
+            self._moments.append([n - 1, n, r, LONG_STALL, stall_title(lag_ms)])
         with self._lock:
             if self._hb_t0 is None or r - self._hb_t0 >= HEARTBEAT_BATCH or r < self._hb_t0:
                 self._batch_out()
@@ -188,24 +238,49 @@ class Recorder:
                     self._batch_out()
                 self._write_pending()
 
+    def _take_pending(self):
+        pending = self._pending
+        for _ in range(len(pending)):
+            yield pending.popleft()
+
     def _write_pending(self) -> None:
         """Write the queued lines (caller holds the lock)."""
-        pending = self._pending
-        lines = [pending.popleft() for _ in range(len(pending))]
+        lines = list(self._take_pending())
         if self.error is not None or not lines:
             return
         try:
-            self._put("\n".join(lines) + "\n")
+            self._write_lines(lines)
         except OSError as exc:
             self.error = cannot_write(self.path, exc)
             self._stop_sources()
 
-    def _put(self, text: str, last: bool = False) -> None:
-        data = text.encode("utf-8")
-        if self._zip is not None:
-            data = self._zip.compress(data) + self._zip.flush(zlib.Z_FINISH if last else zlib.Z_SYNC_FLUSH)
-        self._file.write(data)
-        self._file.flush()
+    def _write_lines(self, lines: list[str]) -> None:
+        """Write ``lines``; a keyframe line ends the gzip member before it and starts one."""
+        chunk: list[str] = []
+        for line in lines:
+            if line.startswith('["K",') and self._compress:
+                self._emit(chunk, finish=True)
+                chunk = []
+                m = _KEYFRAME_HEAD.match(line)
+                self._blocks.append([int(m.group(1)), self._offset, float(m.group(2)), self._lines + 1])
+            chunk.append(line)
+            self._lines += 1
+        self._emit(chunk, finish=False)
+
+    def _emit(self, lines: list[str], finish: bool) -> None:
+        data = ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
+        if self._compress:
+            if self._zip is None:
+                if not data:
+                    return
+                self._zip = zlib.compressobj(6, zlib.DEFLATED, 31)
+            data = self._zip.compress(data) + self._zip.flush(zlib.Z_FINISH if finish else zlib.Z_SYNC_FLUSH)
+            if finish:
+                self._zip = None
+        if data:
+            self._file.write(data)
+            self._file.flush()
+            self._offset += len(data)
 
     def _stop_sources(self) -> None:
         for entry in self._sources.values():
@@ -222,10 +297,18 @@ class Recorder:
         self._writer.join()
         with self._lock:
             self._batch_out()
+            self._pending.append(_dumps(["E", round(self._now(), 4), self.events_written]))
             self._write_pending()
             try:
-                if self.error is None:
-                    self._put(_dumps(["E", round(self._now(), 4), self.events_written]) + "\n", last=True)
+                if self.error is None and self._compress:
+                    self._emit([], finish=True)
+                    at = self._offset
+                    index = {"events": self.events_written, "blocks": self._blocks, "moments": self._moments}
+                    self._emit([_dumps(["I", index])], finish=True)
+                    z = zlib.compressobj(0, zlib.DEFLATED, 31)
+                    footer = z.compress(FOOTER.format(at).encode()) + z.flush(zlib.Z_FINISH)
+                    assert len(footer) == FOOTER_BYTES
+                    self._file.write(footer)
             except OSError as exc:
                 self.error = cannot_write(self.path, exc)
             try:

@@ -21,28 +21,23 @@ from __future__ import annotations
 
 import bisect
 import json
-import re
 from dataclasses import dataclass
 
 from lanemon.replay.counters_state import CountersModel, Happened, config_from_dict
 from lanemon.replay.format import Recording, RecordingError
+from lanemon.replay.text import (
+    LONG_STALL,
+    LONG_STALL_MS,
+    MOMENT_OF,
+    OVERLAPPING_RUNS,
+    Overlaps,
+    clock_text,
+    counters_text,
+    lanes_text,
+    stall_title,
+)
 
-LONG_STALL_MS = 100.0  # a heartbeat tick at least this late is a "long stall" moment
 _BLOCKS_KEPT = 4
-
-DOUBLE_ASSIGNMENT = "double assignment"
-REFUSED_WRITE = "refused write"
-STALE_RELEASE = "stale release"
-OVERLAPPING_RUNS = "overlapping runs"
-LONG_STALL = "long stall"
-MOMENT_KINDS = (DOUBLE_ASSIGNMENT, REFUSED_WRITE, STALE_RELEASE, OVERLAPPING_RUNS, LONG_STALL)
-
-_MOMENT_LINE = re.compile(
-    rb'^\["(c)",[^,]*,"(double_assignment|finalize_refused|release_refused)",'
-    rb'|^\["(l)",[^,]*,"(stale_write|stale_release|started|finished)",', re.M)
-_HEARTBEAT_LINE = re.compile(rb'^\["h",[^\n]*', re.M)
-_KEYFRAME_HEAD = re.compile(rb'\["K",(\d+),([^,]+),')
-
 
 @dataclass(frozen=True, slots=True)
 class ReplayEvent:
@@ -114,6 +109,7 @@ class Replay:
     def __init__(self, recording: Recording) -> None:
         self._rec = recording
         self._ks = [k for k, _ in recording.keyframes]
+        self._rs = [r for _, r in recording.keyframes]
         self._len = recording.events
         self._blocks: dict[int, _Block] = {}
         self._block_order: list[int] = []
@@ -122,8 +118,7 @@ class Replay:
         self._applied = 0
         self._position = 0
         self._moments: list[Moment] | None = None
-        self._hb: tuple[list[float], list[float]] | None = None
-        self._kf_times: list[float] | None = None
+        self._hb: dict[int, tuple[list[float], list[float]]] = {}  # block -> its heartbeat ticks
         self.seek(0)
 
     @property
@@ -155,11 +150,11 @@ class Replay:
 
     def _decode(self, j: int) -> _Block:
         rec = self._rec
-        data = rec.data
-        k0, start = rec.keyframes[j]
-        end = rec.keyframes[j + 1][1] if j + 1 < len(rec.keyframes) else len(data)
-        line_no = rec.line_number(start)
-        pos = start
+        data = rec.block_text(j)
+        k0 = self._ks[j]
+        end = len(data)
+        line_no = rec.block_line(j)
+        pos = 0
         states = None
         items: list[_Item] = []
         last_t: dict[str, float] = {}
@@ -205,7 +200,7 @@ class Replay:
             line_no += 1
         expected = (self._ks[j + 1] if j + 1 < len(self._ks) else self._len) - k0
         if len(items) != expected:
-            raise RecordingError(rec.path, rec.line_number(start),
+            raise RecordingError(rec.path, rec.block_line(j),
                                  f"the keyframe says {k0} events came before it, but {len(items)} events "
                                  f"follow it where {expected} should")
         return _Block(k0, states or {}, items)
@@ -225,7 +220,7 @@ class Replay:
                     continue  # a source this lanemon does not know: skipped
                 model.apply(entry["state"], None)
             except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
-                raise RecordingError(self._rec.path, self._rec.line_number(self._rec.keyframes[j][1]),
+                raise RecordingError(self._rec.path, self._rec.block_line(j),
                                      f"malformed keyframe ({exc})") from None
             models[source] = model
         self._models = models
@@ -316,10 +311,7 @@ class Replay:
         return self.time_at(self._len)
 
     def _keyframe_times(self) -> list[float]:
-        if self._kf_times is None:
-            data = self._rec.data
-            self._kf_times = [float(_KEYFRAME_HEAD.match(data, off).group(2)) for _, off in self._rec.keyframes]
-        return self._kf_times
+        return self._rs
 
     def position_at(self, t: float) -> int:
         """The position whose state was shown at timeline time ``t``: the number of events
@@ -340,32 +332,42 @@ class Replay:
         return self._len
 
     # -- heartbeat -------------------------------------------------------
-    def _heartbeat(self) -> tuple[list[float], list[float]]:
-        if self._hb is None:
+    def _block_heartbeat(self, j: int) -> tuple[list[float], list[float]]:
+        got = self._hb.get(j)
+        if got is None:
             times: list[float] = []
             lags: list[float] = []
-            data = self._rec.data
-            for m in _HEARTBEAT_LINE.finditer(data, self._rec.body):
-                try:
-                    _, t0, dts, values = json.loads(m.group(0))
-                    times.extend(t0 + dt / 1000 for dt in dts)
-                    lags.extend(values)
-                except (ValueError, TypeError) as exc:
-                    raise self._rec.error(m.start(), f"malformed heartbeat line ({exc})") from None
-            if any(b < a for a, b in zip(times, times[1:], strict=False)):
-                order = sorted(range(len(times)), key=times.__getitem__)
-                times = [times[i] for i in order]
-                lags = [lags[i] for i in order]
-            self._hb = (times, lags)
-        return self._hb
+            data = self._rec.block_text(j)
+            line_no = self._rec.block_line(j)
+            for raw in data.split(b"\n"):
+                if raw.startswith(b'["h",'):
+                    try:
+                        _, t0, dts, values = json.loads(raw)
+                        times.extend(t0 + dt / 1000 for dt in dts)
+                        lags.extend(values)
+                    except (ValueError, TypeError) as exc:
+                        raise RecordingError(self._rec.path, line_no, f"malformed heartbeat line ({exc})") from None
+                line_no += 1
+            if len(self._hb) >= 64:
+                self._hb.pop(next(iter(self._hb)))
+            got = self._hb[j] = (times, lags)
+        return got
 
     def heartbeat(self, t0: float, t1: float) -> tuple[list[float], list[float]]:
         """The heartbeat ticks with ``t0 <= time <= t1`` (timeline seconds): their times and
-        how late each was (ms), two lists in time order."""
-        times, lags = self._heartbeat()
-        a = bisect.bisect_left(times, t0)
-        b = bisect.bisect_right(times, t1)
-        return times[a:b], lags[a:b]
+        how late each was (ms), two lists in time order. Reads only the blocks around that
+        span (a tick's line may follow the keyframe after it by up to half a second)."""
+        rs = self._rs
+        if not rs or t1 < t0:
+            return [], []
+        j0 = max(0, bisect.bisect_right(rs, t0) - 2)
+        j1 = min(len(rs) - 1, bisect.bisect_right(rs, t1))
+        ticks = []
+        for j in range(j0, j1 + 1):
+            times, lags = self._block_heartbeat(j)
+            ticks += [(t, lag) for t, lag in zip(times, lags, strict=True) if t0 <= t <= t1]
+        ticks.sort(key=lambda tick: tick[0])
+        return [t for t, _ in ticks], [lag for _, lag in ticks]
 
     # -- moments ---------------------------------------------------------
     def moments(self) -> list[Moment]:
@@ -378,41 +380,32 @@ class Replay:
         return list(self._moments)
 
     def _find_moments(self) -> list[Moment]:
-        data = self._rec.data
-        found: list[Moment] = []
-        before = 0  # event lines before the match's line
-        prev = self._rec.body - 1
-        running: dict[str, set] = {}
-        for m in _MOMENT_LINE.finditer(data, self._rec.body):
-            start = m.start()
-            before += data.count(b'\n["c",', prev, start) + data.count(b'\n["l",', prev, start)
-            prev = start - 1  # this line's own start is counted with the next match
-            index_here = before
-            kind = (m.group(2) or m.group(4)).decode()
-            if kind in ("started", "finished"):
-                ev = self.event(index_here)
-                ws, job = ev.workspace, ev.job_id
-                jobs = running.setdefault(ws, set())
-                if kind == "finished":
-                    jobs.discard(job)
-                    continue
-                if jobs:
-                    others = ", ".join(str(x) for x in sorted(jobs, key=str))
-                    found.append(Moment(index_here, ev.time, OVERLAPPING_RUNS,
-                                        f"job {job} of {ws} started while job {others} of it ran",
-                                        index_here + 1))
-                jobs.add(job)
-                continue
-            ev = self.event(index_here)
-            label = {"double_assignment": DOUBLE_ASSIGNMENT, "finalize_refused": REFUSED_WRITE,
-                     "release_refused": STALE_RELEASE, "stale_write": REFUSED_WRITE,
-                     "stale_release": STALE_RELEASE}[kind]
-            found.append(Moment(index_here, ev.time, label, ev.text, index_here + 1))
-        times, lags = self._heartbeat()
-        for t, lag in zip(times, lags, strict=True):
-            if lag >= LONG_STALL_MS:
-                pos = self.position_at(t)
-                found.append(Moment(pos - 1, t, LONG_STALL, f"the window's loop stalled {lag:.0f} ms", pos))
+        listed = self._rec.moments
+        if listed is not None:  # the recorder's list (a closed recording's index)
+            found = [Moment(int(i), float(t), str(kind), str(title), int(pos)) for i, pos, t, kind, title in listed]
+        else:  # a recording without an index: every block is read
+            found = []
+            overlaps = Overlaps()
+            for j in range(len(self._ks)):
+                block = self._block(j)
+                for n, item in enumerate(block.items):
+                    i = block.k0 + n
+                    moment = MOMENT_OF.get((item.source, item.kind))
+                    if moment is not None:
+                        found.append(Moment(i, item.time, moment, self.event(i).text, i + 1))
+                    elif item.source == "lanes" and item.kind in ("started", "finished"):
+                        ws, _queue, job, _state, _detail = item.fields
+                        if item.kind == "finished":
+                            overlaps.finished(ws, job)
+                            continue
+                        title = overlaps.started(ws, job)
+                        if title is not None:
+                            found.append(Moment(i, item.time, OVERLAPPING_RUNS, title, i + 1))
+                times, lags = self._block_heartbeat(j)
+                for t, lag in zip(times, lags, strict=True):
+                    if lag >= LONG_STALL_MS:
+                        pos = self.position_at(t)
+                        found.append(Moment(pos - 1, t, LONG_STALL, stall_title(lag), pos))
         found.sort(key=lambda mo: (mo.time, mo.position))
         return found
 
@@ -460,69 +453,10 @@ class Replay:
                           f"{first} seated {seated_by[1].fields[2]} at counter {n}"))
         steps.append((item.t, index, f"{second} seated {customer} at counter {n} too: a double assignment"))
         steps.sort(key=lambda s: (s[0], s[1]))
-        lines = tuple(f"{_clock(t)} {text}" for t, _, text in steps)
+        lines = tuple(f"{clock_text(t)} {text}" for t, _, text in steps)
         if first is not None and second in chose and first in chose:
             lines += (f"Both chose counter {n} before either had seated a customer there: choosing and "
                       "seating are two steps, and nothing kept the counter for the one who chose it first "
                       "(a claim would have).",)
         indices = tuple(sorted({i for _, i, _ in steps}))
         return Explanation(counter, (first or "?", second), indices, lines)
-
-
-def _clock(t: float) -> str:
-    """Seconds as m:ss.sss (``10:03.215``): races are milliseconds apart."""
-    minutes, seconds = divmod(t, 60)
-    return f"{int(minutes)}:{seconds:06.3f}"
-
-
-def counters_text(kind: str, fields: list) -> str:
-    """A counters event in plain words (counters numbered from 1, as the window does)."""
-    counter, owner, customer, epoch, detail = fields
-    n = None if counter is None else counter + 1
-    who = owner or "a staff member"
-    texts = {
-        "claimed": f"{who} claimed counter {n} for {customer} (token {epoch})",
-        "claim_refused": f"{who} could not claim counter {n} for {customer}: {detail}",
-        "finalized": f"{who} seated {customer} at counter {n} (claim {epoch} finalized)",
-        "finalize_refused": f"{who}'s claim {epoch} on counter {n} was refused at finalize: {detail}",
-        "released": f"{who} released the claim on counter {n}",
-        "release_refused": f"a release of claim {epoch} on counter {n} was refused ({detail})",
-        "assigned": f"{who} seated {customer} at counter {n}",
-        "double_assignment": f"{who} seated {customer} at counter {n}: double assignment ({detail})",
-        "vacated": f"{customer} left counter {n}",
-        "expired": f"{who}'s claim on counter {n} for {customer} ran out",
-        "arrived": f"{customer} arrived",
-        "turned_away": f"{customer} was turned away ({detail})",
-        "served": f"{customer} was served at counter {n} by {who} ({detail})",
-        "retry": f"{who} gave {customer} back to the queue ({detail})",
-        "abandoned": f"{who} walked away from {customer} ({detail})",
-        "returned": f"{who} came back to {customer}",
-        "lock_acquired": f"{who} took the lock",
-        "finished": f"the run ended ({detail})",
-    }
-    return texts.get(kind, f"{kind}: counter {n}, {owner}, {customer} {detail}".strip())
-
-
-def lanes_text(kind: str, fields: list) -> str:
-    """A lanes event in plain words."""
-    workspace, queue, job_id, state, detail = fields
-    job = f"job {job_id}" if job_id is not None else "a job"
-    where = f" of {workspace}" if workspace else ""
-    inq = f" in the {queue} queue" if queue else ""
-    extra = f" ({detail})" if detail not in (None, "") else ""
-    texts = {
-        "saved": f"{job}{where} saved as {state}{inq}",
-        "started": f"{job}{where} started{inq}",
-        "placed": f"{job}{where} placed: {detail}",
-        "save_held": f"the save of {job}{where} is held open{extra}",
-        "save_failed": f"the save of {job}{where} failed{extra}",
-        "stale_write": f"a write of {job}{where} was refused: its token is no longer current{extra}",
-        "stop_requested": f"{job}{where} was asked to stop{extra}",
-        "stale_release": f"a late release{where} was refused{extra}",
-        "revoked": f"the lane{where} was revoked{extra}",
-        "cancel": f"cancel of {job}{where}{extra}",
-        "unsaved": f"the final record of {job}{where} could not be written{extra}",
-        "finished": f"{job}{where} finished as {state}{inq}",
-        "occupancy": f"{workspace} is {'busy' if detail else 'free'} outside the queues",
-    }
-    return texts.get(kind, f"{kind}: {job}{where}{inq}{extra}")
