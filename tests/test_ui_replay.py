@@ -495,9 +495,16 @@ def test_a_long_stall_moment_is_told_and_drawn_at_its_place(qtbot, tmp_path):
     sim = Simulation(RACE_CONFIG)
     recorder = Recorder(path, sources_info={}, clock=lambda: sim.clock.now())
     recorder.attach_counters(sim)
-    for i in range(100):
-        recorder.heartbeat(i * 0.01, 250.0 if i in (3, 50) else 0.5)
+    ticks = [(i * 0.01, 250.0 if i in (3, 50) else 0.5) for i in range(100)]
+
+    def beat(event) -> None:       # the ticks as a live heartbeat gives them: in time order
+        while ticks and ticks[0][0] <= event.time:
+            recorder.heartbeat(*ticks.pop(0))
+
+    sim.subscribe(beat)
     run_in_virtual_time(sim.run())
+    for tick in ticks:
+        recorder.heartbeat(*tick)
     recorder.close()
 
     async def scenario(win):
