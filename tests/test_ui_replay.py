@@ -540,3 +540,25 @@ def test_the_file_menu_has_record_and_open_recording_in_its_first_group(qtbot):
     first = items[:items.index("-")]
     assert "Record…" in first and "Open recording…" in first
     assert items[-1].replace("&", "") == "Quit"
+
+
+def test_a_recording_cut_by_a_crash_opens_with_a_note(qtbot, tmp_path):
+    """A file without its end (the recorder killed): it opens, and the note says so."""
+    from lanemon.replay import open_recording
+
+    whole = tmp_path / "whole.jsonl.gz"
+    record_virtual(str(whole))
+    data = whole.read_bytes()
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    warnings = open_recording(str(cut)).warnings
+    assert warnings          # (what lanemon.replay says of such a file)
+
+    async def scenario(win):
+        ok = win.replay.open_recording(str(cut))
+        return ok, win.replay.panel.name.text(), len(win.replay.replay) if win.replay.replay else 0
+
+    rc, (ok, name, n), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert ok and n > 0
+    assert name.startswith("REPLAY  cut.jsonl.gz") and warnings[0] in name
