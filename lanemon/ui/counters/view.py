@@ -146,6 +146,7 @@ class CountersView(LiveView):
         super().__init__(parent)
         self.replaying = False      # replay mode: draws the snapshots show_replay hands it
         self._replayed = None       # the replay's snapshot to draw (None: no counters in it)
+        self._ringed: tuple = ((), ())   # (counter ids, staff names) ringed with it
         self.sim: Simulation | None = None
         self._unsubscribe = None
         self._task: asyncio.Task | None = None
@@ -585,8 +586,7 @@ class CountersView(LiveView):
             self.show_message("Replaying a recording: the controls come back when the replay "
                               "is left (Esc in the replay bar).")
         self._replayed = snapshot
-        self.grid.set_highlighted(counters)
-        self.staff.set_highlighted(staff)
+        self._ringed = (tuple(counters), tuple(staff))    # drawn with the snapshot's cells and chips
         self.mark_dirty(urgent=True)
 
     def end_replay(self) -> None:
@@ -595,6 +595,7 @@ class CountersView(LiveView):
             return
         self.replaying = False
         self._replayed = None
+        self._ringed = ((), ())
         self.grid.set_highlighted(())
         self.staff.set_highlighted(())
         self._controls.setVisible(True)
@@ -620,6 +621,7 @@ class CountersView(LiveView):
             snap = self._replayed
             self.last_snapshot = snap
             self.grid.set_cells(cells_from(snap, self._cells_kept) if snap is not None else [])
+            self.grid.set_highlighted(self._ringed[0])
             self._countdown = False
             self.grid_frames += 1
             self.mark_stale()
@@ -695,6 +697,8 @@ class CountersView(LiveView):
             self.staff.set_chips(chips_from(self.last_snapshot))
         elif self.replaying:
             self.staff.set_chips([])
+        if self.replaying:
+            self.staff.set_highlighted(self._ringed[1])
 
     def _show_figures(self) -> None:
         snap = self.last_snapshot

@@ -32,6 +32,9 @@ assigned -- the two staff members and the counter are ringed in
 ``theme.RACE_HIGHLIGHT`` and "what happened" tells the race in plain words
 (``Replay.explain``); elsewhere it says the event at the position. ``leave()`` (Esc,
 Leave replay) stops playing and gives the window back to the live views.
+
+``LANEMON_TRACE``: "lanemon: replay opened NAME: N events, M moments", "lanemon: replay
+at moment R (KIND), event K", "lanemon: replay left" (scripts that drive the real window).
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from lanemon.ui.kit import theme
 from lanemon.ui.kit.live_label import LiveLabel
 from lanemon.ui.replay.panel import DEFAULT_SPEED, ReplayPanel
 from lanemon.ui.replay.record import RecordingSession
+from lanemon.ui.shell.talk_mode import trace
 
 PLAY_MS = 33            # the playing position moves this often
 REC_UPDATE_MS = 500     # the REC badge's figures
@@ -308,6 +312,7 @@ class ReplayMode(QObject):
         self.panel.slider.setFocus(Qt.FocusReason.OtherFocusReason)
         w.statusBar().showMessage(f"Replaying {name}: {len(replay):,} events, {len(self._moments):,} "
                                   "notable moments. Esc leaves the replay.", 10000)
+        trace(f"replay opened {name}: {len(replay)} events, {len(self._moments)} moments")
 
     def leave(self) -> None:
         """Back to the live window (nothing of the replay is kept)."""
@@ -331,6 +336,7 @@ class ReplayMode(QObject):
         self.record_action.setEnabled(True)
         w.chart.setFocus(Qt.FocusReason.OtherFocusReason)
         w.statusBar().showMessage("Back to the live window.", 5000)
+        trace("replay left")
 
     # --- the position ---------------------------------------------------------------------------------
     @property
@@ -358,6 +364,7 @@ class ReplayMode(QObject):
         self.pause()
         m = self._moments[row]
         self.seek(m.position)
+        trace(f"replay at moment {row + 1} ({m.kind}), event {m.position}")
         key = "counters" if m.kind == DOUBLE else "lanes" if m.kind in LANES_KINDS else None
         if key is not None and key in self.window.views:
             self.window.show_view(key)
@@ -394,6 +401,9 @@ class ReplayMode(QObject):
         lanes = w.views.get("lanes")
         if lanes is not None:
             lanes.show_replay(replay.lanes_snapshot())
+        shown = w.views.get(w.shown_view() or "")
+        if shown is counters or shown is lanes:
+            shown.refresh_now()      # the tab shown agrees with the bar at once (not a frame later)
         now = replay.time_at(k)
         self.panel.show_position(k, len(replay), now - self._t0)
         times, lags = replay.heartbeat(now - CHART_HALF_S, now + CHART_HALF_S)
