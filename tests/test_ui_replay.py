@@ -226,6 +226,9 @@ BAD_FILES = {
     "not-json.jsonl": "this is not a recording\n",
     "newer.jsonl": json.dumps({"format": "lanemon-recording", "version": 999}) + "\n",
     "empty.jsonl": "",
+    "cut-header.jsonl": '{"format": "lanemon-recording", "vers',
+    "malformed.jsonl": json.dumps({"format": "lanemon-recording", "version": 1, "sources": {}}) + "\n"
+                       + '["K", 0, 0.0, {}]\n' + "this line is no event\n" + '["E", 1.0, 0]\n',
 }
 
 
