@@ -565,3 +565,29 @@ def test_a_recording_cut_by_a_crash_opens_with_a_note(qtbot, tmp_path):
     assert rc == 0 and errors == []
     assert ok and n > 0
     assert name.startswith("REPLAY  cut.jsonl.gz") and warnings[0] in name
+
+
+def test_with_a_talk_loaded_the_replay_keys_are_the_replays(qtbot, fake):
+    """A talk's keys (Right: next step, Space...) rest while a replay is shown, so Right in the
+    replay bar steps one event (not ambiguous, not a talk step); after it the talk's are back."""
+    from lanemon.talk import EXAMPLE
+    from lanemon.talk.script import parse
+
+    async def scenario(win):
+        await active(win)
+        player = win.talk_player
+        player.load(parse(EXAMPLE, "example.toml"))
+        step = player.index
+        mode = win.replay
+        mode.enter(fake, FakeRecording(), "fake.jsonl")
+        mode.seek(10)
+        mode.panel.slider.setFocus()
+        QTest.keyClick(mode.panel.slider, Qt.Key.Key_Right)
+        QTest.keyClick(mode.panel.focusWidget() or mode.panel.slider, Qt.Key.Key_PageDown)
+        during = (mode.position, player.index == step, any(a.isEnabled() for a in player.keys))
+        mode.leave()
+        return during, all(a.isEnabled() for a in player.keys)
+
+    rc, (during, after), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert during == (111, True, False) and after

@@ -23,6 +23,9 @@ returns the ``ReplayMode`` kept as ``window.replay``:
   ``RecordingError`` text) and the window stays as it was. Refused while recording
   (the status bar says to stop first): the views cannot show both.
 
+While a replay is shown, its keys are the replay bar's: a loaded talk's keys (Space,
+Left, Right, Page Up / Down, Home) and the chart's pause rest until the replay is left.
+
 The replay (``seek(k)``: the state after the first ``k`` events, 0 = before any):
 play / pause at a speed (``SPEEDS``, times real time: the position follows the
 recording's own clock), step one event, scrub with the slider, jump to a notable
@@ -300,6 +303,8 @@ class ReplayMode(QObject):
         pause = getattr(w, "talk", None) and w.talk.actions.get("pause")
         if pause:
             pause.setEnabled(False)   # Space plays and pauses the replay
+        for a in self._talk_keys():
+            a.setEnabled(False)       # Space, Left, Right, PageUp/Down, Home: the replay's now
         self.record_action.setEnabled(False)
         self.seek(0)
         # the tab shown stays if it is one the recording has; else the counters, else the lanes
@@ -333,10 +338,18 @@ class ReplayMode(QObject):
         pause = getattr(w, "talk", None) and w.talk.actions.get("pause")
         if pause:
             pause.setEnabled(True)
+        player = getattr(w, "talk_player", None)
+        for a in self._talk_keys():
+            a.setEnabled(player.loaded)   # (a loaded talk's keys are live again)
         self.record_action.setEnabled(True)
         w.chart.setFocus(Qt.FocusReason.OtherFocusReason)
         w.statusBar().showMessage("Back to the live window.", 5000)
         trace("replay left")
+
+    def _talk_keys(self) -> list:
+        """A talk player's key actions (``window.talk_player.keys``), if the window has one."""
+        player = getattr(self.window, "talk_player", None)
+        return list(getattr(player, "keys", ()))
 
     # --- the position ---------------------------------------------------------------------------------
     @property
