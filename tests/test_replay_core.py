@@ -386,3 +386,37 @@ def test_replay_imports_no_qt_and_no_numpy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert out.stdout.strip() == "[]"
+
+
+FULL_DISK = r"""
+import json, resource, signal, sys
+from lanemon.counters import SimConfig, Simulation, run_in_virtual_time
+from lanemon.replay import Recorder
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # a write past the limit fails with EFBIG instead
+    resource.setrlimit(resource.RLIMIT_FSIZE, (30_000, 30_000))
+    sim = Simulation(SimConfig(strategy="short_lock", customers=400, time_limit=3600.0))
+    rec = Recorder(sys.argv[1], sources_info={}, clock=sim.clock.now, compress=False)
+    rec.attach_counters(sim)
+    run_in_virtual_time(sim.run())
+    rec.close()
+    print(json.dumps({"error": rec.error, "events": rec.events_written}))
+"""
+
+
+def test_a_write_that_fails_stops_the_recording_and_keeps_what_was_written(tmp_path):
+    """The file cannot grow past 30 kB (RLIMIT_FSIZE): the recorder says why it stopped,
+    the run itself goes on, and what reached the file opens."""
+    path = tmp_path / "full.jsonl"
+    script = tmp_path / "full.py"
+    script.write_text(FULL_DISK)
+    out = subprocess.run([sys.executable, str(script), str(path)], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["error"].startswith(f"cannot write {path}: File too large")
+    assert os.path.getsize(path) <= 30_000
+    rec = open_recording(str(path))
+    assert any("not closed" in w for w in rec.warnings)
+    assert 0 < len(Replay(rec)) < result["events"]
