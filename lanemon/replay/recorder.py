@@ -12,11 +12,13 @@ Guaranteed:
 - Each event's line holds what the source's ``snapshot()`` shows right after the event
   (taken inside the event callback), so a ``Replay`` rebuilds exactly that state.
 - Lines reach the file from a writer thread every ``FLUSH_EVERY`` (0.25) seconds, never
-  from the caller's loop: a crash (even SIGKILL) loses at most the last half second of
-  events and heartbeat ticks. The file is never left without its header.
+  from the caller's loop (the loop only encodes the line: ~55 us of CPU per counters
+  event): a crash (even SIGKILL) loses at most the last quarter second of events and
+  the last 0.75 s of heartbeat ticks (they go out in half-second batches). The file is
+  never left without its header.
 - ``close()`` is the only way a recording ends well (explicit; idempotent): it
-  unsubscribes, writes what is pending and the closing line. Events after ``close`` are
-  not recorded.
+  unsubscribes, writes what is pending, the closing line and the index (see
+  ``lanemon.replay.format``). Events after ``close`` are not recorded.
 - A write that fails (disk full, file removed) stops the recording: ``error`` holds the
   sentence that says why (``lanemon.files.cannot_write``); what was written stays readable.
 
