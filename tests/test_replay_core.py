@@ -26,12 +26,12 @@ from lanemon.replay import FORMAT, VERSION, Recorder, RecordingError, Replay, op
 SEED_001 = SimConfig(strategy="short_lock", customers=300, time_limit=3600.0)
 
 
-def record(path, config: SimConfig, *, compress: bool = True, keyframe_every: int = 1000, heartbeat=None):
+def record(path, config: SimConfig, *, compress: bool = True, keyframe_every: int | None = None, heartbeat=None):
     """Run ``config`` on virtual time with a recorder attached; returns the live snapshot
     after every event (index 0: before any) and the live events."""
     sim = Simulation(config)
-    rec = Recorder(str(path), sources_info={"test": "counters"}, clock=sim.clock.now, compress=compress,
-                   keyframe_every=keyframe_every)
+    often = {} if keyframe_every is None else {"keyframe_every": keyframe_every, "keyframe_ratio": 0}
+    rec = Recorder(str(path), sources_info={"test": "counters"}, clock=sim.clock.now, compress=compress, **often)
     rec.attach_counters(sim)
     live = [sim.snapshot()]
     events = []
@@ -66,7 +66,7 @@ def test_replay_equals_live_at_every_event(tmp_path, config):
     then at random positions (seeks across keyframes, backwards too)."""
     live, events = record(tmp_path / "run.jsonl.gz", config, keyframe_every=200)
     replay = Replay(open_recording(str(tmp_path / "run.jsonl.gz")))
-    assert len(replay) == len(events) > 200
+    assert len(replay) == len(events) > 200 and len(replay.recording.keyframes) > len(events) // 200
     for k in range(len(replay) + 1):
         replay.seek(k)
         got = replay.counters_snapshot()

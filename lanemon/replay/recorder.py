@@ -46,6 +46,7 @@ from lanemon.replay.format import (
     FORMAT,
     HEARTBEAT_BATCH,
     KEYFRAME_EVERY,
+    KEYFRAME_RATIO,
     VERSION,
 )
 from lanemon.replay.text import (
@@ -66,17 +67,24 @@ OFFSET_STEP = 0.001  # a source's timeline offset is written again when it drift
 
 class Recorder:
     """See the module docstring. ``clock``: the recording's timeline (seconds; default
-    ``time.monotonic``, the clock of asyncio's loops); ``heartbeat`` times are on it."""
+    ``time.monotonic``, the clock of asyncio's loops); ``heartbeat`` times are on it.
+    A keyframe follows once ``keyframe_every`` events *and* ``keyframe_ratio`` times the
+    last keyframe's size in event lines were written: a big state (a lanes scheduler with
+    its history and recent jobs) is repeated less often than a small one."""
 
     def __init__(self, path: str, *, sources_info: dict, clock: Callable[[], float] = time.monotonic,
-                 compress: bool = True, keyframe_every: int = KEYFRAME_EVERY) -> None:
+                 compress: bool = True, keyframe_every: int = KEYFRAME_EVERY,
+                 keyframe_ratio: float = KEYFRAME_RATIO) -> None:
         self.path = path
         self.events_written = 0
         self.error: str | None = None
         self._clock = clock
         self._t0 = clock()
         self._keyframe_every = keyframe_every
+        self._keyframe_ratio = keyframe_ratio
         self._since_keyframe = 0
+        self._bytes_since_keyframe = 0
+        self._keyframe_bytes = 0
         self._pending: collections.deque[str] = collections.deque()  # appended here, taken by the writer
         self._lock = threading.Lock()  # the file and the heartbeat batch
         self._closed = False
@@ -150,7 +158,10 @@ class Recorder:
             states[name] = {**entry["info"], "off": entry["off"], "state": model.encode(snap, None)}
             entry["t"] = None
         self._since_keyframe = 0
-        self._pending.append(_dumps(["K", self.events_written, round(self._now(), 4), states]))
+        self._bytes_since_keyframe = 0
+        line = _dumps(["K", self.events_written, round(self._now(), 4), states])
+        self._keyframe_bytes = len(line)
+        self._pending.append(line)
 
     def _line(self, entry: dict, t: float, delta: dict) -> tuple[float | None, dict]:
         off = self._now() - t
@@ -205,7 +216,9 @@ class Recorder:
         self._pending.append(line)
         self.events_written += 1
         self._since_keyframe += 1
-        if self._since_keyframe >= self._keyframe_every:
+        self._bytes_since_keyframe += len(line)
+        if self._since_keyframe >= self._keyframe_every and (
+                self._bytes_since_keyframe >= self._keyframe_ratio * self._keyframe_bytes):
             self._keyframe()
 
     # -- heartbeat -------------------------------------------------------
