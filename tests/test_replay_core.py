@@ -241,10 +241,21 @@ def test_malformed_line_names_its_number(tmp_path):
     broken = lines[:at] + ['["c",1.0,"arrived",null,null,"C1",null,"",{"y":[1,]}]'] + lines[at + 1:]
     replay = Replay(open_recording(write_lines(tmp_path / "broken.jsonl", broken)))
     replay.seek(5)
+    shown = replay.counters_snapshot()
     with pytest.raises(RecordingError) as err:
         replay.seek(json.loads(lines[third])[1] + 3)
     assert err.value.line == at + 1 and "broken.jsonl" in str(err.value) and "malformed" in err.value.message
-    assert replay.position == 5 and replay.counters_snapshot() is not None
+    assert replay.position == 5 and replay.counters_snapshot() == shown
+    # well-formed JSON whose change of state names a counter the board does not have: the
+    # replay fails partway through applying the block and still shows position 5
+    bad_row = '["c",1.0,"arrived",null,null,"C1",null,"",{"c":[[99,"free",null,null,[],null,0,null,null]]}]'
+    wrong = lines[:at] + [bad_row] + lines[at + 1:]
+    replay = Replay(open_recording(write_lines(tmp_path / "wrong.jsonl", wrong)))
+    replay.seek(5)
+    with pytest.raises(RecordingError) as err:
+        replay.seek(json.loads(lines[third])[1] + 3)
+    assert err.value.line == at + 1 and "malformed change of state" in err.value.message
+    assert replay.position == 5 and replay.counters_snapshot() == shown
 
 
 def test_truncated_header_is_refused(tmp_path):

@@ -247,6 +247,16 @@ class Replay:
             raise TypeError(f"a replay position is a whole number, not {k!r}")
         if not 0 <= k <= self._len:
             raise IndexError(f"position {k} is outside the recording (0..{self._len})")
+        before = self._position
+        try:
+            self._move(k)
+        except RecordingError:
+            if before != k:
+                self._at_block = None
+                self._move(before)  # decoded before: the state shown stays that of ``position``
+            raise
+
+    def _move(self, k: int) -> None:
         j = self._block_of(k)
         if j is None:
             self._models, self._at_block, self._applied, self._position = {}, None, 0, k
