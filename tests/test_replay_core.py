@@ -150,7 +150,15 @@ def test_explain_tells_both_chose_before_either_seated(seed001):
                for line in story.lines)
     assert story.lines[-1].startswith(f"Both chose counter {n} before either")
     assert story.indices[-1] == first.index and seat in story.indices
-    assert list(story.indices) == sorted(story.indices)
+    assert list(story.indices) == sorted(story.indices) and len(story.indices) == len(story.lines) - 1
+    for i, line in zip(story.indices, story.lines, strict=False):  # each line's event shows it
+        replay.seek(i + 1)
+        name = line.split()[1]
+        if " chose " in line:
+            view = next(s for s in replay.counters_snapshot().staff if s.name == name)
+            assert view.counter == double.counter and view.state in ("guiding", "away"), line
+        else:
+            assert events[i].owner == name and events[i].counter == double.counter, line
 
 
 def test_explain_is_none_for_other_events(seed001):

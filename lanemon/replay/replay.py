@@ -76,8 +76,11 @@ class Moment:
 @dataclass(frozen=True, slots=True)
 class Explanation:
     """How a double assignment came about: the ``counter`` (0-based id), the two
-    ``staff`` (who seated first, who seated second), the ``indices`` of the events that
-    led to it (in order, the double assignment last) and the story, one line each."""
+    ``staff`` (who seated first, who seated second), the story in ``lines`` (time order;
+    the last line says why, when both choices were found) and, for each story line but
+    that last one, ``indices[i]``: the event whose state first shows ``lines[i]`` (a
+    choice is not an event of its own: the first event after it; seek to index + 1).
+    The double assignment is the last index."""
 
     counter: int
     staff: tuple[str, str]
@@ -468,5 +471,5 @@ class Replay:
             lines += (f"Both chose counter {n} before either had seated a customer there: choosing and "
                       "seating are two steps, and nothing kept the counter for the one who chose it first "
                       "(a claim would have).",)
-        indices = tuple(sorted({i for _, i, _ in steps}))
+        indices = tuple(i for _, i, _ in steps)
         return Explanation(counter, (first or "?", second), indices, lines)
