@@ -7,6 +7,7 @@ notable moments and the story of a double assignment on the seed-001 (short lock
 the bad-input errors, and a real process SIGKILLed while it records.
 """
 
+import asyncio
 import dataclasses
 import gzip
 import json
@@ -439,3 +440,39 @@ def test_a_write_that_fails_stops_the_recording_and_keeps_what_was_written(tmp_p
     rec = open_recording(str(path))
     assert any("not closed" in w for w in rec.warnings)
     assert 0 < len(Replay(rec)) < result["events"]
+
+
+@pytest.mark.parametrize("strategy", ["short_lock", "claim"])
+def test_replay_equals_live_on_real_time(tmp_path, strategy):
+    """On the real clock, time moves between the reads of one snapshot (its time, the
+    counters' TTLs, the tallies' elapsed) and between two snapshots of one event: compared
+    here is the snapshot the recorder took in each event's callback (kept on its way out of
+    ``Simulation.snapshot``), which the replay must rebuild exactly."""
+    path = tmp_path / "live.jsonl.gz"
+    seen = []
+
+    async def main():
+        sim = Simulation(SimConfig(strategy=strategy, customers=150, abandon_rate=0.1, seed=9), speed=20.0)
+        take = sim.snapshot
+
+        def snapshot():
+            snap = take()
+            seen.append(snap)  # on return: an expired event noticed inside comes first, as recorded
+            return snap
+
+        sim.snapshot = snapshot
+        rec = Recorder(str(path), sources_info={"test": "real time"}, keyframe_every=10**9)
+        rec.attach_counters(sim)
+        await sim.run()
+        rec.close()
+        assert rec.events_written == len(seen) - 1  # one snapshot per event, and the attach keyframe's
+
+    asyncio.run(main())
+    replay = Replay(open_recording(str(path)))
+    assert len(replay) == len(seen) - 1 > 400
+    assert seen[1].time != seen[1].tallies.elapsed or seen[2].time != seen[2].tallies.elapsed, \
+        "the clock did not move within a snapshot: this test would show nothing"
+    for k in range(len(replay) + 1):
+        replay.seek(k)
+        got = replay.counters_snapshot()
+        assert got == seen[k], f"position {k}: {differences(got, seen[k])} differ"
