@@ -3,10 +3,12 @@
 ``Replay(recording)`` starts at position 0 (before any event). ``seek(k)`` moves to the
 state after the first ``k`` events (``0 <= k <= len(replay)``); ``counters_snapshot()`` /
 ``lanes_snapshot()`` then return what the live views showed right after event ``k - 1``:
-the same ``Snapshot`` the live ``snapshot()`` returned inside that event's callback,
-equal field by field (see ``counters_state``; None when the recording had no such source
-at that point). A seek starts from the nearest keyframe at or before ``k`` and applies at
-most ``KEYFRAME_EVERY`` recorded changes (stepping forward applies one).
+a ``Snapshot`` equal, field by field, to the one the recorder took from the live
+``snapshot()`` inside that event's callback (``counters_state``, ``lanes_state``; on
+virtual time that is the snapshot any subscriber takes there; None when the recording had
+no such source at that point). At a lanes event the counters' snapshot is the one of the
+last counters event, and vice versa. A seek starts from the keyframe of ``k``'s block and
+applies at most that block's changes (250 to a few thousand); stepping forward applies one.
 
 ``event(i)`` is the ``i``-th event (0-based) as a ``ReplayEvent``: its source, kind, the
 time on the recording's timeline and a sentence in plain words. ``moments()`` lists the
