@@ -7,6 +7,7 @@ notable moments and the story of a double assignment on the seed-001 (short lock
 the bad-input errors, and a real process SIGKILLed while it records.
 """
 
+import asyncio
 import dataclasses
 import gzip
 import json
@@ -26,12 +27,12 @@ from lanemon.replay import FORMAT, VERSION, Recorder, RecordingError, Replay, op
 SEED_001 = SimConfig(strategy="short_lock", customers=300, time_limit=3600.0)
 
 
-def record(path, config: SimConfig, *, compress: bool = True, keyframe_every: int = 1000, heartbeat=None):
+def record(path, config: SimConfig, *, compress: bool = True, keyframe_every: int | None = None, heartbeat=None):
     """Run ``config`` on virtual time with a recorder attached; returns the live snapshot
     after every event (index 0: before any) and the live events."""
     sim = Simulation(config)
-    rec = Recorder(str(path), sources_info={"test": "counters"}, clock=sim.clock.now, compress=compress,
-                   keyframe_every=keyframe_every)
+    often = {} if keyframe_every is None else {"keyframe_every": keyframe_every, "keyframe_ratio": 0}
+    rec = Recorder(str(path), sources_info={"test": "counters"}, clock=sim.clock.now, compress=compress, **often)
     rec.attach_counters(sim)
     live = [sim.snapshot()]
     events = []
@@ -66,7 +67,7 @@ def test_replay_equals_live_at_every_event(tmp_path, config):
     then at random positions (seeks across keyframes, backwards too)."""
     live, events = record(tmp_path / "run.jsonl.gz", config, keyframe_every=200)
     replay = Replay(open_recording(str(tmp_path / "run.jsonl.gz")))
-    assert len(replay) == len(events) > 200
+    assert len(replay) == len(events) > 200 and len(replay.recording.keyframes) > len(events) // 200
     for k in range(len(replay) + 1):
         replay.seek(k)
         got = replay.counters_snapshot()
@@ -150,7 +151,15 @@ def test_explain_tells_both_chose_before_either_seated(seed001):
                for line in story.lines)
     assert story.lines[-1].startswith(f"Both chose counter {n} before either")
     assert story.indices[-1] == first.index and seat in story.indices
-    assert list(story.indices) == sorted(story.indices)
+    assert list(story.indices) == sorted(story.indices) and len(story.indices) == len(story.lines) - 1
+    for i, line in zip(story.indices, story.lines, strict=False):  # each line's event shows it
+        replay.seek(i + 1)
+        name = line.split()[1]
+        if " chose " in line:
+            view = next(s for s in replay.counters_snapshot().staff if s.name == name)
+            assert view.counter == double.counter and view.state in ("guiding", "away"), line
+        else:
+            assert events[i].owner == name and events[i].counter == double.counter, line
 
 
 def test_explain_is_none_for_other_events(seed001):
@@ -241,10 +250,21 @@ def test_malformed_line_names_its_number(tmp_path):
     broken = lines[:at] + ['["c",1.0,"arrived",null,null,"C1",null,"",{"y":[1,]}]'] + lines[at + 1:]
     replay = Replay(open_recording(write_lines(tmp_path / "broken.jsonl", broken)))
     replay.seek(5)
+    shown = replay.counters_snapshot()
     with pytest.raises(RecordingError) as err:
         replay.seek(json.loads(lines[third])[1] + 3)
     assert err.value.line == at + 1 and "broken.jsonl" in str(err.value) and "malformed" in err.value.message
-    assert replay.position == 5 and replay.counters_snapshot() is not None
+    assert replay.position == 5 and replay.counters_snapshot() == shown
+    # well-formed JSON whose change of state names a counter the board does not have: the
+    # replay fails partway through applying the block and still shows position 5
+    bad_row = '["c",1.0,"arrived",null,null,"C1",null,"",{"c":[[99,"free",null,null,[],null,0,null,null]]}]'
+    wrong = lines[:at] + [bad_row] + lines[at + 1:]
+    replay = Replay(open_recording(write_lines(tmp_path / "wrong.jsonl", wrong)))
+    replay.seek(5)
+    with pytest.raises(RecordingError) as err:
+        replay.seek(json.loads(lines[third])[1] + 3)
+    assert err.value.line == at + 1 and "malformed change of state" in err.value.message
+    assert replay.position == 5 and replay.counters_snapshot() == shown
 
 
 def test_truncated_header_is_refused(tmp_path):
@@ -386,3 +406,73 @@ def test_replay_imports_no_qt_and_no_numpy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert out.stdout.strip() == "[]"
+
+
+FULL_DISK = r"""
+import json, resource, signal, sys
+from lanemon.counters import SimConfig, Simulation, run_in_virtual_time
+from lanemon.replay import Recorder
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # a write past the limit fails with EFBIG instead
+    resource.setrlimit(resource.RLIMIT_FSIZE, (30_000, 30_000))
+    sim = Simulation(SimConfig(strategy="short_lock", customers=400, time_limit=3600.0))
+    rec = Recorder(sys.argv[1], sources_info={}, clock=sim.clock.now, compress=False)
+    rec.attach_counters(sim)
+    run_in_virtual_time(sim.run())
+    rec.close()
+    print(json.dumps({"error": rec.error, "events": rec.events_written}))
+"""
+
+
+def test_a_write_that_fails_stops_the_recording_and_keeps_what_was_written(tmp_path):
+    """The file cannot grow past 30 kB (RLIMIT_FSIZE): the recorder says why it stopped,
+    the run itself goes on, and what reached the file opens."""
+    path = tmp_path / "full.jsonl"
+    script = tmp_path / "full.py"
+    script.write_text(FULL_DISK)
+    out = subprocess.run([sys.executable, str(script), str(path)], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["error"].startswith(f"cannot write {path}: File too large")
+    assert os.path.getsize(path) <= 30_000
+    rec = open_recording(str(path))
+    assert any("not closed" in w for w in rec.warnings)
+    assert 0 < len(Replay(rec)) < result["events"]
+
+
+@pytest.mark.parametrize("strategy", ["short_lock", "claim"])
+def test_replay_equals_live_on_real_time(tmp_path, strategy):
+    """On the real clock, time moves between the reads of one snapshot (its time, the
+    counters' TTLs, the tallies' elapsed) and between two snapshots of one event: compared
+    here is the snapshot the recorder took in each event's callback (kept on its way out of
+    ``Simulation.snapshot``), which the replay must rebuild exactly."""
+    path = tmp_path / "live.jsonl.gz"
+    seen = []
+
+    async def main():
+        sim = Simulation(SimConfig(strategy=strategy, customers=150, abandon_rate=0.1, seed=9), speed=20.0)
+        take = sim.snapshot
+
+        def snapshot():
+            snap = take()
+            seen.append(snap)  # on return: an expired event noticed inside comes first, as recorded
+            return snap
+
+        sim.snapshot = snapshot
+        rec = Recorder(str(path), sources_info={"test": "real time"}, keyframe_every=10**9)
+        rec.attach_counters(sim)
+        await sim.run()
+        rec.close()
+        assert rec.events_written == len(seen) - 1  # one snapshot per event, and the attach keyframe's
+
+    asyncio.run(main())
+    replay = Replay(open_recording(str(path)))
+    assert len(replay) == len(seen) - 1 > 400
+    assert seen[1].time != seen[1].tallies.elapsed or seen[2].time != seen[2].tallies.elapsed, \
+        "the clock did not move within a snapshot: this test would show nothing"
+    for k in range(len(replay) + 1):
+        replay.seek(k)
+        got = replay.counters_snapshot()
+        assert got == seen[k], f"position {k}: {differences(got, seen[k])} differ"

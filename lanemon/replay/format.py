@@ -12,9 +12,10 @@ Every other line is an array whose first item says what it is:
   the whole state of every attached source before event ``k`` (k events came before
   it), at recording time ``r``. One starts the recording (no source yet), one is written
   when a source is attached (the counters' ``config`` is the simulation's
-  ``SimConfig.as_dict()``: seed and parameters) and then one every ``KEYFRAME_EVERY``
-  events, so a seek decodes at most that many events. The lines from one keyframe to
-  the next are a **block**.
+  ``SimConfig.as_dict()``: seed and parameters) and then one after ``KEYFRAME_EVERY``
+  events once their lines are ``KEYFRAME_RATIO`` times the keyframe's size (so
+  keyframes stay about a third of the file); a seek decodes one block. The lines from
+  one keyframe to the next are a **block**.
 - ``["c", t, kind, counter, owner, customer, epoch, detail, delta?]`` -- one counters
   event (``lanemon.counters.events.Event``; ``t`` null: the same time as the previous
   counters event) and the change of state it came with (``counters_state``).
@@ -57,7 +58,8 @@ import zlib
 
 FORMAT = "lanemon-recording"
 VERSION = 1
-KEYFRAME_EVERY = 250
+KEYFRAME_EVERY = 250  # events at least between keyframes ...
+KEYFRAME_RATIO = 2.0  # ... and event lines at least this many times the last keyframe's size
 FLUSH_EVERY = 0.25  # seconds between writes of the recorder's thread
 HEARTBEAT_BATCH = 0.5  # seconds of heartbeat ticks per "h" line
 FOOTER = '["Z","{:016d}"]\n'

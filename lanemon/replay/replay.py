@@ -3,10 +3,12 @@
 ``Replay(recording)`` starts at position 0 (before any event). ``seek(k)`` moves to the
 state after the first ``k`` events (``0 <= k <= len(replay)``); ``counters_snapshot()`` /
 ``lanes_snapshot()`` then return what the live views showed right after event ``k - 1``:
-the same ``Snapshot`` the live ``snapshot()`` returned inside that event's callback,
-equal field by field (see ``counters_state``; None when the recording had no such source
-at that point). A seek starts from the nearest keyframe at or before ``k`` and applies at
-most ``KEYFRAME_EVERY`` recorded changes (stepping forward applies one).
+a ``Snapshot`` equal, field by field, to the one the recorder took from the live
+``snapshot()`` inside that event's callback (``counters_state``, ``lanes_state``; on
+virtual time that is the snapshot any subscriber takes there; None when the recording had
+no such source at that point). At a lanes event the counters' snapshot is the one of the
+last counters event, and vice versa. A seek starts from the keyframe of ``k``'s block and
+applies at most that block's changes (250 to a few thousand); stepping forward applies one.
 
 ``event(i)`` is the ``i``-th event (0-based) as a ``ReplayEvent``: its source, kind, the
 time on the recording's timeline and a sentence in plain words. ``moments()`` lists the
@@ -76,8 +78,11 @@ class Moment:
 @dataclass(frozen=True, slots=True)
 class Explanation:
     """How a double assignment came about: the ``counter`` (0-based id), the two
-    ``staff`` (who seated first, who seated second), the ``indices`` of the events that
-    led to it (in order, the double assignment last) and the story, one line each."""
+    ``staff`` (who seated first, who seated second), the story in ``lines`` (time order;
+    the last line says why, when both choices were found) and, for each story line but
+    that last one, ``indices[i]``: the event whose state first shows ``lines[i]`` (a
+    choice is not an event of its own: the first event after it; seek to index + 1).
+    The double assignment is the last index."""
 
     counter: int
     staff: tuple[str, str]
@@ -247,6 +252,16 @@ class Replay:
             raise TypeError(f"a replay position is a whole number, not {k!r}")
         if not 0 <= k <= self._len:
             raise IndexError(f"position {k} is outside the recording (0..{self._len})")
+        before = self._position
+        try:
+            self._move(k)
+        except RecordingError:
+            if before != k:
+                self._at_block = None
+                self._move(before)  # decoded before: the state shown stays that of ``position``
+            raise
+
+    def _move(self, k: int) -> None:
         j = self._block_of(k)
         if j is None:
             self._models, self._at_block, self._applied, self._position = {}, None, 0, k
@@ -458,5 +473,5 @@ class Replay:
             lines += (f"Both chose counter {n} before either had seated a customer there: choosing and "
                       "seating are two steps, and nothing kept the counter for the one who chose it first "
                       "(a claim would have).",)
-        indices = tuple(sorted({i for _, i, _ in steps}))
+        indices = tuple(i for _, i, _ in steps)
         return Explanation(counter, (first or "?", second), indices, lines)
