@@ -78,6 +78,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from lanemon import gc_pace
 from lanemon.lanes import CpuWork, InvariantChecker, Scheduler, parse_owner
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.fast_delegate import FastDelegate
@@ -884,18 +885,22 @@ class LanesView(LiveView):
         submit = self.scheduler.submit
         clock = time.perf_counter
         try:
-            while len(ids) < n:
-                t0 = clock()
-                end = min(n, len(ids) + BURST_CHUNK)
-                done = len(ids)
-                while len(ids) < end:
-                    ids.append(await submit(q, wss[len(ids)], work))
-                    if clock() - t0 > BURST_BUDGET_S:
-                        break
-                chunks.append(len(ids) - done)
-                if len(ids) < n:
-                    self._say(f"Burst: {len(ids):,} of {n:,} jobs queued… (Burst again stops it)")
-                    await yield_to_timers()
+            # what a burst makes lives for seconds: frozen chunk by chunk, out of the collector's
+            # full passes (each walked it all with the loop stopped: 130-190 ms at 99,999 jobs)
+            with gc_pace.bulk() as bulk:
+                while len(ids) < n:
+                    t0 = clock()
+                    end = min(n, len(ids) + BURST_CHUNK)
+                    done = len(ids)
+                    while len(ids) < end:
+                        ids.append(await submit(q, wss[len(ids)], work))
+                        if clock() - t0 > BURST_BUDGET_S:
+                            break
+                    chunks.append(len(ids) - done)
+                    bulk.chunk_done()
+                    if len(ids) < n:
+                        self._say(f"Burst: {len(ids):,} of {n:,} jobs queued… (Burst again stops it)")
+                        await yield_to_timers()
         except asyncio.CancelledError:
             self._say(f"Burst stopped: {len(ids):,} of {n:,} jobs queued (they stay queued).",
                       error=True)
