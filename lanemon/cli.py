@@ -5,6 +5,7 @@
                                   --check: only check the script (exit 0, or 2 with the
                                   line and what is wrong on stderr), no window
     lanemon talk --example        print a ready talk (``lanemon.talk.example``)
+    lanemon --replay FILE         open the window replaying a recording (File -> Record)
     lanemon measure [...]         run whole / sliced / worker, write the report
     lanemon place --cpu-ms X      say where a job belongs (word, then reason)
     lanemon bench [NAME|all]      print measured figures
@@ -124,6 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="open the window with this talk script (TOML) loaded at step 1")
     parser.add_argument("--check", action="store_true",
                         help="with --talk: check the script and exit (0: fine; 2: what is wrong, on stderr)")
+    parser.add_argument("--replay", metavar="FILE", default=None, dest="window_replay",
+                        help="open the window replaying this recording (made with File -> Record)")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     t = sub.add_parser("talk", help="talk scripts: print the example talk")
@@ -150,7 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="print measured performance figures")
     b.add_argument("name", nargs="?", default="all", choices=["all", *BENCHES],
-                   help="one benchmark, or all (every one but soak: it takes minutes, run it by name)")
+                   help="one benchmark, or all (every one but soak and replay: they take minutes, "
+                        "run them by name)")
     b.add_argument("--minutes", type=parse_minutes, help="soak only: how long to drive the window (default 10)")
     b.add_argument("--store", metavar="URL", help="store only: measure this store (adds jobs to it) instead of "
                    "a throwaway PostgreSQL cluster")
@@ -506,7 +510,7 @@ def cmd_window(args) -> int:
     steady_process_settings()  # before numpy and Qt are imported
     from lanemon.ui.shell.app import run_app
 
-    return run_app(store_url=args.window_store, talk=talk)
+    return run_app(store_url=args.window_store, talk=talk, replay_path=args.window_replay)
 
 
 COMMANDS = {
@@ -548,6 +552,11 @@ def main(argv: list[str] | None = None) -> int:
                 parse(args.window_store)
             except StoreError as exc:
                 raise BadInput(f"--store: {exc}") from None
+        if args.window_replay is not None:
+            if args.command is not None:
+                raise BadInput(f"--replay opens the window; it takes no command ({args.command})")
+            if not os.path.isfile(args.window_replay):
+                raise BadInput(f"--replay: no such file: {args.window_replay}")
         return COMMANDS[args.command](args)
     except BadInput as exc:
         print(f"lanemon: error: {exc}", file=sys.stderr)

@@ -248,3 +248,47 @@ def test_the_example_talk_runs_from_pagedown_presses(display, tmp_path):
         assert width <= 1024 and height <= 768, (n, width, height)
     left = wait_until_none_left(MARKER, marker, 20)
     assert left == [], f"processes left behind: {left}\nstdout: {stdout}"
+
+
+@pytest.mark.parametrize("display", ["1024x768"], indirect=True)
+def test_a_recording_replayed_in_the_real_window(display, tmp_path):
+    """``lanemon --replay FILE`` (a seeded short-lock run recorded with lanemon.replay) on a
+    1024x768 screen: M and Enter jump to the first notable moment (a double assignment),
+    Ctrl+Shift+S saves the window there, Esc leaves the replay, Ctrl+Q quits: exit 0, no
+    process left."""
+    from lanemon.counters.clock import run_in_virtual_time
+    from lanemon.counters.simulation import SimConfig, Simulation
+    from lanemon.replay import Recorder
+
+    lanemon = _lanemon()
+    marker, shots, env, xdo = _session(display, tmp_path)
+    recording = tmp_path / "race.jsonl.gz"
+    sim = Simulation(SimConfig(strategy="short_lock", staff=6, counters=8, customers=60, seed=1, time_limit=60.0))
+    recorder = Recorder(str(recording), sources_info={}, clock=lambda: sim.clock.now())
+    recorder.attach_counters(sim)
+    run_in_virtual_time(sim.run())
+    recorder.close()
+
+    with _lanemon_running(lanemon, env, tmp_path, ("--replay", str(recording))) as (proc, out, err):
+        window = xdo("search", "--sync", "--onlyvisible", "--name", "^lanemon — ").split()[0]
+        out.wait_for(r"^lanemon: shown$", 30)
+        opened = out.wait_for(r"^lanemon: replay opened race\.jsonl\.gz: (\d+) events, (\d+) moments$", 30)
+        xdo("windowfocus", "--sync", window)
+        xdo("key", "--clearmodifiers", "m")                      # the moments list
+        xdo("key", "--clearmodifiers", "Return")                 # the first one
+        moment = out.wait_for(r"^lanemon: replay at moment 1 \((.+)\), event (\d+)$", 30)
+        xdo("key", "--clearmodifiers", "ctrl+shift+s")           # a screenshot there
+        path = out.wait_for(r"^lanemon: screenshot (.+\.png)$", 30).group(1)
+        xdo("key", "--clearmodifiers", "Escape")                 # back to the live window
+        out.wait_for(r"^lanemon: replay left$", 30)
+        xdo("key", "--clearmodifiers", "ctrl+q")
+        rc = proc.wait(60)
+    stdout, stderr = out.rest(), err.rest()
+
+    assert rc == 0, f"exit status {rc}; stderr:\n" + "\n".join(stderr)
+    assert not any("Traceback" in line for line in stderr), "\n".join(stderr)
+    assert int(opened.group(1)) > 0 and int(opened.group(2)) > 0
+    assert moment.group(1) == "double assignment" and int(moment.group(2)) > 0
+    assert Path(path).exists() and _png_size(path)[0] <= 1024
+    left = wait_until_none_left(MARKER, marker, 20)
+    assert left == [], f"processes left behind: {left}\nstdout: {stdout}"

@@ -13,7 +13,8 @@ the figure. A benchmark that checks invariants (e.g. ``sched``) raises
 ``AssertionError`` when they do not hold.
 
 ``lanemon bench all`` runs every benchmark but those in ``OPT_IN`` (``soak``
-drives the window for minutes): those run by name only.
+drives the window for minutes; ``replay`` records a simulated hour, 2-3 minutes):
+those run by name only.
 """
 
 from __future__ import annotations
@@ -38,9 +39,10 @@ BENCHES: dict[str, str] = {
     "store": "lanemon.bench.store",
     "agents": "lanemon.bench.agents",
     "probe": "lanemon.bench.probe",
+    "replay": "lanemon.bench.replay",
     "soak": "lanemon.bench.soak",
 }
-OPT_IN = frozenset({"soak"})    # by name only, never in ``all``
+OPT_IN = frozenset({"soak", "replay"})    # by name only, never in ``all`` (minutes each)
 MAX_MINUTES = 24 * 60
 
 

@@ -24,6 +24,10 @@ Laid out by what each part is:
                  it): ``player`` (the clicker's keys, steps, actions through
                  the views' public methods), ``caption`` (over the chart; the
                  blank screen).
+- ``replay``     File → Record and File → Open recording: ``mode`` (the
+                 replay: what the views are handed at each position), ``panel``
+                 (the replay bar, moments, the race told), ``record`` (a
+                 recording of the window's counters, lanes and heartbeat).
 - ``kit``        the drawing kit every view uses, no domain in it:
                  ``theme`` (every colour and font), ``live_label``,
                  ``static_texts``, ``fast_delegate``, ``chart_items``,

@@ -216,6 +216,7 @@ class CountersGrid(QWidget):
         super().__init__(parent)
         self.cells: list[Cell] = []
         self.selected: int | None = None
+        self.highlighted: frozenset[int] = frozenset()   # ringed in RACE_HIGHLIGHT (a replay's race)
         self.paints = 0            # paintEvents so far, and their cost (ms)
         self.paint_ms = 0.0
         self.paint_ms_max = 0.0
@@ -254,6 +255,14 @@ class CountersGrid(QWidget):
 
     def cell(self, counter_id: int) -> Cell:
         return self.cells[counter_id]
+
+    def set_highlighted(self, counters) -> None:
+        """Ring these counters (ids) in ``theme.RACE_HIGHLIGHT``, over their own colours
+        (a replay explaining a double assignment); an empty set rings none."""
+        counters = frozenset(counters)
+        if counters != self.highlighted:
+            self.highlighted = counters
+            self.update()
 
     def apply_fonts(self) -> None:
         """Follow ``theme`` (font scale and palette)."""
@@ -338,6 +347,14 @@ class CountersGrid(QWidget):
             p.setPen(QPen(QColor(theme.FG), 3))
             p.setBrush(Qt.BrushStyle.NoBrush)
             p.drawRect(rects[self.selected].adjusted(1, 1, -1, -1))
+        if self.highlighted:
+            width = max(6.0, 6.0 * theme.font_scale())
+            p.setPen(QPen(QColor(theme.RACE_HIGHLIGHT), width))
+            p.setBrush(Qt.BrushStyle.NoBrush)
+            half = width / 2
+            for i in self.highlighted:
+                if 0 <= i < len(rects):
+                    p.drawRect(rects[i].adjusted(half, half, -half, -half))
         p.end()
         self.paint_ms = (time.perf_counter() - t0) * 1000
         self.paints += 1
@@ -363,6 +380,7 @@ class StaffStrip(QWidget):
         super().__init__(parent)
         self.chips: list[Chip] = []
         self.selected: str | None = None
+        self.highlighted: frozenset[str] = frozenset()   # ringed in RACE_HIGHLIGHT (a replay's race)
         self._rects: list[QRectF] = []
         self._font = QFont()
         self._bold = QFont()
@@ -377,6 +395,7 @@ class StaffStrip(QWidget):
         self._colors = {k: (QColor(f), QColor(t)) for k, (f, t) in staff_colors().items()}
         self._lock_pen = QPen(QColor(theme.FG), 3)
         self._sel_pen = QPen(QColor(theme.STAFF_SELECTED), 3)
+        self._race_pen = QPen(QColor(theme.RACE_HIGHLIGHT), max(4.0, 4.0 * theme.font_scale()))
         self._font = QFont("DejaVu Sans")
         self._font.setPointSizeF(theme.pt(9.5))
         self._bold = QFont(self._font)
@@ -396,6 +415,14 @@ class StaffStrip(QWidget):
         for i in changed:
             if i < len(self._rects):
                 self.update(self._rects[i].toAlignedRect().adjusted(-2, -2, 2, 2))
+
+    def set_highlighted(self, names) -> None:
+        """Ring these staff members' chips in ``theme.RACE_HIGHLIGHT`` (a replay explaining a
+        double assignment: the two who chose the same counter); empty: none."""
+        names = frozenset(names)
+        if names != self.highlighted:
+            self.highlighted = names
+            self.update()
 
     def _line_height(self) -> int:
         return int(QFontMetrics(self._font).height() * 1.7)
@@ -424,7 +451,9 @@ class StaffStrip(QWidget):
             if not everything and not region.intersects(r.toAlignedRect().adjusted(-2, -2, 2, 2)):
                 continue
             fill, ink = self._colors.get(chip.state, self._colors["idle"])
-            if chip.holds_lock:
+            if chip.name in self.highlighted:
+                p.setPen(self._race_pen)
+            elif chip.holds_lock:
                 p.setPen(self._lock_pen)
             elif chip.name == self.selected:
                 p.setPen(self._sel_pen)

@@ -39,6 +39,18 @@ simulation is replaced by a new one, not started; its controls are disabled and 
 tallies and compare hidden while the store is shown. The view owns the follower: it
 starts it, and closes it when another source is set or the window closes.
 
+**Replay mode** (``show_replay(snapshot, ...)``, until ``end_replay()``; the window's
+replay, ``lanemon.ui.replay``, calls them): the grid, the staff strip, the headline and
+the tallies draw the snapshot they are handed (a recording's, at the replay's position)
+instead of the simulation's; the counter and the staff members of a double assignment
+being explained are ringed (``theme.RACE_HIGHLIGHT``). A running simulation is stopped
+on entering; the simulation's controls (which hold the live settings, not the
+recording's) are hidden and the source picker disabled until the replay ends, then the
+view shows its own simulation (or the store it followed) again.
+
+``sim_changed`` (signal) is emitted with each new ``Simulation`` the view makes
+(``reset``): a recording attaches to it (``lanemon.ui.replay.record``).
+
 ``install_counters_view(window)`` adds the tab; when the window closes, the
 view's ``shutdown`` stops a running simulation and a compare in flight: it
 returns once the run's
@@ -54,6 +66,7 @@ import contextlib
 import logging
 import time
 
+from PySide6.QtCore import Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QApplication,
@@ -127,9 +140,13 @@ class CountersView(LiveView):
     repaints (a snapshot read each); ``last_snapshot`` is the snapshot shown last."""
 
     TEXT_FPS = TEXT_FPS
+    sim_changed = Signal(object)   # a new Simulation (reset): a recording attaches to it
 
     def __init__(self, parent: QWidget | None = None, settings=None) -> None:
         super().__init__(parent)
+        self.replaying = False      # replay mode: draws the snapshots show_replay hands it
+        self._replayed = None       # the replay's snapshot to draw (None: no counters in it)
+        self._ringed: tuple = ((), ())   # (counter ids, staff names) ringed with it
         self.sim: Simulation | None = None
         self._unsubscribe = None
         self._task: asyncio.Task | None = None
@@ -395,6 +412,7 @@ class CountersView(LiveView):
         self._drop_sim()
         self.sim = sim
         self._unsubscribe = sim.subscribe(self._on_event)
+        self.sim_changed.emit(sim)
         self.grid.selected = None
         self.staff.selected = None
         self.show_message(f"Ready: {config.label}, {config.staff} staff, {config.counters} counters. "
@@ -554,14 +572,60 @@ class CountersView(LiveView):
                               f"{t.double_assignments:,} double assignments.")
         self.mark_dirty(urgent=True)
 
+    # --- replay mode ---------------------------------------------------------------------------
+    def show_replay(self, snapshot, counters=(), staff=()) -> None:
+        """Draw ``snapshot`` (a ``lanemon.counters.Snapshot`` rebuilt from a recording; None:
+        the recording has no counters) instead of the live board, with ``counters`` (ids) and
+        ``staff`` (names) ringed. The first call enters replay mode (see the module docstring)."""
+        if not self.replaying:
+            self.replaying = True
+            if self.running:
+                self.sim.stop()
+            self._controls.setVisible(False)   # (its settings are the live ones, not the recording's)
+            self.source_picker.setEnabled(False)
+            self.show_message("Replaying a recording: the controls come back when the replay "
+                              "is left (Esc in the replay bar).")
+        self._replayed = snapshot
+        self._ringed = (tuple(counters), tuple(staff))    # drawn with the snapshot's cells and chips
+        self.mark_dirty(urgent=True)
+
+    def end_replay(self) -> None:
+        """Leave replay mode: the live board (simulation or store) and the controls again."""
+        if not self.replaying:
+            return
+        self.replaying = False
+        self._replayed = None
+        self._ringed = ((), ())
+        self.grid.set_highlighted(())
+        self.staff.set_highlighted(())
+        self._controls.setVisible(True)
+        self.source_picker.setEnabled(True)
+        self._cells_kept = {}
+        self._store_kept = {}
+        self.show_message("Back to this window's live board.")
+        self.mark_dirty(urgent=True)
+
     # --- domain events -> one repaint per tick --------------------------------------------------
     def _on_event(self, _event) -> None:
-        self.mark_dirty()
+        if not self.replaying:
+            self.mark_dirty()
 
     def frame_motion(self, changed: bool, refreshing: bool, text_due: bool) -> bool:
         """Every tick in which something changed or a claim's countdown runs: read one
         snapshot and repaint what changed in the grid; the text parts are then behind.
-        In store mode: the follower's state, when it read something new or a countdown runs."""
+        In store mode: the follower's state, when it read something new or a countdown runs.
+        In replay mode: the snapshot handed in, when a new one was (nothing moves between)."""
+        if self.replaying:
+            if not changed:
+                return False
+            snap = self._replayed
+            self.last_snapshot = snap
+            self.grid.set_cells(cells_from(snap, self._cells_kept) if snap is not None else [])
+            self.grid.set_highlighted(self._ringed[0])
+            self._countdown = False
+            self.grid_frames += 1
+            self.mark_stale()
+            return False
         if self.source is not None:
             return self._store_motion(changed)
         sim = self.sim
@@ -595,7 +659,7 @@ class CountersView(LiveView):
         """The text parts from the last snapshot: after a control was used, all at once;
         else in two steps, the staff strip, then the tallies and the headline (each costs
         ~0.2-0.6 ms to repaint), so no tick repaints all of them."""
-        if self.source is not None:
+        if self.source is not None and not self.replaying:
             return (self._show_store,)
         if urgent:
             return (self._show_all,)
@@ -631,18 +695,25 @@ class CountersView(LiveView):
     def _show_staff(self) -> None:
         if self.last_snapshot is not None:
             self.staff.set_chips(chips_from(self.last_snapshot))
+        elif self.replaying:
+            self.staff.set_chips([])
+        if self.replaying:
+            self.staff.set_highlighted(self._ringed[1])
 
     def _show_figures(self) -> None:
         snap = self.last_snapshot
         if snap is not None:
             self.tallies.set_tallies(snap.tallies)
             self.headline.set_parts(self._headline(snap))
+        elif self.replaying:
+            self.headline.set_parts([("This recording has no counters.", theme.MUTED, False)])
 
     def _headline(self, snap) -> list[tuple[str, str, bool]]:
         fg, muted = theme.FG, theme.MUTED
         waiting = sum(1 for s in snap.staff if s.state == "waiting_lock")
         speed = "paused" if snap.speed == 0 else f"{snap.speed:g}×"
-        parts = [(snap.label, fg, True),
+        parts = [*((("REPLAY  ", theme.REPLAY_CURSOR, True),) if self.replaying else ()),
+                 (snap.label, fg, True),
                  (f"  ·  {snap.state}  ·  t = {snap.time:.1f} s  ·  {speed}  ·  lock: ", muted, False),
                  (snap.lock_holder or "free", fg, snap.lock_holder is not None)]
         if waiting:

@@ -116,6 +116,13 @@ TALK_BLANK = "#000000"
 PROGRAM_COLORS = ("#0c8599", "#c2255c", "#5c940d", "#7048e8", "#e8590c", "#1864ab", "#a61e4d", "#2b8a3e")
 PROGRAM_STALE = "#9aa3b2"                 # a program gone silent (its row, its line)
 
+# Recording and replay (lanemon.ui.replay): the REC badge while recording, the replay's
+# position on its heartbeat chart, and the ring around the two staff members and the
+# counter of a double assignment being explained (drawn over the cells' own colours).
+RECORDING = "#d62728"
+REPLAY_CURSOR = "#1098ad"
+RACE_HIGHLIGHT = "#5f3dc4"
+
 COLOR_NAMES = (
     "KIND_COLORS", "KIND_UNKNOWN", "PLACE_LOOP",
     "BG", "PANEL_BG", "FG", "MUTED", "GRID", "LAG_PEN", "REF_FRAME", "REF_LONG", "BORDER", "HOVER",
@@ -125,6 +132,7 @@ COLOR_NAMES = (
     "STAFF_STATE_COLORS", "STAFF_SELECTED", "JOB_STATE_COLORS", "QUEUE_COLORS", "HELD_SAVE",
     "WAITING_JOB", "OVERLAP_RUN", "SHORTCUT_SHADE", "SHORTCUT_PANEL", "SHORTCUT_BORDER", "SHORTCUT_TEXT",
     "SHORTCUT_KEY", "SHORTCUT_HINT", "PROGRAM_COLORS", "PROGRAM_STALE", "TALK_ACCENT", "TALK_BLANK",
+    "RECORDING", "REPLAY_CURSOR", "RACE_HIGHLIGHT",
 )
 """The names every palette defines (``PLACE_COLORS`` follows from them)."""
 
@@ -182,6 +190,7 @@ PALETTES = {
                            "#69db7c"),
         "PROGRAM_STALE": "#6c7588",
         "TALK_ACCENT": "#ffd23f", "TALK_BLANK": "#000000",
+        "RECORDING": "#ff5c5c", "REPLAY_CURSOR": "#3bc9db", "RACE_HIGHLIGHT": "#ffd23f",
     },
 }
 _palette = "light"

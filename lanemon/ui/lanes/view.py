@@ -51,6 +51,14 @@ agents take them); the controls that act on this window's own scheduler
 (cancel, holds, failures, stop, busy outside) are disabled. A URL that is
 refused (malformed, unreachable) is said beside the picker; the tab keeps its
 source. The window's scheduler runs on whatever the tab shows.
+
+**Replay mode** (``show_replay(snapshot)``, until ``end_replay()``; the window's replay,
+``lanemon.ui.replay``, calls them): every refresh draws the snapshot handed in (a
+recording's lanes, rebuilt at the replay's position; ``None``: the recording has none)
+at its own instant (``Snapshot.at``); nothing moves between two positions. The controls
+are put away (their fields hold the live values) and the source picker is disabled until
+the replay ends; the window's scheduler keeps
+running underneath and is shown again after.
 """
 
 from __future__ import annotations
@@ -203,6 +211,8 @@ class LanesView(LiveView):
         self._unsubscribe = scheduler.subscribe(self._observer)
         self._snap = None
         self._live = False
+        self.replaying = False               # replay mode: draws the snapshots show_replay hands it
+        self._replayed = None
         # rows built from the snapshot's immutable views, reused while those views
         # are the same objects (the domain keeps the views of what did not change)
         self._lane_rows: dict[str, tuple] = {}   # ws -> (lane, busy, spans, LaneRow)
@@ -398,13 +408,16 @@ class LanesView(LiveView):
         never starve the last steps), except after a control was used: that starts over
         with a fresh snapshot on the next tick (``LiveView``). Between refreshes only the
         clock moves (``frame_motion``). ``refresh_now()`` does every step at once."""
+        if self.replaying and self._replayed is None:
+            return (self._show_no_lanes,)
         parts = 1 + len(self._snap.workspaces) // WS_STEP if self._snap is not None else 1
         return (self._read,
                 *(partial(self._step, partial(self._lane_rows_part, k, k == parts - 1))
                   for k in range(parts)),
                 partial(self._step, self._show_titles),
                 *(partial(self._step, partial(self._show_queue, q)) for q in self.scheduler.queues),
-                *((partial(self._step, self._show_ledger),) if self.follower is not None else ()),
+                *((partial(self._step, self._show_ledger),)
+                  if self.follower is not None and not self.replaying else ()),
                 partial(self._step, self._draw_bars))
 
     def _read(self) -> None:
@@ -412,13 +425,17 @@ class LanesView(LiveView):
         followed store's model, or this window's scheduler."""
         limit = max(MIN_JOB_ROWS, self._visible_job_rows() + 2)
         follower = self.follower
-        if follower is not None:
+        if self.replaying:
+            self._snap = self._replayed
+        elif follower is not None:
             self._snap = follower.snapshot(limit)
         else:
             self._snap = self.scheduler.snapshot(limit=limit, queue_lanes=False)
 
     def clock(self) -> float:
         """The clock of what the tab shows: the store's (followed) or the scheduler's."""
+        if self.replaying:
+            return self._replayed.at if self._replayed is not None else 0.0
         follower = self.follower
         return follower.clock() if follower is not None else self.scheduler.clock()
 
@@ -427,8 +444,9 @@ class LanesView(LiveView):
 
     def frame_motion(self, changed: bool, refreshing: bool, text_due: bool) -> bool:
         """While bars run, the clock moves: the timeline's bars slide left (no bar is
-        rebuilt) and, between refreshes at ``TEXT_FPS``, the time columns tick."""
-        if not self._live:
+        rebuilt) and, between refreshes at ``TEXT_FPS``, the time columns tick. (Not in a
+        replay: its clock stands at the position shown.)"""
+        if not self._live or self.replaying:
             return False
         now = self.clock()
         if not refreshing:
@@ -442,6 +460,9 @@ class LanesView(LiveView):
         return True
 
     def _draw_bars(self, now: float) -> None:
+        if self.replaying:      # (held saves: the snapshot's jobs say which; no live spans)
+            self._live = self.timeline.draw(self._snap, now, {}, {})
+            return
         self._live = self.timeline.draw(self._snap, now, self._observer.held_since,
                                         self._observer.held_spans)
 
@@ -544,6 +565,9 @@ class LanesView(LiveView):
         self._sync_selection()
 
     def _update_counters(self, snap) -> None:
+        if self.replaying:
+            self._update_replay_counters(snap)
+            return
         if self.follower is not None:
             self._update_store_counters(snap)
             return
@@ -571,6 +595,57 @@ class LanesView(LiveView):
             self.counters.setToolTip("\n".join(ck.violations[:10]) or
                                      "max runs at once: the most runs of one workspace seen at the "
                                      "same time since the window opened (InvariantChecker)")
+
+    def _update_replay_counters(self, snap) -> None:
+        """The top line in a replay: the recording's own figures at the position shown."""
+        n = snap.counts
+        bad = theme.REF_LONG
+        figures = [
+            ("stale releases", n.stale_releases, bad if n.stale_releases else None),
+            ("writes refused", n.stale_writes, bad if n.stale_writes else None),
+            ("failed saves", n.failed_saves, bad if n.failed_saves else None),
+            ("holds", len(snap.holds), theme.HELD_SAVE if snap.holds else None),
+            ("jobs", f"{n.jobs_finished}/{n.jobs_submitted}", None),
+        ]
+        self.counters.set_parts([("REPLAY  ", theme.REPLAY_CURSOR, True),
+                                 *figure_parts(figures, theme.MUTED, " · ")])
+        self.counters.setToolTip("a recording, at the replay's position (the window's own scheduler "
+                                 "runs on underneath)")
+
+    def _show_no_lanes(self) -> None:
+        """A replay of a recording without lanes: empty tables and a line that says so."""
+        self._snap = None
+        self.lanes_model.set_rows([], [], 0.0)
+        for m in self.queue_models.values():
+            m.set_rows([], [], 0.0)
+        self.counters.set_parts([("REPLAY", theme.REPLAY_CURSOR, True),
+                                 ("  ·  this recording has no lanes and queues", theme.MUTED, False)])
+
+    # --- replay mode --------------------------------------------------------------------------------
+    def show_replay(self, snapshot) -> None:
+        """Draw ``snapshot`` (a ``lanemon.lanes.snapshot.Snapshot`` rebuilt from a recording;
+        None: the recording has no lanes) instead of the live lanes; the first call enters
+        replay mode (see the module docstring)."""
+        if not self.replaying:
+            self.replaying = True
+            self._lane_rows.clear()
+            self._job_rows.clear()
+            self._snap = None
+            self.controls.setVisible(False)     # (its fields are the live ones, not the recording's)
+            self.source_picker.setEnabled(False)
+            self.ledger_box.setVisible(False)
+        self._replayed = snapshot
+        self.request_refresh()
+
+    def end_replay(self) -> None:
+        """Leave replay mode: the live lanes (this window's scheduler or the store followed)."""
+        if not self.replaying:
+            return
+        self.replaying = False
+        self._replayed = None
+        self.controls.setVisible(True)
+        self.source_picker.setEnabled(True)
+        self._switched(store=self.follower is not None)
 
     def _update_store_counters(self, snap) -> None:
         """The top line in store mode: whom it follows (or that the store is lost), the

@@ -154,7 +154,8 @@ def scheduler_on(store):
                      events=hub)
 
 
-async def main(window: MainWindow | None = None, store_url: str | None = None, talk=None) -> int:
+async def main(window: MainWindow | None = None, store_url: str | None = None, talk=None,
+               replay_path: str | None = None) -> int:
     """Show ``window`` (a new ``MainWindow`` by default) until it is closed.
 
     ``store_url`` (``lanemon --store URL``; only with a new window): the Lanes &
@@ -162,6 +163,9 @@ async def main(window: MainWindow | None = None, store_url: str | None = None, t
     shared with other processes (its keeper renews the window's leases; waiting
     workspaces are looked at again every :data:`STORE_RETRY_S`); a store that
     cannot be opened is said in the window, which stays up on its own simulation.
+    ``replay_path`` (``lanemon --replay FILE``): that recording is opened once the window
+    shows (``window.replay.open_recording``; one that cannot be read is said in a message
+    box and the window stays up, live).
     The store session is closed after the window's scheduler let go of its lanes.
 
     ``talk`` (``lanemon --talk FILE``: a checked ``lanemon.talk.Talk``): loaded at
@@ -205,6 +209,8 @@ async def main(window: MainWindow | None = None, store_url: str | None = None, t
     if store_problem:
         win.warn(store_problem)
     win.start()
+    if replay_path:
+        win.replay.open_recording(replay_path)
     gc.collect()
     gc.freeze()
     try:
@@ -224,8 +230,10 @@ async def main(window: MainWindow | None = None, store_url: str | None = None, t
     return 0 if door.received is None else 128 + door.received
 
 
-def run_app(argv: list[str] | None = None, store_url: str | None = None, talk=None) -> int:
-    """Open the window (with ``talk`` loaded, if given); returns the exit code once it is closed."""
+def run_app(argv: list[str] | None = None, store_url: str | None = None, talk=None,
+            replay_path: str | None = None) -> int:
+    """Open the window (with ``talk`` loaded, or replaying ``replay_path``, if given); returns
+    the exit code once it is closed."""
     app = application(argv)
     with asyncio.Runner(loop_factory=lambda: qasync.QEventLoop(app)) as runner:
-        return runner.run(main(store_url=store_url, talk=talk))
+        return runner.run(main(store_url=store_url, talk=talk, replay_path=replay_path))

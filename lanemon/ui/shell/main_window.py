@@ -21,6 +21,8 @@ Hooks for later views and presenter mode:
   window closes.
 - ``export_chart_to(path)``: write the chart's PNG and say the outcome (written,
   or why not) in the Runs tab's banner; returns whether it was written.
+- ``replay`` (``lanemon/ui/replay/mode.py``): File -> Record, File -> Open recording...
+  and the replay shown in the window's own views.
 - ``talk`` (``lanemon/ui/shell/talk_mode.py``): menus, shortcuts, presenter mode,
   full screen, the shortcut overlay and About; ``app.main`` restores and saves
   the settings (``lanemon/ui/shell/settings.py``).
@@ -181,6 +183,9 @@ class MainWindow(QMainWindow):
         # talk scripts: File -> Open talk..., the caption over the chart, the clicker's keys
         from lanemon.ui.talk.player import install as install_talk_player
         self.talk_player = install_talk_player(self)
+        # File -> Record and File -> Open recording..., the replay in the chart's place
+        from lanemon.ui.replay.mode import install as install_replay
+        self.replay = install_replay(self)
         for region in self._regions():     # before the first show: nothing to restyle yet
             theme.restyle(region)
         theme.apply_frame(self, (self.tabs,))
@@ -218,6 +223,11 @@ class MainWindow(QMainWindow):
     def show_view(self, key: str) -> None:
         self.tabs.setCurrentWidget(self._pages[key])
 
+    def shown_view(self) -> str | None:
+        """The key of the tab shown (``None``: none)."""
+        page = self.tabs.currentWidget()
+        return next((key for key, p in self._pages.items() if p is page), None)
+
     def add_shutdown_hook(self, hook: Callable[[], Awaitable[None]]) -> None:
         self._shutdown_hooks.append(hook)
 
@@ -235,6 +245,8 @@ class MainWindow(QMainWindow):
         """The parts of the window that take ``theme.stylesheet()``: the menu bar, the chart, the tab bar,
         the status bar and the current tab page (the others: ``_restyle_a_hidden_page``)."""
         regions = [self.menuBar(), self.chart, self.tabs.tabBar(), self.statusBar()]
+        if getattr(self, "replay", None) is not None:
+            regions.append(self.replay.panel)     # (the replay bar, in the chart's place)
         if self.tabs.currentWidget() is not None:
             regions.append(self.tabs.currentWidget())
         return regions
@@ -274,6 +286,7 @@ class MainWindow(QMainWindow):
         theme.apply(app, scale, self, (self.tabs,), self._regions())
         self._style_warning()
         self.chart.apply_fonts()
+        self.replay.panel.apply_fonts()
         current = self.tabs.currentWidget()
         for key, view in self.views.items():
             if self._pages[key] is current:
