@@ -476,3 +476,11 @@ def test_replay_equals_live_on_real_time(tmp_path, strategy):
         replay.seek(k)
         got = replay.counters_snapshot()
         assert got == seen[k], f"position {k}: {differences(got, seen[k])} differ"
+
+
+def test_a_file_that_cannot_be_written_is_refused_at_once(tmp_path):
+    with pytest.raises(OSError):
+        Recorder(str(tmp_path / "no-such-folder" / "r.jsonl.gz"), sources_info={})
+    if os.path.exists("/dev/full"):  # the header's write fails: no space left
+        with pytest.raises(OSError):
+            Recorder("/dev/full", sources_info={})
