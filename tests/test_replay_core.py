@@ -243,6 +243,10 @@ def test_malformed_line_names_its_number(tmp_path):
     with pytest.raises(RecordingError) as err:
         open_recording(write_lines(tmp_path / "bad.jsonl", bad))
     assert err.value.line == 7 and "bad.jsonl line 7: not a line of a recording" in str(err.value)
+    for broken_keyframe in ('["K","x",0.0,{}]', '["K",]'):
+        with pytest.raises(RecordingError) as err:
+            open_recording(write_lines(tmp_path / "k.jsonl", lines[:6] + [broken_keyframe] + lines[6:]))
+        assert err.value.line == 7, broken_keyframe
     # the right shape, but broken inside (after the third keyframe): found when the replay
     # first decodes that part; the replay stays where it was
     third = [i for i, line in enumerate(lines) if line.startswith('["K"')][2]
