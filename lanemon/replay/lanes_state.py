@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import enum
 import importlib
+import operator
 from types import MappingProxyType
 
 from lanemon.lanes.snapshot import Counts, JobView, LaneHolder, LaneView, QueueView, RunSpan, Snapshot
@@ -30,7 +31,9 @@ LANES_LIMIT = 40  # jobs per list (waiting, running, recent) of each queue in a 
                   # than the Lanes tab shows on a 1080p screen; each job more costs every lanes event
 TYPES = {cls.__name__: cls for cls in (Snapshot, QueueView, JobView, LaneView, RunSpan, LaneHolder, Counts)}
 _FIELDS = {cls: tuple(getattr(cls, "_fields", None) or cls.__dataclass_fields__) for cls in TYPES.values()}
+_GETTERS = {cls: operator.attrgetter(*fields) for cls, fields in _FIELDS.items()}  # every type has 2+ fields
 _PLAIN = (str, int, float, bool, type(None))
+_PLAIN_TYPES = frozenset(_PLAIN)
 
 
 def take_snapshot(scheduler) -> Snapshot:
@@ -89,8 +92,10 @@ class LanesModel:
         return {"n": new, "r": root[0]} if new else {"r": root[0]}
 
     def _ref(self, value, new: list):
-        if isinstance(value, _PLAIN) and not isinstance(value, enum.Enum):
+        if type(value) in _PLAIN_TYPES:
             return value
+        if isinstance(value, _PLAIN) and not isinstance(value, enum.Enum):
+            return value  # a subclass of a plain type (not an enum)
         # Every object looked up by identity is kept alive (``_alive``) until the next
         # keyframe's fresh model: an id in these tables always names the object it was taken from.
         nid = self._by_identity.get(id(value))
@@ -104,10 +109,18 @@ class LanesModel:
                 return [nid]
         if isinstance(value, enum.Enum):
             node = ["e", f"{cls.__module__}:{cls.__qualname__}", value.value]
-        elif cls.__name__ in TYPES and TYPES[cls.__name__] is cls:
-            node = [cls.__name__, *(self._ref(getattr(value, f), new) for f in _FIELDS[cls])]
+        elif cls in _GETTERS:
+            plain = _PLAIN_TYPES
+            node = [cls.__name__]
+            for v in _GETTERS[cls](value):
+                node.append(v if type(v) in plain else self._ref(v, new))
         elif cls is tuple:
-            node = ["t", *(self._ref(v, new) for v in value)]
+            known = self._by_identity
+            got = [known.get(i) for i in items]  # a list of job views: most were written before
+            if None in got:
+                node = ["t", *(self._ref(v, new) for v in value)]
+            else:
+                node = ["t", *([n] for n in got)]
         elif cls is MappingProxyType or cls is dict:
             node = ["m" if cls is MappingProxyType else "d"]
             for k, v in value.items():
