@@ -243,6 +243,10 @@ def test_malformed_line_names_its_number(tmp_path):
     with pytest.raises(RecordingError) as err:
         open_recording(write_lines(tmp_path / "bad.jsonl", bad))
     assert err.value.line == 7 and "bad.jsonl line 7: not a line of a recording" in str(err.value)
+    for broken_keyframe in ('["K","x",0.0,{}]', '["K",]'):
+        with pytest.raises(RecordingError) as err:
+            open_recording(write_lines(tmp_path / "k.jsonl", lines[:6] + [broken_keyframe] + lines[6:]))
+        assert err.value.line == 7, broken_keyframe
     # the right shape, but broken inside (after the third keyframe): found when the replay
     # first decodes that part; the replay stays where it was
     third = [i for i, line in enumerate(lines) if line.startswith('["K"')][2]
@@ -476,3 +480,11 @@ def test_replay_equals_live_on_real_time(tmp_path, strategy):
         replay.seek(k)
         got = replay.counters_snapshot()
         assert got == seen[k], f"position {k}: {differences(got, seen[k])} differ"
+
+
+def test_a_file_that_cannot_be_written_is_refused_at_once(tmp_path):
+    with pytest.raises(OSError):
+        Recorder(str(tmp_path / "no-such-folder" / "r.jsonl.gz"), sources_info={})
+    if os.path.exists("/dev/full"):  # the header's write fails: no space left
+        with pytest.raises(OSError):
+            Recorder("/dev/full", sources_info={})

@@ -13,7 +13,7 @@ the figure. A benchmark that checks invariants (e.g. ``sched``) raises
 ``AssertionError`` when they do not hold.
 
 ``lanemon bench all`` runs every benchmark but those in ``OPT_IN`` (``soak``
-drives the window for minutes; ``replay`` records a simulated hour, 2-3 minutes):
+drives the window for minutes; ``replay`` records a simulated hour, 2-4 minutes):
 those run by name only.
 """
 

@@ -228,13 +228,25 @@ def _open_text(path: str, data: bytes) -> Recording:
         line = data.count(b"\n", 0, cut) + 1
         warnings.append(f"line {line} was cut short (the recording did not end cleanly): ignored")
         data = data[:cut]
-    if len(data) > body:
+    lines_in_body = data.count(b"\n", body)
+    starts = sum(data.count(b'\n["' + tag + b'",', body - 1) for tag in (b"c", b"l", b"K", b"h", b"E"))
+    if len(data) > body and (starts != lines_in_body or data.count(b"]\n", body) != lines_in_body):
+        # some line is not a recording's: find the first (a slower look, only then)
         bad = _BAD_LINE.search(data, body, len(data) - 1)
         if bad is not None:
             line = data.count(b"\n", 0, bad.start()) + 1
             text = data[bad.start():bad.start() + 60].split(b"\n")[0].decode("utf-8", "replace")
             raise RecordingError(path, line, f"not a line of a recording: {text!r}")
-    found = [(int(m.group(1)), float(m.group(2)), m.start()) for m in _KEYFRAME.finditer(data, body)]
+    found = []
+    at = data.find(b'\n["K",', body - 1)
+    while at >= 0:
+        m = _KEYFRAME.match(data, at + 1)
+        try:
+            found.append((int(m.group(1)), float(m.group(2)), at + 1))
+        except (AttributeError, ValueError):
+            raise RecordingError(path, data.count(b"\n", 0, at + 1) + 1,
+                                 "a keyframe line without its position and time") from None
+        at = data.find(b'\n["K",', at + 1)
     events = data.count(b'\n["c",', body - 1) + data.count(b'\n["l",', body - 1)
     if events:
         first_event = min(x for x in (data.find(b'\n["c",', body - 1), data.find(b'\n["l",', body - 1)) if x >= 0)

@@ -22,16 +22,18 @@ from __future__ import annotations
 
 import enum
 import importlib
-import json
+import operator
 from types import MappingProxyType
 
 from lanemon.lanes.snapshot import Counts, JobView, LaneHolder, LaneView, QueueView, RunSpan, Snapshot
 
-LANES_LIMIT = 100  # jobs per list (waiting, running, recent) of each queue in a recorded snapshot
+LANES_LIMIT = 40  # jobs per list (waiting, running, recent) of each queue in a recorded snapshot: more
+                  # than the Lanes tab shows on a 1080p screen; each job more costs every lanes event
 TYPES = {cls.__name__: cls for cls in (Snapshot, QueueView, JobView, LaneView, RunSpan, LaneHolder, Counts)}
 _FIELDS = {cls: tuple(getattr(cls, "_fields", None) or cls.__dataclass_fields__) for cls in TYPES.values()}
+_GETTERS = {cls: operator.attrgetter(*fields) for cls, fields in _FIELDS.items()}  # every type has 2+ fields
 _PLAIN = (str, int, float, bool, type(None))
-_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_PLAIN_TYPES = frozenset(_PLAIN)
 
 
 def take_snapshot(scheduler) -> Snapshot:
@@ -46,6 +48,8 @@ class LanesModel:
         self._objs: list = []  # node id -> the value (the live object on the recorder's side)
         self._by_identity: dict[int, int] = {}  # recorder: id(object) -> node id
         self._by_value: dict[str, int] = {}  # recorder: node text -> node id
+        self._by_items: dict[tuple, int] = {}  # recorder: a tuple's items' ids -> node id
+        self._alive: list = []  # recorder: every object whose id is in the two tables above
         self._root = None
 
     def snapshot(self) -> Snapshot | None:
@@ -88,25 +92,42 @@ class LanesModel:
         return {"n": new, "r": root[0]} if new else {"r": root[0]}
 
     def _ref(self, value, new: list):
-        if isinstance(value, _PLAIN) and not isinstance(value, enum.Enum):
+        if type(value) in _PLAIN_TYPES:
             return value
+        if isinstance(value, _PLAIN) and not isinstance(value, enum.Enum):
+            return value  # a subclass of a plain type (not an enum)
+        # Every object looked up by identity is kept alive (``_alive``) until the next
+        # keyframe's fresh model: an id in these tables always names the object it was taken from.
         nid = self._by_identity.get(id(value))
-        if nid is not None and self._objs[nid] is value:
+        if nid is not None:
             return [nid]
         cls = type(value)
+        if cls is tuple:  # a snapshot's lists are new tuples of the same job views: one look-up
+            items = tuple(map(id, value))
+            nid = self._by_items.get(items)
+            if nid is not None:
+                return [nid]
         if isinstance(value, enum.Enum):
             node = ["e", f"{cls.__module__}:{cls.__qualname__}", value.value]
-        elif cls.__name__ in TYPES and TYPES[cls.__name__] is cls:
-            node = [cls.__name__, *(self._ref(getattr(value, f), new) for f in _FIELDS[cls])]
+        elif cls in _GETTERS:
+            plain = _PLAIN_TYPES
+            node = [cls.__name__]
+            for v in _GETTERS[cls](value):
+                node.append(v if type(v) in plain else self._ref(v, new))
         elif cls is tuple:
-            node = ["t", *(self._ref(v, new) for v in value)]
+            known = self._by_identity
+            got = [known.get(i) for i in items]  # a list of job views: most were written before
+            if None in got:
+                node = ["t", *(self._ref(v, new) for v in value)]
+            else:
+                node = ["t", *([n] for n in got)]
         elif cls is MappingProxyType or cls is dict:
             node = ["m" if cls is MappingProxyType else "d"]
             for k, v in value.items():
                 node += (self._ref(k, new), self._ref(v, new))
         else:
             node = ["?", repr(value)]
-        text = _dumps(node)
+        text = repr(node)  # 1, 1.0 and True differ here, as they must
         nid = self._by_value.get(text)
         if nid is None:
             nid = len(self._objs)
@@ -114,7 +135,8 @@ class LanesModel:
             self._objs.append(value)
             new.append([nid, node])
         if cls is not dict:  # a dict may change later: always looked at again
+            self._alive.append(value)
             self._by_identity[id(value)] = nid
-            if self._objs[nid] is not value:
-                self._objs[nid] = value  # keep the newest object with that value alive for the identity check
+            if cls is tuple:
+                self._by_items[tuple(map(id, value))] = nid  # its items are alive through it
         return [nid]

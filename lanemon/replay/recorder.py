@@ -88,7 +88,7 @@ class Recorder:
         self._pending: collections.deque[str] = collections.deque()  # appended here, taken by the writer
         self._lock = threading.Lock()  # the file and the heartbeat batch
         self._closed = False
-        self._sources: dict[str, dict] = {}  # name -> {"model", "snap", "off", "t", "unsub"}
+        self._sources: dict[str, dict] = {}  # "counters"/"lanes" -> its snapshot, model, offset, last time
         self._hb_t0: float | None = None
         self._hb_dt: list[float] = []
         self._hb_lag: list[float] = []
@@ -107,9 +107,13 @@ class Recorder:
         header = {"format": FORMAT, "version": VERSION,
                   "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
                   "started_unix": round(started, 3), "sources": sources_info}
-        self._write_lines([_dumps(header)])
-        self._keyframe()  # every line belongs to a block: the first has no source yet
-        self._write_lines(list(self._take_pending()))
+        try:
+            self._write_lines([_dumps(header)])
+            self._keyframe()  # every line belongs to a block: the first has no source yet
+            self._write_lines(list(self._take_pending()))
+        except BaseException:
+            self._file.close()
+            raise
         self._stop = threading.Event()
         self._writer = threading.Thread(target=self._write_loop, name="lanemon-recorder", daemon=True)
         self._writer.start()
