@@ -427,7 +427,7 @@ def test_file_close_talk_takes_the_caption_and_the_keys_away_space_pauses_again(
     assert closed_before == (1, False)
     assert loaded == (True, True, True, 1)
     assert closed[:7] == (False, False, False, False, False, "Space", False)
-    assert closed[7] == "Talk closed: nav. Space pauses the chart again."
+    assert closed[7] == "Talk closed: Space pauses the chart again."
     loaded_share, share = shares
     assert loaded_share == pytest.approx(0.52, abs=0.02) and share == pytest.approx(0.44, abs=0.02)
     assert paused is True

@@ -151,6 +151,7 @@ class TalkPlayer(QObject):
         self._cancel_step()
         self.talk = talk
         self.index = 0
+        self._agents_started.clear()        # (pause / resume: this talk's own agents first)
         self.set_blank(False)
         for a in self.keys:
             a.setEnabled(True)
@@ -280,7 +281,6 @@ class TalkPlayer(QObject):
             return
         self._cancel_step()
         self.set_blank(False)
-        name = self.talk.title or self.talk.where
         self.talk = None
         self.index = 0
         for a in self.keys:
@@ -289,7 +289,7 @@ class TalkPlayer(QObject):
         self.caption.hide()
         self._window.talk.set_talk_keys(None)
         self._agents_started.clear()
-        self._say(f"Talk closed: {name}. Space pauses the chart again.")
+        self._say("Talk closed: Space pauses the chart again.")
         trace("talk closed")
 
     def toggle_blank(self) -> None:
