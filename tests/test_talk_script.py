@@ -220,6 +220,13 @@ def test_check_exits_2_with_the_line_on_stderr(tmp_path, capsys):
                            "(more than 0 and at most 600,000)")
 
 
+def test_check_of_a_one_step_talk_says_step(tmp_path, capsys):
+    path = tmp_path / "one.toml"
+    path.write_text('[[step]]\ntitle = "x"\n')
+    assert cli.main(["--talk", str(path), "--check"]) == 0
+    assert capsys.readouterr().out == f"{path}: a talk of 1 step, fine\n"
+
+
 def test_a_talk_with_an_error_never_opens_the_window(tmp_path, capsys, monkeypatch):
     """``lanemon --talk BAD`` (no --check): the message and exit 2 before any window."""
     import lanemon.ui.shell.app as app
