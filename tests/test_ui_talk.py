@@ -437,7 +437,8 @@ def test_file_close_talk_takes_the_caption_and_the_keys_away_space_pauses_again(
 
 def test_keys_of_a_focused_table_and_list_box_with_a_talk_loaded(qtbot):
     """A focused table keeps Up/Down; Home and Space are the talk's (Space presses no focused
-    button either); a closed list box keeps Up/Down, its open list every key."""
+    button either: Enter does); a closed list box keeps Up/Down, its open list every key; a
+    field keeps its Enter."""
     from PySide6.QtWidgets import QComboBox, QTableView
 
     async def scenario(win):
@@ -476,12 +477,28 @@ def test_keys_of_a_focused_table_and_list_box_with_a_talk_loaded(qtbot):
             seen.append(("list " + k.name, box.view().currentIndex().row(), p.index))
         QTest.keyClick(QApplication.focusWidget(), Qt.Key.Key_Escape)
         await wait_until(lambda: not box.view().isVisible(), 10)
+        win.activateWindow()              # (offscreen: the closed list stayed the active window)
+        await wait_until(lambda: QApplication.activeWindow() is win, 10)
         clicks = []
-        c.add_button.clicked.connect(lambda: clicks.append("add"))
-        c.add_button.setFocus()
-        await wait_until(lambda: QApplication.focusWidget() is c.add_button, 10)
+        button = c.burst_button                 # (Add job is the form's default button: Enter was its own)
+        button.clicked.connect(lambda: clicks.append("burst"))
+        button.setFocus()
+        await wait_until(lambda: QApplication.focusWidget() is button, 10)
         key(win, Qt.Key.Key_Space)
-        seen.append(("button Space", clicks, p.index))
+        seen.append(("button Space", list(clicks), p.index))
+        key(win, Qt.Key.Key_Return)                                      # Enter presses it
+        await wait_until(lambda: lanes.scheduler.jobs_submitted == 10, 10)
+        seen.append(("button Enter", list(clicks), p.index))
+        procs = win.processes_view
+        win.show_view("processes")
+        await wait_until(lambda: procs.url.isVisible(), 10)
+        edited = []
+        procs.url.returnPressed.connect(lambda: edited.append(procs.url.text()))
+        procs.url.setFocus()
+        await wait_until(lambda: QApplication.focusWidget() is procs.url, 10)
+        procs.url.setText("sqlite:///nowhere/x.db")
+        key(win, Qt.Key.Key_Enter)                                       # a field's Enter stays its own
+        seen.append(("field Enter", edited, p.index))
         return seen, isinstance(box, QComboBox) and not box.isEditable()
 
     rc, (seen, plain_box), errors = run_window(scenario)
@@ -494,6 +511,8 @@ def test_keys_of_a_focused_table_and_list_box_with_a_talk_loaded(qtbot):
         ("list Key_Home", 0, 1), ("list Key_PageDown", 1, 1),          # its open list: its own keys
         ("list Key_Space", 1, 1),
         ("button Space", [], 2),                                       # the talk's, not the button's
+        ("button Enter", ["burst"], 2),
+        ("field Enter", ["sqlite:///nowhere/x.db"], 2),
     ]
 
 

@@ -25,9 +25,10 @@ keys (they are given to it, not to the talk). Everywhere else they are the talk'
 speaker's key never acts on whatever was last clicked: a focused table or list keeps Up,
 Down and End (no talk key), but Home, PageUp/PageDown, Left/Right and Space move the talk
 (Space does not toggle a workspace's busy in the Lanes tab's table, nor press a focused
-button or check box: their Alt+letter does); a closed list box (combo) keeps Up and Down
-and opens with Alt+Down or F4, and its open list keeps every key (the talk's shortcuts do
-not reach a popup).
+button or check box: Enter does, while a talk is loaded, and so does its Alt+letter); a
+closed list box (combo) keeps Up and Down and opens with Alt+Down or F4, and its open list
+keeps every key (the talk's shortcuts do not reach a popup). Enter on any other focused
+widget is given to it.
 
 Steps: a step's actions run when it is reached with a next key (step 1's when the talk
 is loaded), in order, each through the same public method its control calls (the runs
@@ -54,7 +55,7 @@ import time
 
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QAction, QKeyEvent, QKeySequence
-from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox
+from PySide6.QtWidgets import QAbstractButton, QApplication, QFileDialog, QMessageBox
 
 from lanemon.talk.script import (
     AgentsAction,
@@ -117,6 +118,15 @@ class TalkPlayer(QObject):
             a.triggered.connect(lambda _c=False, key=key, text=text, what=what: self._key(key, text, what))
             window.addAction(a)
             self.keys.append(a)
+        # Space is the talk's: Enter presses a focused button instead (a main window's buttons
+        # take no Enter of their own), so every button keeps a key while a talk is loaded
+        press = QAction("Talk: press the focused button", window)
+        press.setShortcuts([QKeySequence(Qt.Key.Key_Return), QKeySequence(Qt.Key.Key_Enter)])
+        press.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        press.setEnabled(False)
+        press.triggered.connect(self._press)
+        window.addAction(press)
+        self.keys.append(press)
         self.open_action = QAction("Open &talk…", window)
         self.open_action.setStatusTip("a talk script (TOML): its steps are walked with PageDown / PageUp")
         self.open_action.triggered.connect(self.open_dialog)
@@ -202,17 +212,31 @@ class TalkPlayer(QObject):
     def _key(self, key: Qt.Key, text: str, what: str) -> None:
         focus = QApplication.focusWidget()
         if typing_into(focus):       # the field's key, not the talk's: given to it
-            mods = Qt.KeyboardModifier.NoModifier
-            for a in self.keys:      # (a key sent to a widget goes through the shortcuts again)
-                a.setEnabled(False)
-            try:
-                QApplication.sendEvent(focus, QKeyEvent(QEvent.Type.KeyPress, key, mods, text))
-                QApplication.sendEvent(focus, QKeyEvent(QEvent.Type.KeyRelease, key, mods, text))
-            finally:
-                for a in self.keys:
-                    a.setEnabled(True)
+            self._hand_on(focus, key, text)
             return
         getattr(self, what if what != "blank" else "toggle_blank")()
+
+    def _hand_on(self, focus, key: Qt.Key, text: str) -> None:
+        """Give the key to the focused widget, as if no talk were loaded."""
+        mods = Qt.KeyboardModifier.NoModifier
+        for a in self.keys:          # (a key sent to a widget goes through the shortcuts again)
+            a.setEnabled(False)
+        try:
+            QApplication.sendEvent(focus, QKeyEvent(QEvent.Type.KeyPress, key, mods, text))
+            QApplication.sendEvent(focus, QKeyEvent(QEvent.Type.KeyRelease, key, mods, text))
+        finally:
+            for a in self.keys:
+                a.setEnabled(True)
+
+    def _press(self) -> None:
+        """Enter: click the focused button or check box (Space is the talk's); any other
+        focused widget gets its Enter as usual."""
+        focus = QApplication.focusWidget()
+        if isinstance(focus, QAbstractButton):
+            if focus.isEnabled():
+                focus.click()
+        elif focus is not None:
+            self._hand_on(focus, Qt.Key.Key_Return, "\r")
 
     def next(self) -> None:
         """The next step (see the module docstring: blank, actions under way, waiting, the
