@@ -502,7 +502,8 @@ def cmd_window(args) -> int:
     if args.talk is not None:
         talk = _read_talk(args.talk)           # before any window: the error, then exit 2
         if args.check:
-            print(f"{args.talk}: a talk of {len(talk.steps)} steps, fine")
+            n = len(talk.steps)
+            print(f"{args.talk}: a talk of {n} step{'' if n == 1 else 's'}, fine")
             return 0
     _check_display()
     from lanemon.ui import steady_process_settings

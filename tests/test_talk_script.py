@@ -68,10 +68,22 @@ def test_a_talk_reads_into_named_immutable_records():
     assert (busy.workspace, busy.on) == ("ws-04", False)
     assert counters == s.CountersAction(do="start", strategy="claim", line=27)
     assert compare.do == "compare" and scenario == s.ScenarioAction(scenario="pause", line=29)
-    assert (agents.do, agents.count, pause.do) == ("start", 3, "pause")
+    assert (agents.do, agents.count, agents.store, pause.do) == ("start", 3, None, "pause")
     assert [a.line for a in three.actions] == list(range(22, 32))
     with pytest.raises(dataclasses.FrozenInstanceError):
         one.title = "changed"
+
+
+def test_agents_start_takes_a_store_url_that_agents_can_share():
+    talk = parse('[[step]]\ntitle = "x"\ndo = [\n'
+                 '  { agents = "start", count = 1, store = "sqlite:///tmp/t.db?lease=1" },\n'
+                 '  { agents = "start", store = "postgresql://u:secret@db.example/lanes" },\n]\n')
+    one, two = talk.steps[0].actions
+    assert one == s.AgentsAction(do="start", count=1, store="sqlite:///tmp/t.db?lease=1", line=4)
+    assert (two.count, two.store) == (2, "postgresql://u:secret@db.example/lanes")
+    with pytest.raises(TalkError) as caught:      # a refused URL is said without its password
+        parse('[[step]]\ntitle = "x"\ndo = [ { agents = "start", store = "postgresql://u:secret@h/db?lease=soon" } ]\n')
+    assert "secret" not in str(caught.value) and caught.value.line == 3
 
 
 def test_the_names_a_talk_uses_are_the_windows():
@@ -136,6 +148,12 @@ BAD = [
     (_step("do = [ { scenario = 'flood' } ]"), 5, 'scenario "flood" is not one of'),
     (_step("do = [ { agents = 'start', count = 17 } ]"), 5, "count = 17 is out of range"),
     (_step("do = [ { agents = 'pause', count = 1 } ]"), 5, 'agents = "pause" takes no count'),
+    (_step("do = [ { agents = 'stop', store = 'sqlite:///tmp/a.db' } ]"), 5, 'agents = "stop" takes no store'),
+    (_step("do = [ { agents = 'start', store = 'memory:' } ]"), 5,
+     'store = "memory:" is one window\'s own: agents share a store'),
+    (_step("do = [ { agents = 'start', store = 'mysql://h/db' } ]"), 5, "store: 'mysql://h/db'"),
+    (_step("do = [ { agents = 'start', store = 'sqlite:///tmp/a.db?lease=-1' } ]"), 5, "store: "),
+    (_step("do = [ { agents = 'start', store = 3 } ]"), 5, "store must be text in quotes"),
     (_step("do = [ { tab = 'runs' } ]\nundo = [\n  { tab = 'lanes' }, { tab = 'nope' },\n]"), 7,
      'tab "nope" is not one of'),
 ]
@@ -200,6 +218,13 @@ def test_check_exits_2_with_the_line_on_stderr(tmp_path, capsys):
     assert out == ""
     assert err.strip() == (f"lanemon: error: {path}, line 3: cpu_ms = -3 is out of range "
                            "(more than 0 and at most 600,000)")
+
+
+def test_check_of_a_one_step_talk_says_step(tmp_path, capsys):
+    path = tmp_path / "one.toml"
+    path.write_text('[[step]]\ntitle = "x"\n')
+    assert cli.main(["--talk", str(path), "--check"]) == 0
+    assert capsys.readouterr().out == f"{path}: a talk of 1 step, fine\n"
 
 
 def test_a_talk_with_an_error_never_opens_the_window(tmp_path, capsys, monkeypatch):

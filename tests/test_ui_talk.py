@@ -148,7 +148,7 @@ def test_a_focused_field_keeps_the_talk_keys_and_the_shortcut_list_shows_them(qt
     assert typed == ("ws b.", 0, 0, False)       # typed into the field; Left and Home moved its cursor
     assert stepped == (True, 0)
     for keys, what in (("PgDown or Right or Space", "talk: next step"), ("PgUp or Left", "talk: previous step"),
-                       ("Home", "talk: first step"), ("B or .", "talk: blank the screen"),
+                       ("Home", "talk: from the start"), ("B or .", "talk: blank the screen"),
                        ("P", "pause / resume the chart")):
         assert f">{keys}</td><td>{what}</td>" in listed, keys
 
@@ -349,3 +349,184 @@ def test_the_whole_example_talk_runs_to_its_end_with_no_action_failing(qtbot):
     assert runs == [("whole", "done"), ("sliced", "done"), ("warm", "done")]
     assert compared == ["claim", "long_lock", "short_lock"]
     assert violations == []
+
+
+HOME = '''
+[[step]]
+title = "One"
+do = [ { tab = "runs" }, { lanes = "add", workspace = "ws-05", seconds = 0.05 } ]
+
+[[step]]
+title = "Two"
+do = [ { tab = "placement" } ]
+undo = [ { lanes = "busy", workspace = "ws-09" } ]
+
+[[step]]
+title = "Three"
+do = [ { tab = "counters" } ]
+undo = [ { lanes = "busy", workspace = "ws-08" } ]
+'''
+
+
+def test_home_starts_the_talk_over_step_1s_actions_run_again_no_undo(qtbot):
+    """Home is "from the start": step 1's caption and its actions, as when the talk was loaded;
+    the undo actions of the steps left are not run (on the old code Home ran nothing)."""
+    async def scenario(win):
+        p, s = win.talk_player, win.views["lanes"].scheduler
+        await _ready(win)
+        p.load(parse(HOME))
+        await wait_until(lambda: not p.busy and s.jobs_submitted == 1, 10)
+        await press(win, Qt.Key.Key_PageDown)
+        await press(win, Qt.Key.Key_PageDown)
+        before = (_shown(win), win.tabs.currentIndex(), s.jobs_submitted)
+        await press(win, Qt.Key.Key_Home)
+        await wait_until(lambda: s.jobs_submitted == 2, 10)
+        after = (_shown(win), win.tabs.currentIndex(), s.jobs_submitted,
+                 s.occupancy.is_busy("ws-08"), s.occupancy.is_busy("ws-09"))
+        return before, after, p.errors
+
+    rc, (before, after, said), errors = run_window(scenario)
+    assert rc == 0 and errors == [] and said == []
+    runs, counters = 0, 3
+    assert before == (("Three", "step 3 / 3"), counters, 1)
+    assert after == (("One", "step 1 / 3"), runs, 2, False, False)
+
+
+def test_file_close_talk_takes_the_caption_and_the_keys_away_space_pauses_again(qtbot):
+    async def scenario(win):
+        p, chart = win.talk_player, win.chart
+        await _ready(win)
+        win.talk.set_presenter(True)
+        split = win.centralWidget()
+        menu = [a for a in win.talk.file_menu().actions() if a.text() == "&Close talk"]
+        closed_before = (len(menu), p.close_action.isEnabled())
+        p.load(parse(NAV))
+        await wait_until(lambda: not p.busy, 10)
+        loaded_share = split.sizes()[0] / sum(split.sizes())
+        await press(win, Qt.Key.Key_PageDown)
+        key(win, Qt.Key.Key_B)
+        loaded = (p.close_action.isEnabled(), p.caption.isVisible(), p.blank, p.index)
+        p.close_action.trigger()                                         # File -> Close talk
+        closed = (p.loaded, p.caption.isVisible(), p.blank, p.blank_screen.isVisible(),
+                  p.close_action.isEnabled(), win.talk.actions["pause"].shortcut().toString(),
+                  "talk:" in win.talk.overlay.text.text(), win.statusBar().currentMessage())
+        share = split.sizes()[0] / sum(split.sizes())
+        key(win, Qt.Key.Key_Space)                                       # the chart's pause again
+        paused = chart.paused
+        key(win, Qt.Key.Key_P)                                           # no longer a pause key
+        key(win, Qt.Key.Key_PageDown)                                    # no talk to move
+        after = (chart.paused, p.index, p.caption.isVisible(), win.talk.actions["pause"].isChecked())
+        key(win, Qt.Key.Key_Space)
+        p.load(parse(NAV))                                               # opened again: from step 1
+        await wait_until(lambda: not p.busy, 10)
+        again = (_shown(win), p.caption.isVisible(), p.close_action.isEnabled())
+        return closed_before, loaded, closed, (loaded_share, share), paused, after, again
+
+    rc, (closed_before, loaded, closed, shares, paused, after, again), errors = run_window(scenario, size=(1024, 768))
+    assert rc == 0 and errors == []
+    assert closed_before == (1, False)
+    assert loaded == (True, True, True, 1)
+    assert closed[:7] == (False, False, False, False, False, "Space", False)
+    assert closed[7] == "Talk closed: Space pauses the chart again."
+    loaded_share, share = shares
+    assert loaded_share == pytest.approx(0.52, abs=0.02) and share == pytest.approx(0.44, abs=0.02)
+    assert paused is True
+    assert after == (True, 0, False, True)          # P and PageDown did nothing
+    assert again == (("One", "step 1 / 4"), True, True)
+
+
+def test_keys_of_a_focused_table_and_list_box_with_a_talk_loaded(qtbot):
+    """A focused table keeps Up/Down; Home and Space are the talk's (Space presses no focused
+    button either: Enter does); a closed list box keeps Up/Down, its open list every key; a
+    field keeps its Enter."""
+    from PySide6.QtWidgets import QComboBox, QTableView
+
+    async def scenario(win):
+        p, lanes = win.talk_player, win.views["lanes"]
+        await _ready(win)
+        win.show_view("lanes")
+        p.load(parse('[[step]]\ntitle = "One"\n[[step]]\ntitle = "Two"\n[[step]]\ntitle = "Three"\n'))
+        c = lanes.controls
+        c.kind_box.setCurrentText("simulated")
+        c.length.setValue(60)
+        c.burst_jobs.setValue(5)
+        c.burst_ws.setValue(5)
+        await lanes.add_burst()
+        await wait_until(lambda: lanes.scheduler.jobs_submitted == 5, 10)
+        lanes.refresh_now()
+        table = max((t for t in lanes.findChildren(QTableView) if t.isVisible()), key=lambda t: t.model().rowCount())
+        table.setFocus()
+        await wait_until(lambda: QApplication.focusWidget() is table, 10)
+        table.setCurrentIndex(table.model().index(0, 0))
+        seen = []
+        for k in (Qt.Key.Key_Down, Qt.Key.Key_Down, Qt.Key.Key_Up, Qt.Key.Key_Home, Qt.Key.Key_Space):
+            key(win, k)
+            seen.append((k.name, table.currentIndex().row(), p.index))
+        await wait_until(lambda: not p.busy, 10)
+        box = c.queue_box
+        box.setFocus()
+        await wait_until(lambda: QApplication.focusWidget() is box, 10)
+        box.setCurrentIndex(0)
+        for k in (Qt.Key.Key_Down, Qt.Key.Key_Up, Qt.Key.Key_Down):
+            key(win, k)
+            seen.append((k.name, box.currentIndex(), p.index))
+        QTest.keyClick(box, Qt.Key.Key_Down, Qt.KeyboardModifier.AltModifier)   # opens its list
+        await wait_until(lambda: box.view().isVisible(), 10)
+        for k in (Qt.Key.Key_Home, Qt.Key.Key_PageDown, Qt.Key.Key_Space):
+            key(win, k)
+            seen.append(("list " + k.name, box.view().currentIndex().row(), p.index))
+        QTest.keyClick(QApplication.focusWidget(), Qt.Key.Key_Escape)
+        await wait_until(lambda: not box.view().isVisible(), 10)
+        win.activateWindow()              # (offscreen: the closed list stayed the active window)
+        await wait_until(lambda: QApplication.activeWindow() is win, 10)
+        clicks = []
+        button = c.burst_button                 # (Add job is the form's default button: Enter was its own)
+        button.clicked.connect(lambda: clicks.append("burst"))
+        button.setFocus()
+        await wait_until(lambda: QApplication.focusWidget() is button, 10)
+        key(win, Qt.Key.Key_Space)
+        seen.append(("button Space", list(clicks), p.index))
+        key(win, Qt.Key.Key_Return)                                      # Enter presses it
+        await wait_until(lambda: lanes.scheduler.jobs_submitted == 10, 10)
+        seen.append(("button Enter", list(clicks), p.index))
+        procs = win.processes_view
+        win.show_view("processes")
+        await wait_until(lambda: procs.url.isVisible(), 10)
+        edited = []
+        procs.url.returnPressed.connect(lambda: edited.append(procs.url.text()))
+        procs.url.setFocus()
+        await wait_until(lambda: QApplication.focusWidget() is procs.url, 10)
+        procs.url.setText("sqlite:///nowhere/x.db")
+        key(win, Qt.Key.Key_Enter)                                       # a field's Enter stays its own
+        seen.append(("field Enter", edited, p.index))
+        return seen, isinstance(box, QComboBox) and not box.isEditable()
+
+    rc, (seen, plain_box), errors = run_window(scenario)
+    assert rc == 0 and errors == [] and plain_box
+    assert seen == [
+        ("Key_Down", 1, 0), ("Key_Down", 2, 0), ("Key_Up", 1, 0),      # the table's rows
+        ("Key_Home", 1, 0),                                            # the talk's: from the start
+        ("Key_Space", 1, 1),                                           # the talk's: next step
+        ("Key_Down", 1, 1), ("Key_Up", 0, 1), ("Key_Down", 1, 1),      # the list box's choice
+        ("list Key_Home", 0, 1), ("list Key_PageDown", 1, 1),          # its open list: its own keys
+        ("list Key_Space", 1, 1),
+        ("button Space", [], 2),                                       # the talk's, not the button's
+        ("button Enter", ["burst"], 2),
+        ("field Enter", ["sqlite:///nowhere/x.db"], 2),
+    ]
+
+
+def test_agents_start_with_no_store_known_is_refused_saying_what_to_do(qtbot):
+    async def scenario(win):
+        p, view = win.talk_player, win.processes_view
+        await _ready(win)
+        p.load(parse('[[step]]\ntitle = "Agents"\ndo = [ { agents = "start", count = 2 } ]\n'))
+        await wait_until(lambda: not p.busy, 10)
+        return win.statusBar().currentMessage(), view.result.text(), view.fleet.agents(), p.agents_started
+
+    rc, (status, tab, agents, started), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert status == ('Talk line 3: no store to start agents on: give the action store = "sqlite:///path/store.db", '
+                      "or start a scenario first (its throwaway store), or start lanemon with --store.")
+    assert tab.startswith("Give a store URL first")
+    assert agents == [] and started == ()

@@ -29,8 +29,17 @@ Actions (one inline table each; the first key names the kind):
   claim);
 - ``{ scenario = "overlap"|"pause"|"kill"|"counters"|"stop" }`` (the Processes tab's
   Scenarios box);
-- ``{ agents = "start"[, count = N] }``, ``{ agents = "pause"|"resume" }`` (the first
-  agent started here that can be), ``{ agents = "stop" }`` (every agent started here).
+- ``{ agents = "start"[, count = N, store = URL] }``: N ``lanemon agent`` processes (the
+  Processes tab's Start) on ``store`` (an ``sqlite:`` or ``postgresql:`` URL, checked here;
+  ``memory:`` is refused: agents share a store; the store must exist, made with
+  ``lanemon store init --store URL``: an agent started on none exits, and the Processes
+  tab says why), else on the store the Processes tab shows,
+  which follows the Lanes & queues tab: ``lanemon --store``'s, or a scenario's throwaway
+  SQLite store while a scenario started before it runs. With neither, the window refuses
+  the action (said in the status bar and the tab: no store to start agents on) and the
+  talk goes on. ``{ agents = "pause"|"resume" }``: the first agent this talk started that
+  can be, else the first started here (a scenario's); ``{ agents = "stop" }``: every agent
+  started here.
 
 Guaranteed: ``parse(text)`` / ``load(path)`` return a ``Talk`` whose every field was
 checked, or raise ``TalkError`` naming the line (``line``; ``None`` only for a file
@@ -132,6 +141,7 @@ class ScenarioAction:
 class AgentsAction:
     do: str
     count: int
+    store: str | None           # start: the store URL (None: the one the Processes tab shows)
     line: int
 
 
@@ -355,7 +365,7 @@ class _Reader:
             "lanes": ("workspace", "queue", "seconds", "fails", "jobs", "workspaces", "on"),
             "counters": ("strategy",),
             "scenario": (),
-            "agents": ("count",),
+            "agents": ("count", "store"),
         }[kind]
         for key in data:
             if key != kind and key not in allowed:
@@ -421,10 +431,28 @@ class _Reader:
 
     def _agents(self, d: dict, line: int) -> AgentsAction:
         do = self.choice(d["agents"], line, "agents", AGENTS_DOS)
-        if "count" in d and do != "start":
-            self.fail(line, f'agents = "{do}" takes no count')
+        for key in ("count", "store"):
+            if key in d and do != "start":
+                self.fail(line, f'agents = "{do}" takes no {key}')
         count = self.integer(d.get("count", 2), line, "count", 1, MAX_AGENTS)
-        return AgentsAction(do=do, count=count, line=line)
+        store = d.get("store")
+        if store is not None:
+            store = self._store(self.text(store, line, "store", required=True, limit=2000), line)
+        return AgentsAction(do=do, count=count, store=store, line=line)
+
+    def _store(self, url: str, line: int) -> str:
+        """``url`` if agents can share it (sqlite or postgresql), else the refusal with its line."""
+        from lanemon.store.url import StoreError
+        from lanemon.store.url import parse as parse_url
+
+        try:
+            engine = parse_url(url).engine
+        except StoreError as exc:
+            self.fail(line, f"store: {exc}")
+        if engine == "memory":
+            self.fail(line, "store = \"memory:\" is one window's own: agents share a store "
+                            "(sqlite:///path/store.db or postgresql://host/db)")
+        return url
 
 
 def _kind(value) -> str:

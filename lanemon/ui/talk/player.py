@@ -1,32 +1,51 @@
 """Playing a talk in the window: the keys a presenter's clicker sends, the steps, the actions.
 
-``install(window)`` adds File -> Open talk... and the talk's keys to the window and
-returns the ``TalkPlayer`` (``window.talk_player``). ``load(talk)`` (a
-``lanemon.talk.Talk``, already checked) shows its caption and enters step 1.
+``install(window)`` adds File -> Open talk... and File -> Close talk to the window and the
+talk's keys, and returns the ``TalkPlayer`` (``window.talk_player``). ``load(talk)`` (a
+``lanemon.talk.Talk``, already checked) shows its caption and enters step 1; ``close()``
+(File -> Close talk, enabled while a talk is loaded; no key: Esc closes overlays and
+cancels runs) takes the caption and the keys away again.
 
 Keys (window shortcuts, live only while a talk is loaded; a clicker sends these):
 
     PageDown, Right, Space   next step
     PageUp, Left             previous step (its caption; actions are not undone, except
                              the step's ``undo`` actions, which run when it is left)
-    Home                     the first step (its caption; nothing run, nothing undone)
+    Home                     from the start: step 1's caption and its actions, run again
+                             as when the talk was loaded (the undo actions of the steps
+                             left are not run)
     B or .                   blank the screen (black); again, or any of the keys above,
                              brings the window back (without moving)
 
 While a talk is loaded, Space is "next step" and pausing the chart moves to **P**
-(View -> Pause chart; the shortcut list says so). A focused text or number field keeps
-every one of these keys (they are given to it, not to the talk).
+(View -> Pause chart; the shortcut list says so); closing the talk gives Space back.
+
+The keys and the focused widget: a focused text or number field keeps every one of these
+keys (they are given to it, not to the talk). Everywhere else they are the talk's, so a
+speaker's key never acts on whatever was last clicked: a focused table or list keeps Up,
+Down and End (no talk key), but Home, PageUp/PageDown, Left/Right and Space move the talk
+(Space does not toggle a workspace's busy in the Lanes tab's table, nor press a focused
+button or check box: Enter does, while a talk is loaded, and so does its Alt+letter); a
+closed list box (combo) keeps Up and Down and opens with Alt+Down or F4, and its open list
+keeps every key (the talk's shortcuts do not reach a popup). Enter on any other focused
+widget is given to it.
 
 Steps: a step's actions run when it is reached with a next key (step 1's when the talk
 is loaded), in order, each through the same public method its control calls (the runs
 panel, the Lanes & queues, Counters and Processes views, the scenarios); a failed
-action is said in the status bar and the step goes on. A step with ``wait`` holds the
+action is said in the status bar and the step goes on. A scenario action is under way
+until the scenario's store is open and its tab follows it (a stop: until its agents
+exited and its throwaway store is gone); ``agents = "start"`` starts them on the action's
+``store``, else on the store the Processes tab shows (a scenario's throwaway store while
+one runs), else it is refused with what to do (the status bar; see ``lanemon.talk.script``).
+A step with ``wait`` holds the
 talk while the runs it started (``run``) or the compare (``compare``) are in flight: a
 next key pressed meanwhile moves on when they end (the caption's note says so), a
 second one moves on at once. The talk decides nothing about the domains.
 
 ``LANEMON_TRACE``: "lanemon: talk step N/M TITLE" when a step is shown, "lanemon: talk
-step N ready" when its actions (and wait) are done, "lanemon: talk blank on|off".
+step N ready" when its actions (and wait) are done, "lanemon: talk blank on|off",
+"lanemon: talk closed".
 """
 
 from __future__ import annotations
@@ -36,7 +55,7 @@ import time
 
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QAction, QKeyEvent, QKeySequence
-from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox
+from PySide6.QtWidgets import QAbstractButton, QApplication, QFileDialog, QMessageBox
 
 from lanemon.talk.script import (
     AgentsAction,
@@ -68,7 +87,7 @@ KEYS = (
     (".", Qt.Key.Key_Period, ".", "blank"),
 )
 SHORTCUT_ROWS = [("PgDown or Right or Space", "talk: next step"), ("PgUp or Left", "talk: previous step"),
-                 ("Home", "talk: first step"), ("B or .", "talk: blank the screen")]
+                 ("Home", "talk: from the start"), ("B or .", "talk: blank the screen")]
 
 
 class TalkPlayer(QObject):
@@ -85,6 +104,7 @@ class TalkPlayer(QObject):
         self._task: asyncio.Task | None = None  # the current step's actions and wait
         self._waiting = False                   # ... in its wait
         self._compare: asyncio.Task | None = None
+        self._agents_started: list[str] = []    # names of the agents this talk started
         self._message: QMessageBox | None = None
         self.caption = TalkCaption()
         window.chart.layout().insertWidget(0, self.caption)
@@ -98,13 +118,28 @@ class TalkPlayer(QObject):
             a.triggered.connect(lambda _c=False, key=key, text=text, what=what: self._key(key, text, what))
             window.addAction(a)
             self.keys.append(a)
+        # Space is the talk's: Enter presses a focused button instead (a main window's buttons
+        # take no Enter of their own), so every button keeps a key while a talk is loaded
+        press = QAction("Talk: press the focused button", window)
+        press.setShortcuts([QKeySequence(Qt.Key.Key_Return), QKeySequence(Qt.Key.Key_Enter)])
+        press.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        press.setEnabled(False)
+        press.triggered.connect(self._press)
+        window.addAction(press)
+        self.keys.append(press)
         self.open_action = QAction("Open &talk…", window)
         self.open_action.setStatusTip("a talk script (TOML): its steps are walked with PageDown / PageUp")
         self.open_action.triggered.connect(self.open_dialog)
         window.addAction(self.open_action)
+        self.close_action = QAction("&Close talk", window)
+        self.close_action.setStatusTip("the talk's caption goes; Space pauses the chart again")
+        self.close_action.setEnabled(False)
+        self.close_action.triggered.connect(self.close)
+        window.addAction(self.close_action)
         file_menu = window.talk.file_menu()
         first = file_menu.actions()[0] if file_menu.actions() else None
         file_menu.insertAction(first, self.open_action)
+        file_menu.insertAction(first, self.close_action)
         if first is not None:
             file_menu.insertSeparator(first)
         window.installEventFilter(self)
@@ -126,9 +161,11 @@ class TalkPlayer(QObject):
         self._cancel_step()
         self.talk = talk
         self.index = 0
+        self._agents_started.clear()        # (pause / resume: this talk's own agents first)
         self.set_blank(False)
         for a in self.keys:
             a.setEnabled(True)
+        self.close_action.setEnabled(True)
         self._window.talk.set_talk_keys(SHORTCUT_ROWS)
         self.caption.show()
         name = talk.title or talk.where
@@ -162,6 +199,11 @@ class TalkPlayer(QObject):
         box.open()
 
     @property
+    def agents_started(self) -> tuple[str, ...]:
+        """The names of the agents this talk's ``agents = "start"`` actions started."""
+        return tuple(self._agents_started)
+
+    @property
     def message(self) -> QMessageBox | None:
         """The last "Talk not opened" message box (tests read it)."""
         return self._message
@@ -170,17 +212,31 @@ class TalkPlayer(QObject):
     def _key(self, key: Qt.Key, text: str, what: str) -> None:
         focus = QApplication.focusWidget()
         if typing_into(focus):       # the field's key, not the talk's: given to it
-            mods = Qt.KeyboardModifier.NoModifier
-            for a in self.keys:      # (a key sent to a widget goes through the shortcuts again)
-                a.setEnabled(False)
-            try:
-                QApplication.sendEvent(focus, QKeyEvent(QEvent.Type.KeyPress, key, mods, text))
-                QApplication.sendEvent(focus, QKeyEvent(QEvent.Type.KeyRelease, key, mods, text))
-            finally:
-                for a in self.keys:
-                    a.setEnabled(True)
+            self._hand_on(focus, key, text)
             return
         getattr(self, what if what != "blank" else "toggle_blank")()
+
+    def _hand_on(self, focus, key: Qt.Key, text: str) -> None:
+        """Give the key to the focused widget, as if no talk were loaded."""
+        mods = Qt.KeyboardModifier.NoModifier
+        for a in self.keys:          # (a key sent to a widget goes through the shortcuts again)
+            a.setEnabled(False)
+        try:
+            QApplication.sendEvent(focus, QKeyEvent(QEvent.Type.KeyPress, key, mods, text))
+            QApplication.sendEvent(focus, QKeyEvent(QEvent.Type.KeyRelease, key, mods, text))
+        finally:
+            for a in self.keys:
+                a.setEnabled(True)
+
+    def _press(self) -> None:
+        """Enter: click the focused button or check box (Space is the talk's); any other
+        focused widget gets its Enter as usual."""
+        focus = QApplication.focusWidget()
+        if isinstance(focus, QAbstractButton):
+            if focus.isEnabled():
+                focus.click()
+        elif focus is not None:
+            self._hand_on(focus, Qt.Key.Key_Return, "\r")
 
     def next(self) -> None:
         """The next step (see the module docstring: blank, actions under way, waiting, the
@@ -205,7 +261,8 @@ class TalkPlayer(QObject):
         if self.index + 1 >= len(self.talk.steps):
             self._cancel_step()
             self.caption.set_note("the last step")
-            self._say("That was the last step (Home: the first).")
+            self._say("That was the last step (Home: from the start; File -> Close talk: the window "
+                      "without it).")
             return
         self._cancel_step()
         self.index += 1
@@ -229,7 +286,8 @@ class TalkPlayer(QObject):
             self._task = asyncio.ensure_future(self._play(left, undo=True))
 
     def first(self) -> None:
-        """Step 1's caption; nothing run, nothing undone."""
+        """The talk from the start: step 1's caption and its actions, run again (as when the
+        talk was loaded); the undo actions of the steps left are not run."""
         if self.talk is None:
             return
         if self.blank:
@@ -237,7 +295,26 @@ class TalkPlayer(QObject):
             return
         self._cancel_step()
         self.index = 0
-        self._show()
+        self._enter()
+
+    def close(self) -> None:
+        """Close the talk (File -> Close talk): its caption goes, its keys go back to what they
+        do without a talk (Space pauses the chart again; P no longer does); a blank screen
+        comes back. What its steps started (runs, jobs, agents, a scenario) goes on."""
+        if self.talk is None:
+            return
+        self._cancel_step()
+        self.set_blank(False)
+        self.talk = None
+        self.index = 0
+        for a in self.keys:
+            a.setEnabled(False)
+        self.close_action.setEnabled(False)
+        self.caption.hide()
+        self._window.talk.set_talk_keys(None)
+        self._agents_started.clear()
+        self._say("Talk closed: Space pauses the chart again.")
+        trace("talk closed")
 
     def toggle_blank(self) -> None:
         if self.talk is not None:
@@ -344,10 +421,10 @@ class TalkPlayer(QObject):
         elif isinstance(action, CountersAction):
             self._counters(action)
         elif isinstance(action, ScenarioAction):
-            if action.scenario == "stop":
-                w.scenarios.stop()
-            else:
-                w.scenarios.start(action.scenario)
+            # until its store is open and its tab follows it (a stop: its agents exited); shielded:
+            # the talk moving on stops waiting, not the scenario's start or stop
+            task = w.scenarios.stop() if action.scenario == "stop" else w.scenarios.start(action.scenario)
+            await asyncio.shield(task)
         elif isinstance(action, AgentsAction):
             self._agents(action)
         else:
@@ -430,19 +507,38 @@ class TalkPlayer(QObject):
     def _agents(self, a: AgentsAction) -> None:
         view = self._window.processes_view
         if a.do == "start":
-            view.count.setValue(a.count)
-            view.start_agents()
+            self._start_agents(view, a)
         elif a.do == "stop":
             view.stop_all()
         else:
             want = "running" if a.do == "pause" else "paused"
             view.refresh_now()
-            row = next((r for r in view.rows if r.kind == "agent" and r.state == want), None)
+            rows = [r for r in view.rows if r.kind == "agent" and r.state == want]
+            # the talk's own agents first: a scenario's are its script's to pause
+            row = next((r for r in rows if r.name in self._agents_started), rows[0] if rows else None)
             if row is None:
                 self._say(f"No agent started here is {want}: none to {a.do}.", 10000)
                 return
             view.select(row.key)
             view.act(a.do)
+
+    def _start_agents(self, view, a: AgentsAction) -> None:
+        """Start ``a.count`` agents on ``a.store``, else on the store the Processes tab shows
+        (it follows the Lanes & queues tab: ``--store``'s, a scenario's throwaway store)."""
+        if a.store is not None:
+            from lanemon.store.url import parse as parse_url
+
+            view.use_store(a.store, shown=parse_url(a.store).redacted(), source="the talk")
+        else:
+            view.refresh_now()           # (the field takes the store the Lanes tab follows now)
+        view.count.setValue(a.count)
+        if not view.store_url():
+            view.start_agents()          # (the tab's own refusal, under its buttons)
+            self._say(f"Talk line {a.line}: no store to start agents on: give the action "
+                      'store = "sqlite:///path/store.db", or start a scenario first (its throwaway store), '
+                      "or start lanemon with --store.", 15000)
+            return
+        self._agents_started.extend(agent.name for agent in view.start_agents())
 
     # --- the window ----------------------------------------------------------------------------
     def _say(self, text: str, ms: int = 6000) -> None:
