@@ -1,0 +1,83 @@
+"""The goal records and the alternation statistics every same-run floor is judged by."""
+
+import pytest
+
+from lanemon.bench.goals import Goal, alternate, goals_of, summary_lines
+
+
+def test_goal_with_a_floor_judges_the_difference():
+    g = Goal("idle p99 vs bare loop", figure=1.2, goal=0.3, floor=1.0)
+    assert g.judged == pytest.approx(0.2) and g.met
+    assert not Goal("idle p99 vs bare loop", figure=1.31, goal=0.3, floor=1.0).met
+    d = g.as_dict()
+    assert {k: d[k] for k in ("name", "figure", "floor", "goal", "met")} == {
+        "name": "idle p99 vs bare loop", "figure": 1.2, "floor": 1.0, "goal": 0.3, "met": True}
+    assert "floor 1.000 ms, +0.20" in g.line() and g.line().endswith("-> met")
+
+
+def test_goal_without_a_floor_and_at_least():
+    assert Goal("refresh per frame", 2.9, 3.0).met
+    assert not Goal("refresh per frame", 3.1, 3.0).met
+    rate = Goal("jobs/s", 14_999.0, 15_000.0, unit="jobs/s", at_least=True)
+    assert not rate.met and rate.as_dict()["floor"] is None
+    assert Goal("jobs/s", 15_000.0, 15_000.0, unit="jobs/s", at_least=True).met
+    assert rate.bound_text() == ">= 15,000 jobs/s"
+    assert "MISSED" in rate.line()
+
+
+def test_a_nan_figure_never_meets_a_goal():
+    assert not Goal("chart frame", float("nan"), 0.5).met
+    assert not Goal("rate", float("nan"), 1.0, at_least=True).met
+
+
+def test_alternate_pools_each_side_and_counts_the_alternations_that_agreed():
+    # three alternations: the figure is 0.1, 0.5 and 2.0 ms above its floor (p99 of 1 sample = it)
+    alt = alternate([([1.1], [1.0]), ([1.5], [1.0]), ([3.0], [1.0])])
+    assert alt.differences == pytest.approx((0.1, 0.5, 2.0))
+    assert alt.within(0.3) == 1 and alt.within(1.0) == 2
+    assert alt.figure.samples == 3 and alt.floor.samples == 3
+    assert alt.over == pytest.approx(3.0 - 1.0)          # pooled p99s: nearest rank of 3 is the max
+    g = alt.goal("x", 0.3)
+    assert (g.agreed, g.alternations, g.met) == (1, 3, False)
+    assert "(1/3 alternations agreed)" in g.line()
+
+
+def test_alternate_refuses_nothing_to_judge():
+    with pytest.raises(ValueError, match="no alternation"):
+        alternate([])
+    with pytest.raises(ValueError, match="alternation 2 has no floor sample"):
+        alternate([([1.0], [1.0]), ([1.0], [])])
+
+
+def test_summary_table_lists_every_goal_of_every_bench():
+    figures = {"lag": {"goals": [Goal("idle", 1.2, 0.3, floor=1.0, agreed=4, alternations=6).as_dict()]},
+               "sched": {"goals": [Goal("jobs/s", 20_000.0, 15_000.0, unit="jobs/s", at_least=True).as_dict()]},
+               "worker": {"goalMet": True}}
+    lines = summary_lines(figures)
+    assert len(lines) == 4                   # header, two goals, the count
+    assert lines[1].startswith("lag") and "4/6" in lines[1] and lines[1].endswith("met")
+    assert lines[2].startswith("sched") and ">= 15,000 jobs/s" in lines[2]
+    assert lines[-1] == "2 of 2 goals met"
+    assert goals_of({"goals": "not a list"}) == [] and summary_lines({"worker": {}}) == []
+
+
+def test_bench_all_prints_the_table_and_writes_every_goal_to_the_json(monkeypatch, capsys, tmp_path):
+    import json
+
+    from lanemon import bench
+    from lanemon.cli import main
+
+    def fake(name, out, **options):
+        if name == "lag":
+            return {"goals": [Goal("idle p99 vs bare loop", 1.5, 0.3, floor=1.0, agreed=2, alternations=6).as_dict()]}
+        return {}
+    monkeypatch.setattr(bench, "run", fake)
+    target = tmp_path / "out.json"
+    assert main(["bench", "all", "--json", str(target)]) == 0
+    text = capsys.readouterr().out
+    assert "== goals (each judged against what was measured in the same run) ==" in text
+    assert "0 of 1 goals met" in text
+    written = json.loads(target.read_text())
+    assert written["goals"] == [dict(Goal("idle p99 vs bare loop", 1.5, 0.3, floor=1.0, agreed=2,
+                                          alternations=6).as_dict(), bench="lag")]
+    assert written["goals"][0]["met"] is False and "lag" in written
