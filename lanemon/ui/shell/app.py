@@ -186,20 +186,20 @@ async def main(window: MainWindow | None = None, store_url: str | None = None) -
             await lanes_store.close()
         win.add_shutdown_hook(close_store)
     else:
-        win = MainWindow()
+        win = MainWindow(views_later=True)   # the other tabs after the first paint (below)
     closed = asyncio.Event()
     win.close_requested.connect(closed.set)
     door = SignalDoor(lambda signum: win.close(), on_received=lambda signum: win.controller.refuse_new_runs())
     store = settings.open_store()
     settings.restore(win, store)
     problem = settings.unwritable(store)
-    first_paint.install(win)
+    first_paint.install(win, then=win.install_views)
     win.show()
     if problem:
         win.warn(f"Settings will not be kept: {problem}")
     if store_problem:
         win.warn(store_problem)
-    win.start()
+    win.start()      # (the worker start-up measurement and the probe listener: with the views)
     gc.collect()
     gc.freeze()
     try:

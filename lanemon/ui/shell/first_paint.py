@@ -1,42 +1,59 @@
-"""First-paint probe for ``lanemon bench startup``.
+"""After the window's first paint: the rest of the window, and the first-paint probe.
 
-When the environment variable ``LANEMON_FIRST_PAINT_EXIT`` is set, the window
-reports the first time it has been painted (``lanemon: first paint`` and the
-wall-clock time on stdout) and then closes itself, so the benchmark can time
-"process start to first painted window" with the real ``lanemon`` command.
-Without the variable, nothing is installed.
+``install(window, then)`` calls ``then()`` from the event loop once the
+window has been painted for the first time (``app.main`` installs the other
+tabs and starts the background work there, so the window shows without
+waiting for them).
+
+When the environment variable ``LANEMON_FIRST_PAINT_EXIT`` is set, it also
+reports on stdout the wall-clock time of the first paint event (``lanemon:
+first paint T``) and of the end of ``then()`` (``lanemon: complete T``: every
+tab there), then closes the window, so ``lanemon bench startup`` can time the
+real ``lanemon`` command.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import time
+from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, QObject, QTimer
 
 ENV = "LANEMON_FIRST_PAINT_EXIT"
 
 
-class _Probe(QObject):
-    def __init__(self, window) -> None:
+class _AfterFirstPaint(QObject):
+    def __init__(self, window, then: Callable[[], object] | None, report: bool) -> None:
         super().__init__(window)
         self._window = window
+        self._then = then
+        self._report = report
         self._done = False
 
     def eventFilter(self, obj, event) -> bool:
         if not self._done and event.type() == QEvent.Type.Paint:
             self._done = True
-            # time.time(): comparable with the parent's clock across processes
-            print(f"lanemon: first paint {time.time():.6f}", flush=True)
-            QTimer.singleShot(0, self._window.close)
+            if self._report:
+                # time.time(): comparable with the parent's clock across processes
+                print(f"lanemon: first paint {time.time():.6f}", flush=True)
+            QTimer.singleShot(0, self._after)     # after this paint has reached the screen
         return False
 
+    def _after(self) -> None:
+        self._window.removeEventFilter(self)
+        if self._then is not None:
+            self._then()
+        if self._report:
+            print(f"lanemon: complete {time.time():.6f}", flush=True)
+            self._window.close()
+        self.deleteLater()
 
-def install(window) -> None:
-    """Install the probe on ``window`` if ``LANEMON_FIRST_PAINT_EXIT`` is set."""
-    if not os.environ.get(ENV):
+
+def install(window, then: Callable[[], object] | None = None) -> None:
+    """Call ``then()`` once, from the loop, after ``window``'s first paint event; with
+    ``LANEMON_FIRST_PAINT_EXIT`` set, also print the two times and close the window."""
+    report = bool(os.environ.get(ENV))
+    if then is None and not report:
         return
-    probe = _Probe(window)
-    window.installEventFilter(probe)
-    sys.stdout.flush()
+    window.installEventFilter(_AfterFirstPaint(window, then, report))
