@@ -499,10 +499,6 @@ def main(argv: list[str] | None = None) -> int:
 
     multiprocessing.freeze_support()
     try:
-        if (sys.argv[1:] if argv is None else argv) == []:
-            # the window alone (a double click, the desktop launcher): its first paint waits
-            # for nothing else; the parser imports what the other commands need (~50 ms)
-            return cmd_window(argparse.Namespace(command=None, window_store=None, version=False))
         args = build_parser().parse_args(argv)
         if args.version:
             if args.command is not None:

@@ -24,9 +24,12 @@ Settings (``lanemon.ui.shell.settings``): restored before the window shows, save
 when it is closed. A settings file that cannot be written is said in the
 window at start (status bar), and on stderr if the save at close fails.
 
-Once the window is up, the objects that make it (modules, Qt wrappers, the
-plots: ~80,000) are moved out of the garbage collector's way (``gc.freeze``
-after one full collection): a full collection otherwise walks all of them,
+The window shows the chart, the Runs tab, the menus and the status bar
+first; right after its first paint the other tabs are added and the
+background work starts (``MainWindow.install_views``, through
+``first_paint.install``). Then the objects that make the window (modules,
+Qt wrappers, the plots: ~80,000) are moved out of the garbage collector's
+way (``gc.freeze`` after one full collection): a full collection otherwise walks all of them,
 ~25 ms with the loop stopped, every time enough new objects have piled up.
 ``main`` unfreezes them when it returns.
 """
@@ -193,15 +196,21 @@ async def main(window: MainWindow | None = None, store_url: str | None = None) -
     store = settings.open_store()
     settings.restore(win, store)
     problem = settings.unwritable(store)
-    first_paint.install(win, then=win.install_views)
+    def after_first_paint() -> None:
+        if closed.is_set():
+            return
+        win.install_views()   # (a window made by the caller has its tabs: nothing then)
+        # the window's objects out of the collector's way, now that they are all there
+        gc.collect()
+        gc.freeze()
+
+    first_paint.install(win, then=after_first_paint)
     win.show()
     if problem:
         win.warn(f"Settings will not be kept: {problem}")
     if store_problem:
         win.warn(store_problem)
     win.start()      # (the worker start-up measurement and the probe listener: with the views)
-    gc.collect()
-    gc.freeze()
     try:
         await closed.wait()
         try:

@@ -21,6 +21,10 @@ Hooks for later views and presenter mode:
   window closes.
 - ``export_chart_to(path)``: write the chart's PNG and say the outcome (written,
   or why not) in the Runs tab's banner; returns whether it was written.
+- ``MainWindow(views_later=True)`` (what ``app.main`` makes): the chart, the Runs
+  tab, the menus and the status bar only; ``install_views()`` adds the other tabs
+  (``app.main`` calls it after the first paint) and ``after_views(callback)`` waits
+  for them.
 - ``talk`` (``lanemon/ui/shell/talk_mode.py``): menus, shortcuts, presenter mode,
   full screen, the shortcut overlay and About; ``app.main`` restores and saves
   the settings (``lanemon/ui/shell/settings.py``).
@@ -126,6 +130,7 @@ class MainWindow(QMainWindow):
         self._lanes_scheduler = lanes_scheduler
         self._probe_address = probe_address
         self._views_installed = False
+        self._after_views: list[Callable[[], object]] = []
         self.placement_panel = self.programs_view = self.processes_view = self.scenarios = None
         # the window's own watchdog: a stall of this loop is named on the chart (from start())
         self.own_watchdog = OwnWatchdog(self.heartbeat, parent=self)
@@ -209,11 +214,22 @@ class MainWindow(QMainWindow):
                 self.views[key].apply_fonts()
         if self._started:
             self._start_background()
+        waiting, self._after_views = self._after_views, []
+        for callback in waiting:
+            callback()
         return True
 
     @property
     def views_installed(self) -> bool:
         return self._views_installed
+
+    def after_views(self, callback: Callable[[], object]) -> None:
+        """Call ``callback()`` once every tab is there: now if it is, else at the end of
+        ``install_views`` (what needs a view, e.g. a talk or a recording opened at start)."""
+        if self._views_installed:
+            callback()
+        else:
+            self._after_views.append(callback)
 
     def fit_to_screen(self, available: QRect) -> None:
         """Place the window (not full screen or maximised) within ``available`` (a screen's
