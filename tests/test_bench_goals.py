@@ -81,3 +81,26 @@ def test_bench_all_prints_the_table_and_writes_every_goal_to_the_json(monkeypatc
     assert written["goals"] == [dict(Goal("idle p99 vs bare loop", 1.5, 0.3, floor=1.0, agreed=2,
                                           alternations=6).as_dict(), bench="lag")]
     assert written["goals"][0]["met"] is False and "lag" in written
+
+
+def test_the_store_and_agents_benches_give_a_record_per_goal_and_engine():
+    from lanemon.bench import agents, store
+
+    figures = {"sqlite": {"one_process_cycles_per_s": 2500.0, "one_process_goal": 2000, "most_owners_at_once": 1,
+                          "heartbeat_idle_p99_ms": 2.0, "heartbeat_follow_p99_ms": 3.5},
+               "postgresql": {"skipped": "no cluster"}}
+    goals = store._goals(figures)
+    assert [(g.name, g.met) for g in goals] == [
+        ("store sqlite: claim + fenced save + release, one process", True),
+        ("store sqlite: most owners of one lane at once", True),
+        ("store sqlite: heartbeat following the feed under churn vs idle", False)]
+    assert goals[2].floor == 2.0 and goals[2].judged == 1.5
+
+    figures = {"sqlite": {"throughput": {"1": {"most_at_once": 1}, "2": {"most_at_once": 2}},
+                          "window": {"heartbeat_idle_p99_ms": 4.0, "heartbeat_follow_p99_ms": 4.5,
+                                     "refresh_per_frame_ms": 5.0}}}
+    goals = agents._goals(figures)
+    assert [(g.name, g.figure, g.met) for g in goals] == [
+        ("agents sqlite: most runs of one workspace at once", 2, False),
+        ("agents sqlite: window following vs idle beside the agents", 4.5, True),
+        ("agents sqlite: refresh per frame following", 5.0, False)]
