@@ -24,7 +24,7 @@ import asyncio
 import time
 
 from lanemon.bench._common import load_text
-from lanemon.bench._window import run_window, settled
+from lanemon.bench._window import bare_loop, floor_segment, run_window, settled
 from lanemon.bench.goals import alternate
 
 ALTERNATIONS = 6
@@ -37,20 +37,19 @@ WARM_GOAL_MS = 1.0
 
 def run(out) -> dict:
     async def scenario(window):
-        from lanemon.bench.floor import BareLoop
         from lanemon.ui.tools.testing import wait_until
 
         await settled(window)
         hb = window.heartbeat
         total = window.controller.iterations_for_ms(JOB_MS)
         idle, floor, warm = [], [], []
-        with BareLoop(hb.period_ms, settle_s=SETTLE_S) as bare:
+        with bare_loop(window, SETTLE_S) as bare:
             for _ in range(ALTERNATIONS):
                 await asyncio.sleep(SETTLE_S)
                 t0 = time.perf_counter()
                 await asyncio.sleep(SEGMENT_S)
                 idle.append(hb.in_range(t0, time.perf_counter(), one_after=False).tolist())
-                floor.append(bare.record(SEGMENT_S))       # the window waits meanwhile
+                floor.append(floor_segment(window, bare, SEGMENT_S))   # the window waits meanwhile
                 await asyncio.sleep(SETTLE_S)
                 t0 = time.perf_counter()
                 rec = window.controller.start_worker(total, "warm")

@@ -39,7 +39,7 @@ import statistics
 import time
 
 from lanemon.bench._common import load_text
-from lanemon.bench._window import run_window, settled
+from lanemon.bench._window import bare_loop, floor_segment, run_window, settled
 from lanemon.bench.goals import Goal, alternate
 from lanemon.lanes import SimulatedWork
 from lanemon.stats import percentile
@@ -192,16 +192,15 @@ async def _all_at_once(window, key: str, whole_window: bool) -> list[float]:
 
 def run(out) -> dict:
     async def scenario(window):
-        from lanemon.bench.floor import BareLoop
 
         await settled(window)
         window.show_view("runs")
         await asyncio.sleep(0.5)
         idle, floor = [], []
-        with BareLoop(window.heartbeat.period_ms, settle_s=SETTLE_S) as bare:
+        with bare_loop(window, SETTLE_S) as bare:
             for _ in range(IDLE_ALTERNATIONS):
                 idle.append(await _lags(window, SEGMENT_S))
-                floor.append(bare.record(SEGMENT_S))      # the window waits meanwhile
+                floor.append(floor_segment(window, bare, SEGMENT_S))   # the window waits meanwhile
         await asyncio.sleep(SETTLE_S)
         chart_idle = (await _frames_as_they_run(window, None, RECORD_S))["chart"]
 
