@@ -93,7 +93,7 @@ def test_the_store_and_agents_benches_give_a_record_per_goal_and_engine():
     assert [(g.name, g.met) for g in goals] == [
         ("store sqlite: claim + fenced save + release, one process", True),
         ("store sqlite: most owners of one lane at once", True),
-        ("store sqlite: heartbeat following the feed under churn vs idle", False)]
+        ("store sqlite: heartbeat following feed under churn vs idle", False)]
     assert goals[2].floor == 2.0 and goals[2].judged == 1.5
 
     figures = {"sqlite": {"throughput": {"1": {"most_at_once": 1}, "2": {"most_at_once": 2}},

@@ -149,14 +149,14 @@ def summary_lines(by_bench: dict[str, dict]) -> list[str]:
     rows = [(bench, g) for bench, figures in by_bench.items() for g in goals_of(figures)]
     if not rows:
         return []
-    lines = [f"{'bench':<9}{'goal':<44}{'figure':>11}{'floor':>11}{'judged':>10}  {'goal':<22}{'agreed':>7}  result"]
+    lines = [f"{'bench':<9}{'goal':<62}{'figure':>11}{'floor':>11}{'judged':>10}  {'goal':<22}{'agreed':>7}  result"]
     for bench, g in rows:
         floor = "" if g["floor"] is None else _num(g["floor"])
         judged = f"{g['judged']:+.2f}" if g["floor"] is not None else ""
         sign = ">=" if g["atLeast"] else "<="
         bound = f"{sign} {'floor + ' if g['floor'] is not None else ''}{_num(g['goal'])} {g['unit']}"
         agreed = f"{g['agreed']}/{g['alternations']}" if g.get("alternations") else ""
-        lines.append(f"{bench:<9}{g['name'][:43]:<44}{_num(g['figure']):>11}{floor:>11}{judged:>10}  "
+        lines.append(f"{bench:<9}{g['name'][:61]:<62}{_num(g['figure']):>11}{floor:>11}{judged:>10}  "
                      f"{bound:<22}{agreed:>7}  {'met' if g['met'] else 'MISSED'}")
     met = sum(1 for _, g in rows if g["met"])
     lines.append(f"{met} of {len(rows)} goals met")

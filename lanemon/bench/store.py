@@ -116,7 +116,7 @@ def _goals(figures: dict) -> list:
         goals.append(Goal(f"store {key}: most owners of one lane at once", f["most_owners_at_once"], 1,
                           unit="owners"))
         if "heartbeat_follow_p99_ms" in f:
-            goals.append(Goal(f"store {key}: heartbeat following the feed under churn vs idle",
+            goals.append(Goal(f"store {key}: heartbeat following feed under churn vs idle",
                               f["heartbeat_follow_p99_ms"], GOAL_HEARTBEAT_MS, floor=f["heartbeat_idle_p99_ms"]))
     return goals
 
