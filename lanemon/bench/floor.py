@@ -5,7 +5,8 @@ runs the window's own ``Heartbeat`` (a re-armed single-shot ``Qt.PreciseTimer``
 QTimer, same period) on a qasync loop over a ``QApplication`` with no window,
 nothing else. ``record(seconds)`` asks the child for one segment and **blocks
 the caller's thread until the segment is done**: called from the window's
-loop, the window does nothing meanwhile (no frame, no tick, no CPU), so the
+loop, the window does nothing meanwhile (no frame, no tick; the benches also
+stop its watchdog thread: ``lanemon.bench._window.floor_segment``), so the
 bare loop runs as if the window were not there, on the machine as it is at
 that moment. The segment starts after ``settle_s`` (the child's first ticks,
 and anything the caller's process was finishing, are not counted).
