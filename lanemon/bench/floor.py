@@ -44,12 +44,15 @@ class BareLoop:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         self._expect("ready")
 
+    def _ended(self) -> RuntimeError:
+        self._proc.wait(10)
+        err = self._proc.stderr.read().strip()[-400:]
+        return RuntimeError(f"the bare-loop floor process ended (exit {self._proc.returncode}): {err}")
+
     def _expect(self, what: str) -> str:
         line = self._proc.stdout.readline()
         if not line:
-            self._proc.wait(10)
-            err = self._proc.stderr.read().strip()[-400:]
-            raise RuntimeError(f"the bare-loop floor process ended (exit {self._proc.returncode}): {err}")
+            raise self._ended()
         if what and not line.startswith(what):
             raise RuntimeError(f"the bare-loop floor process said {line.strip()[:200]!r}, expected {what!r}")
         return line
@@ -61,14 +64,20 @@ class BareLoop:
             raise RuntimeError("the bare-loop floor process is closed")
         if not seconds > 0:
             raise ValueError(f"seconds must be more than 0, got {seconds!r}")
-        self._proc.stdin.write(f"{self._settle_s} {seconds}\n")
-        self._proc.stdin.flush()
+        try:
+            self._proc.stdin.write(f"{self._settle_s} {seconds}\n")
+            self._proc.stdin.flush()
+        except BrokenPipeError:
+            raise self._ended() from None
         return json.loads(self._expect("["))
 
     def close(self) -> None:
         """Ends the child (it exits when its pipe closes); waits for it."""
         if self._proc.stdin is not None and not self._proc.stdin.closed:
-            self._proc.stdin.close()
+            try:
+                self._proc.stdin.close()
+            except BrokenPipeError:       # it ended already (the buffer could not be written)
+                pass
         try:
             self._proc.wait(10)
         except subprocess.TimeoutExpired:
