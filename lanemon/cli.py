@@ -1,6 +1,10 @@
 """The ``lanemon`` command.
 
     lanemon [--store URL]         open the window (its lanes on a shared store)
+    lanemon --talk FILE [--check] open the window with a talk script loaded at step 1;
+                                  --check: only check the script (exit 0, or 2 with the
+                                  line and what is wrong on stderr), no window
+    lanemon talk --example        print a ready talk (``lanemon.talk.example``)
     lanemon measure [...]         run whole / sliced / worker, write the report
     lanemon place --cpu-ms X      say where a job belongs (word, then reason)
     lanemon bench [NAME|all]      print measured figures
@@ -116,7 +120,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--store", metavar="URL", default=None, dest="window_store",
                         help="the window's Lanes & queues on a shared store (sqlite:///path/file.db or "
                              "postgresql://host/db; default: its own simulation, memory:)")
+    parser.add_argument("--talk", metavar="FILE", default=None,
+                        help="open the window with this talk script (TOML) loaded at step 1")
+    parser.add_argument("--check", action="store_true",
+                        help="with --talk: check the script and exit (0: fine; 2: what is wrong, on stderr)")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    t = sub.add_parser("talk", help="talk scripts: print the example talk")
+    t.add_argument("--example", action="store_true", help="print a ready talk (TOML) on stdout")
 
     m = sub.add_parser("measure", help="run the job whole, sliced and in a worker; write the report")
     m.add_argument("--total",
@@ -471,14 +482,40 @@ def _check_display() -> None:
                            "with QT_QPA_PLATFORM=offscreen")
 
 
+def _read_talk(path: str):
+    """The checked talk in ``path``, or ``BadInput`` naming the line and what is wrong."""
+    from lanemon.talk import TalkError, load
+
+    try:
+        return load(path)
+    except TalkError as exc:
+        raise BadInput(str(exc)) from None
+
+
+def cmd_talk(args) -> int:
+    if not args.example:
+        raise BadInput("lanemon talk needs --example (print a ready talk); "
+                       "to give a talk: lanemon --talk FILE")
+    from lanemon.talk import EXAMPLE
+
+    sys.stdout.write(EXAMPLE)
+    return 0
+
+
 def cmd_window(args) -> int:
+    talk = None
+    if args.talk is not None:
+        talk = _read_talk(args.talk)           # before any window: the error, then exit 2
+        if args.check:
+            print(f"{args.talk}: a talk of {len(talk.steps)} steps, fine")
+            return 0
     _check_display()
     from lanemon.ui import steady_process_settings
 
     steady_process_settings()  # before numpy and Qt are imported
     from lanemon.ui.shell.app import run_app
 
-    return run_app(store_url=args.window_store)
+    return run_app(store_url=args.window_store, talk=talk)
 
 
 COMMANDS = {
@@ -489,6 +526,7 @@ COMMANDS = {
     "store": cmd_store,
     "agent": cmd_agent,
     "probe": cmd_probe,
+    "talk": cmd_talk,
     None: cmd_window,
 }
 
@@ -505,6 +543,10 @@ def main(argv: list[str] | None = None) -> int:
                 raise BadInput("--version takes no other arguments")
             print(f"lanemon {__version__}")
             return 0
+        if args.check and args.talk is None:
+            raise BadInput("--check checks a talk script: lanemon --talk FILE --check")
+        if args.talk is not None and args.command is not None:
+            raise BadInput(f"--talk opens the window with a talk; it takes no command ({args.command})")
         if args.window_store is not None:
             if args.command is not None:
                 raise BadInput(f"--store before a command is the window's; for {args.command}, put it after: "

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import select
 import shutil
 import signal
@@ -127,10 +128,10 @@ def _session(display: str, tmp_path: Path):
 
 
 @contextlib.contextmanager
-def _lanemon_running(lanemon: str, env: dict, cwd: Path):
-    """The ``lanemon`` command in its own session, with its output read line by line:
-    ``(proc, out, err)``; killed (its whole session) if it is still running at the end."""
-    proc = subprocess.Popen([lanemon], env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+def _lanemon_running(lanemon: str, env: dict, cwd: Path, args: tuple[str, ...] = ()):
+    """The ``lanemon`` command (with ``args``) in its own session, with its output read line by
+    line: ``(proc, out, err)``; killed (its whole session) if it is still running at the end."""
+    proc = subprocess.Popen([lanemon, *args], env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     try:
         yield proc, Lines(proc.stdout), Lines(proc.stderr)
@@ -197,5 +198,53 @@ def test_the_window_opens_within_a_1024x768_screen(display, tmp_path):
     assert 0 <= x and 0 <= y and x + w <= 1024 and y + h <= 768, geometry
     width, height = _png_size(path)
     assert width <= 1024 and height <= 768, (width, height)
+    left = wait_until_none_left(MARKER, marker, 20)
+    assert left == [], f"processes left behind: {left}\nstdout: {stdout}"
+
+
+@pytest.mark.parametrize("display", ["1024x768"], indirect=True)
+def test_the_example_talk_runs_from_pagedown_presses(display, tmp_path):
+    """``lanemon --talk example.toml`` (the talk ``lanemon talk --example`` prints) on a
+    1024x768 screen in presenter mode, walked with PageDown as a clicker sends it: the whole,
+    sliced and worker runs of steps 2-4 end, step 6 adds its lanes jobs; a screenshot at
+    steps 2 and 6, B blanks the screen, Ctrl+Q quits: exit 0, no process left."""
+    lanemon = _lanemon()
+    marker, shots, env, xdo = _session(display, tmp_path)
+    example = tmp_path / "example.toml"
+    printed = subprocess.run([lanemon, "talk", "--example"], env=env, capture_output=True, text=True, timeout=60)
+    assert printed.returncode == 0, printed.stderr
+    example.write_text(printed.stdout)
+
+    with _lanemon_running(lanemon, env, tmp_path, ("--talk", str(example))) as (proc, out, err):
+        window = xdo("search", "--sync", "--onlyvisible", "--name", "^lanemon — ").split()[0]
+        out.wait_for(r"^lanemon: shown$", 30)
+        out.wait_for(r"^lanemon: talk step 1/12 The heartbeat$", 30)
+        xdo("windowfocus", "--sync", window)
+        xdo("key", "--clearmodifiers", "F5")                     # presenter mode
+        steps, paths = [], {}
+        for n in range(2, 7):
+            xdo("key", "--clearmodifiers", "Next")               # PageDown, as a clicker sends it
+            steps.append(out.wait_for(rf"^lanemon: talk step {n}/12 (.+)$", 30).group(1))
+            out.wait_for(rf"^lanemon: talk step {n} ready$", 90)
+            if n in (2, 6):
+                xdo("key", "--clearmodifiers", "ctrl+shift+s")   # a screenshot of this step
+                before = "".join(f"(?!{re.escape(p)}$)" for p in paths.values())   # a new one
+                paths[n] = out.wait_for(rf"^lanemon: screenshot {before}(.+\.png)$", 30).group(1)
+        runs = [out.wait_for(rf"^lanemon: run #{i} (\w+) (\w+)$", 60).groups() for i in (1, 2, 3)]
+        xdo("key", "--clearmodifiers", "b")                      # blank the screen
+        out.wait_for(r"^lanemon: talk blank on$", 30)
+        xdo("key", "--clearmodifiers", "ctrl+q")
+        rc = proc.wait(60)
+    stdout, stderr = out.rest(), err.rest()
+
+    assert rc == 0, f"exit status {rc}; stderr:\n" + "\n".join(stderr)
+    assert not any("Traceback" in line for line in stderr), "\n".join(stderr)
+    assert steps == ["A CPU job blocks the loop", "Slice it", "Move it to a worker", "Where does a job belong?",
+                     "Two queues, one lane"]
+    assert runs == [("whole", "done"), ("sliced", "done"), ("warm", "done")]
+    for n, path in paths.items():
+        assert Path(path).parent == shots and Path(path).exists(), n
+        width, height = _png_size(path)
+        assert width <= 1024 and height <= 768, (n, width, height)
     left = wait_until_none_left(MARKER, marker, 20)
     assert left == [], f"processes left behind: {left}\nstdout: {stdout}"

@@ -185,3 +185,36 @@ def test_the_lanes_timeline_follows_the_palette(qapp):
     finally:
         theme.set_palette("light")
         timeline.deleteLater()
+
+
+def test_a_disabled_button_does_not_look_like_one_that_acts(qapp):
+    """In store mode the Lanes tab's Cancel / Hold / ... are disabled, yet they were drawn
+    exactly as enabled ones (disabled text kept FG): a disabled button's text is muted and
+    its border dashed, in both palettes."""
+    from PySide6.QtGui import QColor
+    from PySide6.QtWidgets import QHBoxLayout, QPushButton, QWidget
+
+    def colours(button) -> set[str]:
+        img = button.grab().toImage()
+        return {img.pixelColor(x, y).name() for x in range(img.width()) for y in range(img.height())}
+
+    try:
+        for name in ("light", "dark"):
+            theme.set_palette(name)
+            theme.apply_font_and_palette(qapp)
+            box = QWidget()
+            row = QHBoxLayout(box)
+            on, off = QPushButton("Hold final save"), QPushButton("Hold final save")
+            off.setEnabled(False)
+            row.addWidget(on)
+            row.addWidget(off)
+            box.setStyleSheet(theme.stylesheet())
+            box.show()
+            qapp.processEvents()
+            fg, muted = QColor(theme.FG).name(), QColor(theme.MUTED).name()
+            assert fg in colours(on), name
+            assert fg not in colours(off) and muted in colours(off), name
+            box.close()
+    finally:
+        theme.set_palette("light")
+        theme.apply_font_and_palette(qapp)

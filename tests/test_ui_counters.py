@@ -9,6 +9,7 @@ import asyncio
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
 
 from lanemon.counters import CounterState, SimConfig, Simulation
 from lanemon.ui.counters.grid import CLAIMED, DOUBLE, cells_from
@@ -382,3 +383,30 @@ def test_an_arrival_flood_goes_in_chunks_and_reset_releases_the_run(qtbot):
     steps, released = _run(scenario)
     assert sum(steps) > 20 and max(steps) <= ARRIVAL_CHUNK
     assert released
+
+
+@pytest.mark.parametrize("width", [240, 420, 900])
+def test_a_staff_chip_never_draws_what_it_does_over_its_name(qtbot, width):
+    """At 1024x768 in presenter mode the long-lock holder's chip read "S5 · LOCKguides C5 → 5":
+    what a staff member does is elided in the room its name leaves."""
+    from lanemon.ui.counters.grid import Chip, StaffStrip
+    from lanemon.ui.kit import theme
+
+    strip = StaffStrip()
+    qtbot.addWidget(strip)
+    chips = [Chip(f"S{i}", "guiding", f"guides C{i} → {i} (customer c-{i:05d})", i == 5) for i in range(1, 9)]
+    try:
+        for scale in (1.0, 1.5):
+            theme.apply_font_and_palette(QApplication.instance(), scale)
+            strip.apply_fonts()
+            strip.resize(width, 100)
+            strip.set_chips(chips)
+            strip.show()
+            qtbot.waitExposed(strip)
+            boxes = strip.text_boxes()
+            assert len(boxes) == len(chips)
+            for (name, told), chip in zip(boxes, chips):
+                if told is not None:
+                    assert not name.intersects(told), (scale, chip.name, name, told)
+    finally:
+        theme.apply_font_and_palette(QApplication.instance(), 1.0)

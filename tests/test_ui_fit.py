@@ -193,6 +193,33 @@ def test_tables_drop_low_priority_columns_then_elide_instead_of_scrolling(window
     assert fit.dropped == frozenset()          # room again: the columns come back
 
 
+def test_queue_tables_keep_a_jobs_number_workspace_and_state_whole(window):
+    """At 1024x768 in presenter mode a queue's "state" column was cut ("save h…",
+    "succee…"): the queues keep #, ws and state at the widths they asked for (the
+    timeline beside them gives way) on every screen, in both modes."""
+    from lanemon.ui.kit.tables import column_fit
+
+    window.show_view("lanes")
+    cut = {}
+    for presenter in (False, True):
+        window.talk.set_presenter(presenter)
+        for w, h in SCREENS:
+            for how in ("opened", "maximised"):
+                screen = QRect(0, 0, w, h)
+                if how == "opened":
+                    window.fit_to_screen(screen)
+                else:
+                    maximise(window, screen)
+                _settle()
+                for name, table in window.views["lanes"].queue_tables.items():
+                    fit = column_fit(table)
+                    short = [c for c in range(3) if table.columnWidth(c) < fit.natural(c)]
+                    if short:
+                        cut[f"{w}x{h} {how} presenter={presenter} {name}"] = short
+    window.talk.set_presenter(False)
+    assert cut == {}
+
+
 def test_runs_messages_also_go_to_the_status_bar(window, tmp_path):
     window.show_view("lanes")                  # not the Runs tab, where the banner is
     path = str(tmp_path / "chart.png")

@@ -611,3 +611,25 @@ def test_the_workspaces_table_is_built_over_ticks_when_there_are_thousands(qtbot
     assert after - before == 2                   # three parts of at most WS_STEP workspaces
     assert view.lanes_model.rowCount() == n
     assert view.lanes_model.workspace(n - 1) == f"w{n - 1:05d}"
+
+
+def test_an_empty_timeline_labels_no_rows(qtbot):
+    """With no workspace yet (a store just chosen, a fresh window) the timeline's left axis
+    showed pyqtgraph's numbers (-0.4 … 0.4) where workspace names go."""
+    from lanemon.ui.lanes.timeline import LanesTimeline
+
+    t = LanesTimeline()
+    qtbot.addWidget(t)
+    from PySide6.QtGui import QImage, QPainter
+
+    t.resize(600, 300)
+    t.show()
+    qtbot.waitExposed(t)
+    ax = t.plot.getPlotItem().getAxis("left")
+    img = QImage(10, 10, QImage.Format.Format_ARGB32)
+    painter = QPainter(img)
+    try:
+        _axis, _ticks, texts = ax.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    assert [text for _rect, _flags, text in texts] == []

@@ -357,3 +357,28 @@ def test_the_store_field_follows_the_store_the_lanes_tab_follows(qtbot, tmp_path
     assert before == ""
     assert following == (url, "from the Lanes tab")
     assert note_after == ""
+
+
+def test_at_1280x800_the_process_table_shows_rows_without_scrolling(qtbot):
+    """The agents' form and the Scenarios box sit side by side when the tab is wide enough:
+    stacked, they pushed the process table's rows below the fold at 1280x800."""
+    from PySide6.QtCore import QPoint, QRect
+
+    from lanemon.ui.shell.main_window import MainWindow
+
+    win = MainWindow()
+    qtbot.addWidget(win)
+    win.fit_to_screen(QRect(0, 0, 1280, 800 + 40))     # the window itself 1280x800
+    win.show()
+    qtbot.waitExposed(win)
+    win.show_view("processes")
+    view = win.views["processes"]
+    qtbot.waitUntil(lambda: view.reflow.wide is True)
+    page = win.tabs.currentWidget().viewport()
+    table = view.table
+    rows_top = table.viewport().mapTo(page, QPoint(0, 0)).y()
+    three_rows = 3 * table.verticalHeader().defaultSectionSize()
+    assert rows_top + three_rows <= page.height(), (rows_top, three_rows, page.height())
+    win.talk.set_presenter(True)                        # large type: one above the other again
+    qtbot.waitUntil(lambda: view.reflow.wide is False)
+    win.talk.set_presenter(False)

@@ -721,6 +721,7 @@ class Scheduler:
                 first = exc
         # The final save failed: record the failure itself.
         note = f"final save failed: {_err(first)}"
+        first = None   # (the exception's traceback holds this frame: no cycle left for the collector)
         if job.outcome is not _FAILED or job.error:
             note += f" (outcome was {job.outcome.value}{': ' + job.error if job.error else ''})"
         job.outcome = _FAILED

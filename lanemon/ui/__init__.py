@@ -20,6 +20,10 @@ Laid out by what each part is:
 - ``programs``   the Programs tab: asyncio programs heard through
                  ``lanemon.probe`` (``view``), where a stall's time went
                  (``where``, Qt-free).
+- ``talk``       a talk script played in the window (``lanemon.talk`` reads
+                 it): ``player`` (the clicker's keys, steps, actions through
+                 the views' public methods), ``caption`` (over the chart; the
+                 blank screen).
 - ``kit``        the drawing kit every view uses, no domain in it:
                  ``theme`` (every colour and font), ``live_label``,
                  ``static_texts``, ``fast_delegate``, ``chart_items``,

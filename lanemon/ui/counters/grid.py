@@ -38,6 +38,8 @@ def cell_colors() -> dict[str, tuple[str, str, str]]:
     }
 
 
+CHIP_GAP_PX = 8     # between a staff chip's name and what it does, at font scale 1
+
 # staff states (lanemon.counters.simulation) -> label
 STAFF_LABELS = {
     "idle": "idle",
@@ -415,7 +417,7 @@ class StaffStrip(QWidget):
     def paintEvent(self, event) -> None:
         p = QPainter(self)
         p.fillRect(event.rect(), self._bg)
-        text, draw = self._texts.get, p.drawStaticText
+        draw = p.drawStaticText
         region = event.region()
         everything = event.rect().contains(self.rect())   # QRegion.contains(QRect) means overlaps
         for chip, r in zip(self.chips, self._rects):
@@ -431,14 +433,40 @@ class StaffStrip(QWidget):
             p.setBrush(fill)
             p.drawRect(r)
             p.setPen(ink)
-            y = r.y() + r.height() / 2
+            (name, name_at), told = self._chip_texts(chip, r)
             p.setFont(self._bold)
-            st, w, h = text(1, chip.name + (" · LOCK" if chip.holds_lock else ""))
-            draw(QPointF(r.x() + 7, y - h / 2), st)
-            p.setFont(self._font)
-            st, w, h = text(0, chip.text)
-            draw(QPointF(r.right() - 6 - w, y - h / 2), st)
+            draw(name_at, name)
+            if told is not None:
+                p.setFont(self._font)
+                st, at = told
+                draw(at, st)
         p.end()
+
+    def _chip_texts(self, chip: Chip, r: QRectF):
+        """((name, where), (what it does, where) or None) of a chip in ``r``: the name (bold, with
+        " · LOCK" while it holds the lock) on the left; what it does right-aligned in the room the
+        name leaves, elided there ("S5 · LOCK" and "guides C5 → 5" overlapped in a narrow chip)."""
+        text = self._texts.get
+        y = r.y() + r.height() / 2
+        name, name_w, h = text(1, chip.name + (" · LOCK" if chip.holds_lock else ""))
+        name_at = QPointF(r.x() + 7, y - h / 2)
+        room = int(r.width() - 7 - name_w - CHIP_GAP_PX * theme.font_scale() - 6)
+        told, w, h = text(0, chip.text)
+        if w > room:
+            told, w, h = text(0, chip.text, max(0, room))
+        if w <= 0:
+            return (name, name_at), None
+        return (name, name_at), (told, QPointF(r.right() - 6 - w, y - h / 2))
+
+    def text_boxes(self) -> list[tuple[QRectF, QRectF | None]]:
+        """Where each chip's two texts are drawn (name, what it does or ``None``): for tests
+        and screenshots to check that they never overlap."""
+        boxes = []
+        for chip, r in zip(self.chips, self._rects):
+            (name, name_at), told = self._chip_texts(chip, r)
+            right = None if told is None else QRectF(told[1], told[0].size())
+            boxes.append((QRectF(name_at, name.size()), right))
+        return boxes
 
     def mousePressEvent(self, event) -> None:
         pos = event.position()

@@ -106,6 +106,11 @@ SHORTCUT_TEXT = "#ffffff"
 SHORTCUT_KEY = "#ffd23f"                  # the keys column
 SHORTCUT_HINT = "#c3cad6"                 # "Esc, F1 or a click closes this"
 
+# A talk (lanemon.ui.talk): the caption's accent (its step counter and left edge) and the
+# blank screen (B or "."), black in both palettes as a projector's blank is.
+TALK_ACCENT = "#1f5fa8"
+TALK_BLANK = "#000000"
+
 # Probed programs (the Programs tab and their lag lines on the heartbeat chart): a program's
 # colour is PROGRAM_COLORS[its index % len]; chosen apart from the run kinds' shading.
 PROGRAM_COLORS = ("#0c8599", "#c2255c", "#5c940d", "#7048e8", "#e8590c", "#1864ab", "#a61e4d", "#2b8a3e")
@@ -119,7 +124,7 @@ COLOR_NAMES = (
     "COUNTER_CLAIMED", "COUNTER_ASSIGNED", "COUNTER_DOUBLE", "CLAIM_TTL_BAR",
     "STAFF_STATE_COLORS", "STAFF_SELECTED", "JOB_STATE_COLORS", "QUEUE_COLORS", "HELD_SAVE",
     "WAITING_JOB", "OVERLAP_RUN", "SHORTCUT_SHADE", "SHORTCUT_PANEL", "SHORTCUT_BORDER", "SHORTCUT_TEXT",
-    "SHORTCUT_KEY", "SHORTCUT_HINT", "PROGRAM_COLORS", "PROGRAM_STALE",
+    "SHORTCUT_KEY", "SHORTCUT_HINT", "PROGRAM_COLORS", "PROGRAM_STALE", "TALK_ACCENT", "TALK_BLANK",
 )
 """The names every palette defines (``PLACE_COLORS`` follows from them)."""
 
@@ -176,6 +181,7 @@ PALETTES = {
         "PROGRAM_COLORS": ("#3bc9db", "#ff8cc6", "#a9e34b", "#b197fc", "#ffa94d", "#74c0fc", "#f783ac",
                            "#69db7c"),
         "PROGRAM_STALE": "#6c7588",
+        "TALK_ACCENT": "#ffd23f", "TALK_BLANK": "#000000",
     },
 }
 _palette = "light"
@@ -269,6 +275,7 @@ def stylesheet() -> str:
     QPushButton {{ padding: {4*s:.0f}px {12*s:.0f}px; border: 1px solid {BORDER}; border-radius: 5px;
                    background: {BG}; }}
     QPushButton:hover {{ background: {HOVER}; }}
+    QPushButton:disabled {{ color: {MUTED}; background: {PANEL_BG}; border-style: dashed; }}
     QPushButton[run="true"] {{ color: {RUN_TEXT}; font-weight: bold; border: none;
                                padding: {7*s:.0f}px {10*s:.0f}px; }}
     QStatusBar {{ background: {PANEL_BG}; color: {MUTED}; border-top: 1px solid {GRID}; }}
@@ -373,9 +380,14 @@ def _apply_qpalette(app: QApplication) -> None:
         # tables (and inputs) on BG, text in FG: what the style sheet's rules did, cheaper
         wanted = ((role.Base, BG), (role.WindowText, FG), (role.Text, FG), (role.ButtonText, FG),
                   (role.ToolTipText, FG))
-        if any(pal.color(g, r) != QColor(v) for r, v in wanted for g in _GROUPS):
-            for r, v in wanted:
-                pal.setColor(r, QColor(v))    # every state, disabled too, as the rule did
+        # a disabled control's text is muted: it must not look like one that acts
+        disabled = ((role.WindowText, MUTED), (role.Text, MUTED), (role.ButtonText, MUTED))
+        wanted_in = {g: dict(wanted) for g in _GROUPS}
+        wanted_in[QPalette.ColorGroup.Disabled].update(disabled)
+        if any(pal.color(g, r) != QColor(v) for g in _GROUPS for r, v in wanted_in[g].items()):
+            for g in _GROUPS:
+                for r, v in wanted_in[g].items():
+                    pal.setColor(g, r, QColor(v))
             app.setPalette(pal)
         return
     if _light_qpalette is None:
@@ -390,10 +402,9 @@ def _apply_qpalette(app: QApplication) -> None:
                      (role.Light, BORDER), (role.Midlight, GRID), (role.Mid, BORDER),
                      (role.Dark, QT_SHADOW), (role.Shadow, QT_SHADOW)):
         pal.setColor(r, QColor(value))
-    # Disabled text stays FG: the look the old ``QWidget { color }`` rule gave (it
-    # overrode every state); greying it out would be a visible change.
+    # a disabled control's text is muted: it must not look like one that acts
     for r in (role.WindowText, role.Text, role.ButtonText):
-        pal.setColor(group.Disabled, r, QColor(FG))
+        pal.setColor(group.Disabled, r, QColor(MUTED))
     app.setPalette(pal)
 
 

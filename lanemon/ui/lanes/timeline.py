@@ -123,6 +123,7 @@ class LanesTimeline(QWidget):
         item.getViewBox().invertY(True)
         self.plot.setXRange(-self.window_s, 0, padding=0)
         self.plot.setYRange(-0.5, 0.5, padding=0)
+        item.getAxis("left").setTicks([[], []])   # no rows yet: no labels (not -0.4 … 0.4)
         self.items = {name: Bars(*_bar_style(*style)) for name, style in _bar_colors().items()}
         for z, it in enumerate(self.items.values()):
             it.setZValue(z)

@@ -128,8 +128,9 @@ class ScenariosBox(QGroupBox):
         self.stop_button.setEnabled(False)
         self.caption = ScenarioCaption(hide_empty=False)
         self.caption.setText(f"<span style='color:{theme.MUTED}'>Real contention, step by step. Pick a "
-                             "scenario: its agents start as real processes (listed below) on the store above, "
-                             "or on a throwaway SQLite store when none is given; the tab that shows it follows "
+                             "scenario: its agents start as real processes (listed below) on the agents' "
+                             "store (\"on store\"), or on a throwaway SQLite store when none is given; the tab "
+                             "that shows it follows "
                              "the store and says what to look at.</span>")
         row = QHBoxLayout()
         for button in self.buttons.values():
@@ -284,11 +285,11 @@ class Scenarios(QObject):
 
 
 def install_scenarios(window, *, options: ScenarioOptions | None = None) -> Scenarios:
-    """Add the Scenarios box to the Processes tab (under its agents' form) and the
+    """Add the Scenarios box to the Processes tab (beside its agents' form, or under it) and the
     description to the top of the Lanes & queues and Counters tabs; stopped with the window."""
     scenarios = Scenarios(window, options=options)
     processes = window.views["processes"]
-    processes.layout().insertWidget(1, scenarios.box)
+    processes.add_beside_agents(scenarios.box)
     for key in ("lanes", "counters"):
         view = window.views.get(key)
         if view is not None:

@@ -45,6 +45,7 @@ from collections.abc import Callable
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QBoxLayout,
     QCheckBox,
     QComboBox,
     QGridLayout,
@@ -73,6 +74,7 @@ from lanemon.agents.fleet import (
 from lanemon.tasks import cancel_and_wait
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.live_view import LiveView
+from lanemon.ui.kit.reflow import Reflow
 from lanemon.ui.kit.tables import column_fit, fit_columns, keep_within_width, table_item
 
 COLUMNS = ("name", "pid", "started", "state", "jobs", "lanes", "heartbeat", "host", "role")
@@ -259,12 +261,32 @@ class ProcessesView(LiveView):
         box.addLayout(act_row)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 6, 8, 6)
-        layout.addWidget(starting)
+        # the agents' form and what sits beside it (the Scenarios box): side by side when the
+        # tab is wide enough, so the process table starts higher (at 1280x800 its rows were
+        # below the fold); one above the other when not
+        self._top = QBoxLayout(QBoxLayout.Direction.TopToBottom)
+        self._top.addWidget(starting, 1)
+        layout.addLayout(self._top)
         layout.addWidget(listing, 1)
+        self.reflow = Reflow(self, self._top, self._wide_at)
         self.table.setMinimumHeight(120)
         self._role_changed(self.role.currentText())
         self._enable_buttons(None)
         self.fonts_changed()
+
+    def add_beside_agents(self, widget: QWidget) -> None:
+        """Put ``widget`` beside the agents' form (below it when the tab is narrow)."""
+        self._top.addWidget(widget, 1)
+        self.reflow.apply()
+
+    def _wide_at(self) -> int:
+        """The least width at which the agents' form and its neighbours fit side by side."""
+        items = [self._top.itemAt(i).widget() for i in range(self._top.count())]
+        widths = [w.minimumSizeHint().width() for w in items if w is not None]
+        if len(widths) < 2:
+            return 1 << 30          # nothing beside it: always one above the other
+        m = self.layout().contentsMargins()
+        return sum(widths) + self._top.spacing() * (len(widths) - 1) + m.left() + m.right()
 
     # --- the store ------------------------------------------------------------------------
     def use_store(self, url: str | None, shown: str | None = None, source: str = "the Lanes tab") -> None:

@@ -157,7 +157,7 @@ def scheduler_on(store):
                      events=hub)
 
 
-async def main(window: MainWindow | None = None, store_url: str | None = None) -> int:
+async def main(window: MainWindow | None = None, store_url: str | None = None, talk=None) -> int:
     """Show ``window`` (a new ``MainWindow`` by default) until it is closed.
 
     ``store_url`` (``lanemon --store URL``; only with a new window): the Lanes &
@@ -166,6 +166,9 @@ async def main(window: MainWindow | None = None, store_url: str | None = None) -
     workspaces are looked at again every :data:`STORE_RETRY_S`); a store that
     cannot be opened is said in the window, which stays up on its own simulation.
     The store session is closed after the window's scheduler let go of its lanes.
+
+    ``talk`` (``lanemon --talk FILE``: a checked ``lanemon.talk.Talk``): loaded at
+    step 1 once the window is shown.
 
     Returns the exit status: 0 after a close by the user, 128 + the signal's
     number after a close by SIGINT, SIGTERM or SIGHUP (see the module docstring).
@@ -206,6 +209,8 @@ async def main(window: MainWindow | None = None, store_url: str | None = None) -
 
     first_paint.install(win, then=after_first_paint)
     win.show()
+    if talk is not None:
+        win.talk_player.load(talk)
     if problem:
         win.warn(f"Settings will not be kept: {problem}")
     if store_problem:
@@ -228,8 +233,8 @@ async def main(window: MainWindow | None = None, store_url: str | None = None) -
     return 0 if door.received is None else 128 + door.received
 
 
-def run_app(argv: list[str] | None = None, store_url: str | None = None) -> int:
-    """Open the window; returns the exit code once it is closed."""
+def run_app(argv: list[str] | None = None, store_url: str | None = None, talk=None) -> int:
+    """Open the window (with ``talk`` loaded, if given); returns the exit code once it is closed."""
     app = application(argv)
     with asyncio.Runner(loop_factory=lambda: qasync.QEventLoop(app)) as runner:
-        return runner.run(main(store_url=store_url))
+        return runner.run(main(store_url=store_url, talk=talk))

@@ -28,6 +28,7 @@ Hooks for later views and presenter mode:
 - ``talk`` (``lanemon/ui/shell/talk_mode.py``): menus, shortcuts, presenter mode,
   full screen, the shortcut overlay and About; ``app.main`` restores and saves
   the settings (``lanemon/ui/shell/settings.py``).
+- ``talk_player`` (``lanemon/ui/talk/player.py``): a talk script's steps, caption and keys.
 """
 
 from __future__ import annotations
@@ -114,6 +115,7 @@ class MainWindow(QMainWindow):
         self._restyle_timer.timeout.connect(self._restyle_a_hidden_page)
         self.views: dict[str, LiveView] = {}
         self._pages: dict[str, QWidget] = {}   # key -> the tab page (a scroll area around the view)
+        self._fonts_behind: set[str] = set()   # views hidden at a look change: fonts when brought up to date
         self._shutdown_hooks: list[Callable[[], Awaitable[None]]] = []
         self._started = False
         self._shut = False
@@ -172,6 +174,9 @@ class MainWindow(QMainWindow):
         # talk mode: menus, shortcuts, presenter mode, full screen, the shortcut overlay, About
         from lanemon.ui.shell.talk_mode import install as install_talk_mode
         self.talk = install_talk_mode(self)
+        # talk scripts: File -> Open talk..., the caption over the chart, the clicker's keys
+        from lanemon.ui.talk.player import install as install_talk_player
+        self.talk_player = install_talk_player(self)
         for region in self._regions():     # before the first show: nothing to restyle yet
             theme.restyle(region)
         theme.apply_frame(self, (self.tabs,))
@@ -287,28 +292,46 @@ class MainWindow(QMainWindow):
 
     def _restyle_current_page(self) -> None:
         page = self.tabs.currentWidget()
-        if page is not None:
-            theme.restyle(page)
+        for key, candidate in self._pages.items():
+            if candidate is page:
+                self._bring_up_to_date(key)
+
+    def _bring_up_to_date(self, key: str) -> bool:
+        """Give tab ``key`` the current look if a look change left it behind: its page's
+        sheet (``theme.restyle``) and its view's fonts (``apply_fonts``); returns whether
+        there was anything to do."""
+        changed = theme.restyle(self._pages[key])
+        if key in self._fonts_behind:
+            self._fonts_behind.discard(key)
+            self.views[key].apply_fonts()
+            changed = True
+        return changed
 
     def _restyle_a_hidden_page(self) -> None:
-        """Restyle one tab page still in the old look (each is ~10-35 ms of loop time); the
-        next one a ``HIDDEN_RESTYLE_GAP_MS`` later, so the loop ticks in between."""
-        for page in self._pages.values():
-            if theme.restyle(page):
+        """Bring one tab left in the old look up to date (each is ~10-35 ms of loop time);
+        the next one a ``HIDDEN_RESTYLE_GAP_MS`` later, so the loop ticks in between."""
+        for key in self._pages:
+            if self._bring_up_to_date(key):
                 self._restyle_timer.start()
                 return
 
     def set_font_scale(self, scale: float) -> None:
-        """The font scale and the current palette on the window: the visible parts are
-        restyled now, each hidden tab page in the idle time after (one per
-        ``HIDDEN_RESTYLE_GAP_MS``) or when it is shown, if sooner (restyling is the slow part)."""
+        """The font scale and the current palette on the window: the visible parts (the
+        chart, the bars, the current tab's page and view) now; each hidden tab (its page's
+        sheet and its view's fonts) in the idle time after (one per ``HIDDEN_RESTYLE_GAP_MS``)
+        or when it is shown, if sooner: restyling is the slow part, and a hidden view draws
+        nothing until shown."""
         app = QApplication.instance()
         theme.apply(app, scale, self, (self.tabs,), self._regions())
-        self._restyle_timer.start()
         self._style_warning()
         self.chart.apply_fonts()
-        for view in self.views.values():
-            view.apply_fonts()
+        current = self.tabs.currentWidget()
+        for key, view in self.views.items():
+            if self._pages[key] is current:
+                view.apply_fonts()
+            else:
+                self._fonts_behind.add(key)
+        self._restyle_timer.start()
 
     # --- life cycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -377,7 +400,8 @@ class MainWindow(QMainWindow):
         self._style_warning()
 
     def export_chart_png(self, path: str) -> None:
-        exports.save_png(self.chart, path)
+        with self.chart.own_stall("chart export"):    # the grab and the PNG written: named on the chart
+            exports.save_png(self.chart, path)
 
     def export_chart_to(self, path: str) -> bool:
         try:

@@ -11,7 +11,8 @@ lets a focused input claim a key before a shortcut does, and the run actions
 check the focus once more):
 
     1 / 2 / 3        start a whole / sliced / worker run (the runs panel's job)
-    Space            pause / resume the chart (the heartbeat keeps recording)
+    Space            pause / resume the chart (the heartbeat keeps recording); P while
+                     a talk is loaded (``set_talk_keys``: Space is then the talk's next step)
     F5               presenter mode: 1.5x type, high-contrast dark theme, the
                      log lag axis (leaving it brings back the axis chosen
                      outside presenter mode)
@@ -58,6 +59,7 @@ from lanemon.ui.shell import exports
 
 PRESENTER_SCALE = 1.5
 PRESENTER_CHART_SHARE = 0.44     # of the window's height, chart versus the views below
+TALK_CHART_SHARE = 0.52          # the same while a talk is loaded (its caption sits on the chart)
 SCREENSHOT_DIR_ENV = "LANEMON_SCREENSHOT_DIR"
 TRACE_ENV = "LANEMON_TRACE"
 
@@ -99,6 +101,7 @@ class ShortcutOverlay(QWidget):
         self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self._rows = rows
+        self._fit = 1.0          # the type's share of its size, so that every row fits (``fit_height``)
         self._return_focus: QWidget | None = None
         self.panel = QFrame(self)
         self.panel.setObjectName("shortcutPanel")
@@ -121,13 +124,26 @@ class ShortcutOverlay(QWidget):
             f"#shortcutPanel {{ background: {theme.SHORTCUT_PANEL}; border: 2px solid {theme.SHORTCUT_BORDER};"
             f" border-radius: {int(12 * s)}px; padding: {pad}px {int(pad * 1.6)}px; }}"
             f"#shortcutPanel QLabel {{ color: {theme.SHORTCUT_TEXT}; background: transparent; }}")
+        self._set_text()
+
+    def _set_text(self) -> None:
         font = self.text.font()
-        font.setPointSizeF(theme.pt(15))
+        font.setPointSizeF(theme.pt(15) * self._fit)
         self.text.setFont(font)
         self.text.setText(self._html())
 
+    def fit_height(self) -> None:
+        """Smaller type (down to about half) until the list fits the window's height: more rows
+        (a talk's keys) than fit at presenter mode's size on a 768-pixel screen."""
+        room = self.parentWidget().height() - 8
+        self._fit = 1.0
+        self._set_text()
+        while self.panel.sizeHint().height() > room and self._fit > 0.5:
+            self._fit *= 0.92
+            self._set_text()
+
     def _html(self) -> str:
-        s = theme.font_scale()
+        s = theme.font_scale() * self._fit
         gap = int(28 * s)
         rows = "".join(
             f"<tr><td align=right style='color:{theme.SHORTCUT_KEY}; font-family:\"DejaVu Sans Mono\";"
@@ -139,9 +155,15 @@ class ShortcutOverlay(QWidget):
                 f"<div style='color:{theme.SHORTCUT_HINT}; margin-top:{int(12 * s)}px'>"
                 "Esc, F1 or a click closes this</div>")
 
+    def set_rows(self, rows: list[tuple[str, str]]) -> None:
+        """The (keys, what) listed."""
+        self._rows = rows
+        self._set_text()
+
     def open(self) -> None:
         self._return_focus = QApplication.focusWidget()
         self.setGeometry(self.parentWidget().rect())
+        self.fit_height()
         self.raise_()
         self.show()
         self.setFocus(Qt.FocusReason.OtherFocusReason)
@@ -183,6 +205,7 @@ class TalkMode(QObject):
         self._split_sizes: list[int] | None = None
         self._log_outside: bool | None = None   # the chart's axis outside presenter mode, while in it
         self._traced: set[int] = set()
+        self._talk_loaded = False
         self._shown = False
         self._blocking: str | None = None    # the "blocking the loop" notice the status bar was given
         self.last_screenshot: str | None = None
@@ -263,6 +286,25 @@ class TalkMode(QObject):
             rows.append((keys, text))
         return rows
 
+    def file_menu(self) -> QMenu:
+        """The menu bar's File menu (others add their file items to it)."""
+        return _menu(self.window, "&File")
+
+    def set_talk_keys(self, rows: list[tuple[str, str]] | None) -> None:
+        """A talk is loaded (``rows``: its keys, added to the shortcut list) or none is
+        (``None``): while one is, Space belongs to the talk and pausing the chart is P."""
+        self.actions["pause"].setShortcuts([QKeySequence("P" if rows else "Space")])
+        self.overlay.set_rows(self.shortcut_rows() + list(rows or []))
+        self._talk_loaded = rows is not None
+        split = self.window.centralWidget()
+        if self.presenter and self._split_sizes is not None and isinstance(split, QSplitter):
+            self._share_split(split)     # the caption's room, in presenter mode now
+
+    def _share_split(self, split: QSplitter) -> None:
+        total = sum(split.sizes())
+        share = int(total * (TALK_CHART_SHARE if self._talk_loaded else PRESENTER_CHART_SHARE))
+        split.setSizes([share, total - share])
+
     def _apply_look(self) -> None:
         theme.set_palette("dark" if self.presenter else self.theme)
         self.window.set_font_scale(PRESENTER_SCALE if self.presenter else 1.0)
@@ -278,8 +320,7 @@ class TalkMode(QObject):
             # large type needs a little more room below the chart; the old split comes back after
             if self.presenter and self._split_sizes is None and sum(split.sizes()) > 0:
                 self._split_sizes = split.sizes()
-                total = sum(self._split_sizes)
-                split.setSizes([int(total * PRESENTER_CHART_SHARE), total - int(total * PRESENTER_CHART_SHARE)])
+                self._share_split(split)
             elif not self.presenter and self._split_sizes is not None:
                 split.setSizes(self._split_sizes)
                 self._split_sizes = None
@@ -391,7 +432,8 @@ class TalkMode(QObject):
         """A PNG of the window as it is; returns the path (``None`` if it could not be written)."""
         path = path or self.screenshot_path()
         try:
-            exports.save_png(self.window, path)
+            with self.window.chart.own_stall("screenshot"):   # the grab and the PNG written: named
+                exports.save_png(self.window, path)
         except OSError as exc:
             self._say(f"Screenshot not saved: {cannot_write(path, exc)}", 10000)
             return None
@@ -425,6 +467,7 @@ class TalkMode(QObject):
             kind = event.type()
             if kind == QEvent.Type.Resize and self.overlay.isVisible():
                 self.overlay.setGeometry(self.window.rect())
+                self.overlay.fit_height()
             elif kind == QEvent.Type.Show and not self._shown:
                 self._shown = True
                 self._fit_split()        # presenter mode restored before the window had a size

@@ -1,0 +1,118 @@
+"""The lanes' job lifecycle makes no reference cycle, and ``gc_pace.bulk`` keeps a burst's
+objects out of the collector's full passes without keeping them alive.
+
+Why it matters: a burst's objects are frozen (``lanemon.gc_pace``); a cycle through a
+frozen object would never be collected. So every way a job ends (succeeded, its work
+failed, its final save failed, cancelled, stopped, behind a held save, beside a workspace
+busy outside) is run with the collector held, and a collection afterwards must find no
+garbage at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import random
+import weakref
+
+import pytest
+
+from lanemon import gc_pace
+from lanemon.lanes import Scheduler
+
+
+class Work:
+    def __init__(self, steps: int, fail: bool) -> None:
+        self.steps = steps
+        self.fail = fail
+
+    async def run(self, ctx) -> None:
+        ctx.checkpoint()
+        for _ in range(self.steps):
+            await asyncio.sleep(0)
+            ctx.checkpoint()
+        if self.fail:
+            raise RuntimeError("work failed")
+
+
+@pytest.fixture
+def held_collector():
+    gc.collect()
+    was = gc.isenabled()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        yield
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        if was:
+            gc.enable()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_no_job_ending_leaves_a_reference_cycle(held_collector, seed):
+    rng = random.Random(seed)
+
+    async def main() -> dict:
+        s = Scheduler()
+        ids: list[int] = []
+        cancels = []
+        for _ in range(600):
+            ws = f"ws-{rng.randrange(20):02d}"
+            ids.append(await s.submit(rng.choice(["reservations", "cafe"]), ws,
+                                      Work(rng.randrange(4), rng.random() < 0.15)))
+            roll = rng.random()
+            if roll < 0.04:
+                hold = s.hold_save(state=rng.choice(["succeeded", "running"]))
+                asyncio.get_running_loop().call_later(0.002, hold.release)
+            elif roll < 0.08:
+                s.fail_next_save(state=rng.choice(["succeeded", "running", "failed"]))
+            elif roll < 0.12:
+                cancels.append(asyncio.ensure_future(s.cancel(rng.choice(ids))))
+            elif roll < 0.15:
+                s.request_stop(ws)
+            elif roll < 0.17:
+                s.mark_busy(ws, "outside")
+                asyncio.get_running_loop().call_later(0.001, s.clear_busy, ws)
+            if rng.random() < 0.2:
+                await asyncio.sleep(0)
+        for _ in range(5000):
+            if not s.stats()["live"]:
+                break
+            await asyncio.sleep(0.001)
+        await asyncio.gather(*cancels)
+        stats = s.stats()
+        # (collected while the scheduler and the loop live: their own structures are not jobs)
+        found = gc.collect()
+        kinds = sorted({type(o).__name__ for o in gc.garbage})
+        await s.aclose("test over")
+        return stats, found, kinds
+
+    stats, found, kinds = asyncio.run(main())
+    assert stats["live"] == 0 and stats["records"] == 600, stats
+    assert found == 0, f"{found} objects in reference cycles: {kinds}"
+
+
+def test_a_bulk_freezes_what_it_made_and_frees_it_when_it_dies():
+    class Thing:
+        pass
+
+    gc.enable()
+    before = gc.get_freeze_count()
+    try:
+        with gc_pace.bulk() as outer:
+            assert not gc.isenabled()
+            kept = [Thing() for _ in range(1000)]
+            outer.chunk_done()
+            with gc_pace.bulk():              # nested: the outer one holds and restores
+                more = [Thing() for _ in range(1000)]
+            assert not gc.isenabled()
+        assert gc.isenabled()
+        assert gc.get_freeze_count() >= before + 2000
+        dead = []
+        probe = weakref.ref(kept[0], lambda _ref: dead.append(True))
+        del kept, more                        # frozen objects die by their reference counts
+        assert dead == [True] and probe() is None
+    finally:
+        gc.unfreeze()

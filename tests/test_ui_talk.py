@@ -1,0 +1,351 @@
+"""A talk played in the window (``lanemon.ui.talk``), on a real qasync loop (offscreen):
+the clicker's keys, the caption, blank, undo, waits, and actions reaching the real views.
+
+Waits are on conditions, with timeouts; no timed asserts.
+"""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+from lanemon.talk import parse
+from lanemon.ui.tools.testing import run_window, wait_until
+
+SMALL = 300_000
+
+
+@pytest.fixture(autouse=True)
+def _app(window_app):
+    return window_app
+
+
+async def _ready(win):
+    win.activateWindow()
+    await wait_until(lambda: win.isVisible() and QApplication.activeWindow() is win, 10)
+    win.chart.setFocus()
+    await wait_until(lambda: QApplication.focusWidget() is win.chart, 10)
+
+
+def key(win, k):
+    """A key press as the user (or a clicker) makes it: to the widget that has the focus."""
+    QTest.keyClick(QApplication.focusWidget() or win, k, Qt.KeyboardModifier.NoModifier)
+
+
+async def press(win, k):
+    """A key press, then until the step's actions (and wait) are done."""
+    key(win, k)
+    await wait_until(lambda: not win.talk_player.busy, 60)
+
+
+def _shown(win):
+    cap = win.talk_player.caption
+    return cap.title.text(), cap.counter.text()
+
+
+NAV = f'''
+title = "nav"
+[[step]]
+title = "One"
+text = "the first"
+do = [ {{ tab = "runs" }} ]
+
+[[step]]
+title = "Two"
+do = [ {{ run = "sliced", iterations = {SMALL} }} ]
+undo = [ {{ tab = "placement" }} ]
+
+[[step]]
+title = "Three"
+
+[[step]]
+title = "Four"
+'''
+
+
+def test_clicker_keys_walk_the_steps_and_prev_does_not_run_actions_again(qtbot):
+    async def scenario(win):
+        seen = []
+        p, c = win.talk_player, win.controller
+        await _ready(win)
+        win.show_view("counters")
+        p.load(parse(NAV))
+        await wait_until(lambda: not p.busy, 10)
+        seen.append(("loaded", _shown(win), win.tabs.currentIndex(), p.caption.isVisible()))
+        await press(win, Qt.Key.Key_PageDown)                            # -> 2: a sliced run
+        await wait_until(lambda: len(c.records) == 1 and c.records[0].status != "running", 60)
+        seen.append(("two", _shown(win), len(c.records)))
+        await press(win, Qt.Key.Key_PageUp)                              # <- 1: undo of 2, no run
+        seen.append(("back", _shown(win), len(c.records), win.tabs.currentIndex()))
+        await press(win, Qt.Key.Key_Right)                               # -> 2 again: runs again
+        await wait_until(lambda: len(c.records) == 2 and c.records[1].status != "running", 60)
+        await press(win, Qt.Key.Key_Space)                               # -> 3 (Space: next, not pause)
+        seen.append(("space", _shown(win), win.chart.paused))
+        await press(win, Qt.Key.Key_Left)                                # <- 2: no run
+        await press(win, Qt.Key.Key_PageDown)                            # -> 3: no run (2 is left)
+        await press(win, Qt.Key.Key_PageDown)                            # -> 4
+        await press(win, Qt.Key.Key_PageDown)                            # the last: stays
+        seen.append(("last", _shown(win), p.caption.note.text()))
+        await press(win, Qt.Key.Key_Home)
+        seen.append(("home", _shown(win), len(c.records)))
+        key(win, Qt.Key.Key_B)
+        seen.append(("blank", p.blank, p.blank_screen.isVisible(), p.blank_screen.geometry() == win.rect()))
+        key(win, Qt.Key.Key_PageDown)                                    # unblanks, does not move
+        seen.append(("unblank", p.blank, p.blank_screen.isVisible(), _shown(win)))
+        key(win, Qt.Key.Key_Period)
+        key(win, Qt.Key.Key_Period)
+        seen.append(("dot", p.blank, _shown(win)))
+        key(win, Qt.Key.Key_P)                                           # P pauses the chart now
+        seen.append(("p", win.chart.paused, win.talk.actions["pause"].isChecked()))
+        return seen, p.errors
+
+    rc, (seen, errors_said), errors = run_window(scenario)
+    assert rc == 0 and errors == [] and errors_said == []
+    runs, placement = 0, 1
+    assert seen == [
+        ("loaded", ("One", "step 1 / 4"), runs, True),
+        ("two", ("Two", "step 2 / 4"), 1),
+        ("back", ("One", "step 1 / 4"), 1, placement),
+        ("space", ("Three", "step 3 / 4"), False),
+        ("last", ("Four", "step 4 / 4"), "the last step"),
+        ("home", ("One", "step 1 / 4"), 2),
+        ("blank", True, True, True),
+        ("unblank", False, False, ("One", "step 1 / 4")),
+        ("dot", False, ("One", "step 1 / 4")),
+        ("p", True, True),
+    ]
+
+
+def test_a_focused_field_keeps_the_talk_keys_and_the_shortcut_list_shows_them(qtbot):
+    async def scenario(win):
+        p, panel = win.talk_player, win.runs_panel
+        await _ready(win)
+        p.load(parse(NAV.replace(f'{{ run = "sliced", iterations = {SMALL} }}', '{ tab = "runs" }')))
+        lanes = win.views["lanes"]
+        win.show_view("lanes")
+        box = lanes.controls.workspace_box
+        box.setFocus()
+        await wait_until(lambda: QApplication.focusWidget() in (box, box.lineEdit()), 10)
+        box.lineEdit().setText("ws")
+        box.lineEdit().setCursorPosition(2)
+        for k in (Qt.Key.Key_Space, Qt.Key.Key_B, Qt.Key.Key_Period, Qt.Key.Key_Left, Qt.Key.Key_Home):
+            key(win, k)
+        typed = (box.currentText(), box.lineEdit().cursorPosition(), p.index, p.blank)
+        win.show_view("runs")
+        panel.set_job(1000, "iterations")
+        panel.size.setFocus()
+        await wait_until(lambda: QApplication.focusWidget() is not None
+                         and (QApplication.focusWidget() is panel.size
+                              or panel.size.isAncestorOf(QApplication.focusWidget())), 10)
+        key(win, Qt.Key.Key_PageUp)           # the number field's step up, not the talk's back
+        stepped = (panel.size.value() > 1000, p.index)
+        return typed, stepped, win.talk.overlay.text.text()
+
+    rc, (typed, stepped, listed), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert typed == ("ws b.", 0, 0, False)       # typed into the field; Left and Home moved its cursor
+    assert stepped == (True, 0)
+    for keys, what in (("PgDown or Right or Space", "talk: next step"), ("PgUp or Left", "talk: previous step"),
+                       ("Home", "talk: first step"), ("B or .", "talk: blank the screen"),
+                       ("P", "pause / resume the chart")):
+        assert f">{keys}</td><td>{what}</td>" in listed, keys
+
+
+WAIT = f'''
+[[step]]
+title = "Run and wait"
+do = [ {{ run = "sliced", iterations = {SMALL * 10} }} ]
+wait = "run"
+
+[[step]]
+title = "After"
+'''
+
+
+def test_next_during_a_wait_moves_on_when_the_run_ends_and_twice_moves_at_once(qtbot):
+    async def scenario(win):
+        p, c = win.talk_player, win.controller
+        await _ready(win)
+        p.load(parse(WAIT))
+        await wait_until(lambda: c.busy("sliced") is not None, 10)
+        note = p.caption.note.text()
+        p.next()
+        pending = (p.index, p.pending_next, p.caption.note.text())
+        await wait_until(lambda: c.busy("sliced") is None, 60)
+        await wait_until(lambda: p.index == 1, 10)
+        after = (_shown(win), c.records[-1].status)
+        p.first()
+        await wait_until(lambda: not p.busy, 10)
+        # twice: at once, whatever is in flight
+        p.load(parse(WAIT))
+        await wait_until(lambda: c.busy("sliced") is not None, 10)
+        p.next()
+        p.next()
+        at_once = (p.index, c.busy("sliced") is not None)
+        await wait_until(lambda: c.busy("sliced") is None, 60)
+        return note, pending, after, at_once
+
+    rc, (note, pending, after, at_once), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert note == "waiting for the run to end"
+    assert pending == (0, True, "waiting for the run to end · next step when it ends (PageDown again: now)")
+    assert after == (("After", "step 2 / 2"), "done")
+    assert at_once == (1, True)
+
+
+LANES = '''
+[[step]]
+title = "Hold"
+do = [
+  { tab = "lanes" },
+  { lanes = "add", workspace = "ws-07", queue = "reservations", seconds = 0.2 },
+  { lanes = "hold", workspace = "ws-07" },
+  { lanes = "add", workspace = "ws-07", queue = "cafe", seconds = 0.1 },
+  { lanes = "busy", workspace = "ws-08" },
+]
+
+[[step]]
+title = "Release"
+do = [ { lanes = "release", workspace = "ws-07" }, { lanes = "busy", workspace = "ws-08", on = false } ]
+
+[[step]]
+title = "Fail, stop, burst"
+do = [
+  { lanes = "add", workspace = "ws-09", seconds = 0.1 },
+  { lanes = "fail", workspace = "ws-09" },
+  { lanes = "add", workspace = "ws-10", seconds = 30 },
+  { lanes = "stop", workspace = "ws-10" },
+  { lanes = "burst", jobs = 4, workspaces = 2, queue = "cafe", seconds = 0.05 },
+]
+
+[[step]]
+title = "Counters"
+do = [ { counters = "strategy", strategy = "claim" }, { counters = "start", strategy = "long_lock" } ]
+
+[[step]]
+title = "Compare"
+do = [ { counters = "stop" }, { counters = "compare" } ]
+wait = "compare"
+
+[[step]]
+title = "Agents"
+do = [ { agents = "start", count = 1 }, { agents = "pause" }, { scenario = "stop" } ]
+'''
+
+
+def test_actions_reach_the_real_views(qtbot):
+    async def scenario(win):
+        p = win.talk_player
+        lanes, counters, procs = win.views["lanes"], win.views["counters"], win.processes_view
+        s = lanes.scheduler
+        await _ready(win)
+        p.load(parse(LANES))
+        await wait_until(lambda: not p.busy, 10)
+        held, behind = s._next_id - 1, s._next_id
+        await wait_until(lambda: (j := s.job(held)) is not None and j.save_held, 20)
+        before = (win.tabs.currentWidget().widget() is lanes, s.job(held).phase, s.job(behind).phase,
+                  s.occupancy.is_busy("ws-08"), lanes.controls.notice.text())
+        p.next()
+        await wait_until(lambda: s.job(behind) is not None and s.job(behind).phase == "done", 20)
+        after = (s.job(held).state, s.job(behind).state, s.occupancy.is_busy("ws-08"))
+        first = s._next_id + 1
+        p.next()
+        await wait_until(lambda: not p.busy, 10)
+        await wait_until(lambda: all((j := s.job(i)) is not None and j.phase == "done"
+                                     for i in range(first, first + 6)), 30)
+        ended = [(s.job(i).workspace, s.job(i).queue, s.job(i).state) for i in range(first, first + 6)]
+        p.next()
+        await wait_until(lambda: not p.busy, 10)
+        running = (counters.running, counters.form.strategy_key())
+        p.next()
+        await wait_until(lambda: not p.busy, 120)
+        compared = (counters.running, sorted(counters.compare.results or {}))
+        p.next()
+        await wait_until(lambda: not p.busy, 10)
+        agents = (procs.result.text(), win.statusBar().currentMessage())
+        return before, after, ended, running, compared, agents, p.errors
+
+    rc, (before, after, ended, running, compared, agents, said), errors = run_window(scenario)
+    assert rc == 0 and errors == [] and said == []
+    shown, held_phase, behind_phase, busy, notice = before
+    assert shown and held_phase == "saving" and behind_phase == "waiting" and busy
+    assert "ws-08 is busy outside" in notice
+    assert after == ("succeeded", "succeeded", False)
+    assert ended == [("ws-09", "reservations", "failed"), ("ws-10", "reservations", "cancelled"),
+                     ("ws-01", "cafe", "succeeded"), ("ws-02", "cafe", "succeeded"),
+                     ("ws-01", "cafe", "succeeded"), ("ws-02", "cafe", "succeeded")]
+    assert running == (True, "long_lock")
+    assert compared == (False, ["claim", "long_lock", "short_lock"])
+    text, status = agents
+    assert text.startswith("Give a store URL first")      # the Processes tab's own refusal: no store here
+    assert status == "No agent started here is running: none to pause."
+
+
+def test_open_talk_with_an_error_says_the_line_and_the_window_stays(qtbot, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[step]]\ntitle = "ok"\n\n[[step]]\ntitle = "x"\ndo = [ { tab = "slides" } ]\n')
+    good = tmp_path / "good.toml"
+    good.write_text('[[step]]\ntitle = "Hello"\n')
+
+    async def scenario(win):
+        p = win.talk_player
+        await _ready(win)
+        refused = p.open_file(str(bad))
+        box = p.message
+        said = (refused, box.isVisible(), box.text(), p.loaded, p.caption.isVisible(),
+                win.talk.actions["pause"].shortcut().toString())
+        box.done(QMessageBox.StandardButton.Ok)
+        opened = p.open_file(str(good))
+        menu = [a.text() for a in win.talk.file_menu().actions()]
+        return said, (opened, _shown(win), win.talk.actions["pause"].shortcut().toString()), menu
+
+    rc, (said, opened, menu), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert said == (False, True, f'{bad}, line 6: tab "slides" is not one of "runs", "placement", "lanes", '
+                                 '"counters", "programs", "processes"', False, False, "Space")
+    assert opened == (True, ("Hello", "step 1 / 1"), "P")
+    assert menu[0] == "Open &talk…"
+
+
+def test_the_shortcut_list_with_a_talks_keys_fits_a_1024x768_window_in_presenter_mode(qtbot):
+    """Four more rows did not fit at presenter mode's type: the last one was cut off."""
+    async def scenario(win):
+        await _ready(win)
+        win.talk.set_presenter(True)
+        win.talk_player.load(parse(NAV))
+        win.talk.toggle_overlay()
+        overlay = win.talk.overlay
+        await wait_until(lambda: overlay.isVisible(), 10)
+        # (a layout squeezes a panel taller than the window into it, cutting its last rows off)
+        return overlay.panel.sizeHint().height() <= overlay.height(), overlay.text.text().count("<tr>")
+
+    rc, (fits, rows), errors = run_window(scenario, size=(1024, 768))
+    assert rc == 0 and errors == []
+    assert fits and rows == 15
+
+
+def test_the_whole_example_talk_runs_to_its_end_with_no_action_failing(qtbot):
+    from lanemon.talk import EXAMPLE
+
+    async def scenario(win):
+        p = win.talk_player
+        await _ready(win)
+        p.load(parse(EXAMPLE, "example"))
+        titles = []
+        for _ in range(len(p.talk.steps)):
+            await wait_until(lambda: not p.busy, 120)
+            titles.append(p.caption.title.text())
+            p.next()
+        counters = win.views["counters"]
+        return (titles, p.errors, [(r.kind, r.status) for r in win.controller.records],
+                sorted(counters.compare.results or {}), win.views["lanes"].checker.violations)
+
+    rc, (titles, said, runs, compared, violations), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert said == []
+    assert len(titles) == 12 and titles[-1] == "Questions?"
+    assert runs == [("whole", "done"), ("sliced", "done"), ("warm", "done")]
+    assert compared == ["claim", "long_lock", "short_lock"]
+    assert violations == []
