@@ -210,7 +210,7 @@ async def main(window: MainWindow | None = None, store_url: str | None = None, t
     first_paint.install(win, then=after_first_paint)
     win.show()
     if talk is not None:
-        win.talk_player.load(talk)
+        win.after_views(lambda: win.talk_player.load(talk))   # its steps act on the tabs
     if problem:
         win.warn(f"Settings will not be kept: {problem}")
     if store_problem:

@@ -214,9 +214,9 @@ class MainWindow(QMainWindow):
         self.processes_view = install_processes_view(self)
         # the four scenarios: a box in the Processes tab, their description on the tabs showing them
         self.scenarios = install_scenarios(self)
-        if self.isVisible():        # made after the look was set: they take it now
-            for key in set(self.views) - before:
-                self.views[key].apply_fonts()
+        if self.isVisible():        # made after the look was set: each takes it when brought up to date
+            self._fonts_behind.update(set(self.views) - before)
+            self._restyle_timer.start()
         if self._started:
             self._start_background()
         waiting, self._after_views = self._after_views, []
