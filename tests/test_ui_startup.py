@@ -85,3 +85,42 @@ def test_no_tab_is_added_once_the_window_is_shutting_down(qtbot):
     rc, (installed, views), errors = run_window(scenario, window=win)
     assert rc == 0 and errors == []
     assert installed is False and views == {"runs"}
+
+
+def test_a_talk_given_at_start_plays_its_first_step_once_every_tab_is_there(qtbot):
+    """``lanemon --talk FILE``: the talk is loaded at start once every tab is there (they come
+    after the first paint), and its first step shows the Lanes tab."""
+    import asyncio
+
+    import qasync
+
+    from lanemon.talk.script import parse
+    from lanemon.ui.shell.app import application, main
+    from lanemon.ui.shell.main_window import MainWindow
+
+    talk = parse('format = 1\n[[step]]\ntitle = "Lanes"\ndo = [ { tab = "lanes" } ]\n'
+                 '[[step]]\ntitle = "Runs"\ndo = [ { tab = "runs" } ]\n')
+    app = application()
+    win = MainWindow(views_later=True)
+    errors: list[dict] = []
+    tabs_when_loaded = []
+    load = win.talk_player.load
+
+    def spy(t):
+        tabs_when_loaded.append(set(win.views))
+        load(t)
+    win.talk_player.load = spy
+
+    async def go():
+        asyncio.get_running_loop().set_exception_handler(lambda _loop, ctx: errors.append(ctx))
+        runner = asyncio.ensure_future(main(win, talk=talk))
+        await wait_until(lambda: win.views_installed and win.talk_player.loaded, 30)
+        await wait_until(lambda: not win.talk_player.busy, 30)
+        shown = win.tabs.currentWidget().widget() is win.views["lanes"]   # (the page scrolls the view)
+        win.close()
+        return await runner, shown
+
+    with asyncio.Runner(loop_factory=lambda: qasync.QEventLoop(app)) as r:
+        rc, shown = r.run(go())
+    assert rc == 0 and errors == []
+    assert len(tabs_when_loaded) == 1 and tabs_when_loaded[0] >= ALL_VIEWS and shown
