@@ -104,3 +104,18 @@ def test_the_store_and_agents_benches_give_a_record_per_goal_and_engine():
         ("agents sqlite: most runs of one workspace at once", 2, False),
         ("agents sqlite: window following vs idle beside the agents", 4.5, True),
         ("agents sqlite: refresh per frame following", 5.0, False)]
+
+
+def test_bench_slice_gives_its_two_goals_with_the_runs_that_agreed():
+    from lanemon.bench import slice as bench_slice
+
+    lines: list[str] = []
+    figures = bench_slice.run(lines.append, job_ms=20.0, repeat=2)
+    at8 = figures["budgets"]["8"]
+    assert len(at8["costRatioPairs"]) == 2 and len(at8["maxLagRunsMs"]) == 2
+    assert at8["costRatio"] == pytest.approx(sum(at8["costRatioPairs"]) / 2, abs=2e-3)   # the median of two
+    assert at8["longestSliceCpuMs"] > 0 and at8["idleMaxLagMs"] is not None
+    names = [g["name"] for g in figures["goals"]]
+    assert names == ["sliced at 8 ms: costRatio (CPU, median of pairs)", "sliced at 8 ms: max lag (median of runs)"]
+    assert all(g["alternations"] == 2 for g in figures["goals"])
+    assert any(line.startswith("goal: sliced at 8 ms: max lag") for line in lines)
