@@ -199,6 +199,7 @@ async def main(window: MainWindow | None = None, store_url: str | None = None, t
     store = settings.open_store()
     settings.restore(win, store)
     problem = settings.unwritable(store)
+
     def after_first_paint() -> None:
         if closed.is_set():
             return

@@ -64,8 +64,8 @@ class _AfterFirstPaint(QObject):
 
 def install(window, then: Callable[[], object] | None = None) -> None:
     """Call ``then()`` once, from the loop, after ``window``'s first paint event (at the
-    latest ``FALLBACK_MS`` from now); with
-    ``LANEMON_FIRST_PAINT_EXIT`` set, also print the two times and close the window."""
+    latest ``FALLBACK_MS`` from now); with ``LANEMON_FIRST_PAINT_EXIT`` set, also print
+    the two times and close the window."""
     report = bool(os.environ.get(ENV))
     if then is None and not report:
         return
