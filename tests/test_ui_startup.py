@@ -124,3 +124,29 @@ def test_a_talk_given_at_start_plays_its_first_step_once_every_tab_is_there(qtbo
         rc, shown = r.run(go())
     assert rc == 0 and errors == []
     assert len(tabs_when_loaded) == 1 and tabs_when_loaded[0] >= ALL_VIEWS and shown
+
+
+def test_a_window_never_painted_still_gets_the_rest(qtbot, monkeypatch):
+    """Shown minimised or never shown, no paint comes: ``then`` runs anyway (once)."""
+    import asyncio
+
+    import qasync
+
+    from lanemon.ui.shell import first_paint
+    from lanemon.ui.shell.app import application
+    from lanemon.ui.shell.main_window import MainWindow
+
+    monkeypatch.setattr(first_paint, "FALLBACK_MS", 50)
+    app = application()
+    win = MainWindow(views_later=True)          # never shown
+    calls = []
+    first_paint.install(win, then=lambda: calls.append(win.install_views()))
+
+    async def go():
+        await wait_until(lambda: calls, 10)
+        await asyncio.sleep(0.2)                # and not a second time
+        return list(calls)
+
+    with asyncio.Runner(loop_factory=lambda: qasync.QEventLoop(app)) as r:
+        assert r.run(go()) == [True]
+    assert win.views_installed
