@@ -200,13 +200,14 @@ async def main(window: MainWindow | None = None, store_url: str | None = None, t
     settings.restore(win, store)
     problem = settings.unwritable(store)
 
-    def after_first_paint() -> None:
-        if closed.is_set():
-            return
-        win.install_views()   # (a window made by the caller has its tabs: nothing then)
-        # the window's objects out of the collector's way, now that they are all there
+    def freeze() -> None:
+        """The window's objects out of the collector's way, once they are all there."""
         gc.collect()
         gc.freeze()
+
+    def after_first_paint() -> None:
+        if not closed.is_set() and win.install_views():   # (a caller's window has its tabs)
+            freeze()
 
     first_paint.install(win, then=after_first_paint)
     win.show()
@@ -217,6 +218,8 @@ async def main(window: MainWindow | None = None, store_url: str | None = None, t
     if store_problem:
         win.warn(store_problem)
     win.start()      # (the worker start-up measurement and the probe listener: with the views)
+    if win.views_installed:
+        freeze()         # (else after the first paint: above)
     try:
         await closed.wait()
         try:

@@ -134,6 +134,8 @@ class MainWindow(QMainWindow):
         self._views_installed = False
         self._after_views: list[Callable[[], object]] = []
         self.placement_panel = self.programs_view = self.processes_view = self.scenarios = None
+        if not views_later:
+            self.install_views()
         # the window's own watchdog: a stall of this loop is named on the chart (from start())
         self.own_watchdog = OwnWatchdog(self.heartbeat, parent=self)
         self.own_watchdog.blocked.connect(self.chart.add_own_block)
@@ -180,8 +182,6 @@ class MainWindow(QMainWindow):
         for region in self._regions():     # before the first show: nothing to restyle yet
             theme.restyle(region)
         theme.apply_frame(self, (self.tabs,))
-        if not views_later:
-            self.install_views()
 
     def install_views(self) -> bool:
         """Add the tabs after Runs (Placement, Lanes & queues, Counters, Programs, Processes
