@@ -158,7 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--minutes", type=parse_minutes, help="soak only: how long to drive the window (default 10)")
     b.add_argument("--store", metavar="URL", help="store only: measure this store (adds jobs to it) instead of "
                    "a throwaway PostgreSQL cluster")
-    b.add_argument("--json", help="also write the figures to this JSON file")
+    b.add_argument("--json", help="also write the figures to this JSON file (each benchmark's by its name, "
+                   "and 'goals': every goal judged, one record each: name, figure, floor, goal, met)")
 
     from lanemon.store.cli import add_parser as add_store_parser
 
@@ -311,7 +312,15 @@ def cmd_bench(args) -> int:
         print(f"== {name} ==")
         figures[name] = bench.run(name, print, **options)
         print()
+    from lanemon.bench.goals import goals_of, summary_lines
+
+    table = summary_lines(figures)
+    if len(names) > 1 and table:
+        print("== goals (each judged against what was measured in the same run) ==")
+        for line in table:
+            print(line)
     if args.json is not None:
+        figures = dict(figures, goals=[dict(g, bench=name) for name, f in figures.items() for g in goals_of(f)])
         sys.stdout.flush()                  # the figures are out before a failed write is said
         _write_json(args.json, figures)
         print(f"figures written to {args.json}")

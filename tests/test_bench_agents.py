@@ -22,7 +22,11 @@ def test_smallest_agents_bench_runs_real_agents_and_says_each_goal():
                         segment_s=0.3, record_s=0.3, postgresql=False)
     text = "\n".join(lines)
 
-    assert set(figures) == {"sqlite"}
+    assert set(figures) == {"sqlite", "goals"}
+    assert [g["name"] for g in figures["goals"]] == [
+        "agents sqlite: most runs of one workspace at once",
+        "agents sqlite: window following vs idle beside the agents", "agents sqlite: refresh per frame following"]
+    assert figures["goals"][0]["met"] is True
     rows = figures["sqlite"]["throughput"]
     assert set(rows) == {"1", "2"}
     for n, row in rows.items():

@@ -44,3 +44,11 @@ def child_processes() -> list[tuple[int, str]]:
     from lanemon.procs import children
 
     return [(pid, cmd) for pid, cmd in children() if "resource_tracker" not in cmd]
+
+
+def load_text() -> str:
+    """The machine's load average as printed beside every same-run floor."""
+    import os
+
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} / {five:.2f} / {fifteen:.2f} (1 / 5 / 15 min)"

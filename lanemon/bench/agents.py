@@ -110,7 +110,27 @@ def run(out: Callable[[str], None], *, agents: Sequence[int] = AGENTS, jobs: int
         finally:
             if cluster is not None:
                 cluster.stop()
+    figures["goals"] = [g.as_dict() for g in _goals(figures)]
     return figures
+
+
+def _goals(figures: dict) -> list:
+    """The goals of each engine measured: one run per workspace at once (every row), the window
+    following the store within +1 ms of its idle beside the same agents, its refresh per frame."""
+    from lanemon.bench.goals import Goal
+
+    goals = []
+    for engine, f in figures.items():
+        if "throughput" not in f:
+            continue
+        most = max(row["most_at_once"] for row in f["throughput"].values())
+        goals.append(Goal(f"agents {engine}: most runs of one workspace at once", most, 1, unit="runs"))
+        w = f["window"]
+        goals.append(Goal(f"agents {engine}: window following vs idle beside the agents",
+                          w["heartbeat_follow_p99_ms"], GOAL_HEARTBEAT_MS, floor=w["heartbeat_idle_p99_ms"]))
+        goals.append(Goal(f"agents {engine}: refresh per frame following", w["refresh_per_frame_ms"],
+                          GOAL_FRAME_MS))
+    return goals
 
 
 def _new_store(engine: str, folder: Path, key: str, cluster) -> str:

@@ -20,6 +20,7 @@ import time
 
 from lanemon.bench._common import goal, median
 from lanemon.bench._window import run_window, settled
+from lanemon.bench.goals import Goal
 
 RUNS = 300
 TOTAL = 20_000          # iterations per run: a few ms, so 300 runs take well under a minute
@@ -86,6 +87,9 @@ def run(out) -> dict:
         f"run 291–300 {late:.2f} ms, ratio {r_ratio:.2f} (goal ≤ {GOAL_RATIO}) {goal(r_ratio <= GOAL_RATIO)}")
     out(f"presenter toggle on+off with paint, median of 3: after run 12 {f5_early:.0f} ms, "
         f"after run 300 {f5_late:.0f} ms, ratio {f_ratio:.2f} (goal ≤ {GOAL_RATIO}) {goal(f_ratio <= GOAL_RATIO)}")
-    return {"runs": RUNS, "refresh_early_ms": round(early, 3), "refresh_late_ms": round(late, 3),
+    goals = [Goal("refresh after a run ends: runs 291-300 / runs 3-12", r_ratio, GOAL_RATIO, unit="x"),
+             Goal("presenter toggle: after run 300 / after run 12", f_ratio, GOAL_RATIO, unit="x")]
+    return {"goals": [g.as_dict() for g in goals],
+            "runs": RUNS, "refresh_early_ms": round(early, 3), "refresh_late_ms": round(late, 3),
             "refresh_ratio": round(r_ratio, 3), "toggle_early_ms": round(f5_early, 1),
             "toggle_late_ms": round(f5_late, 1), "toggle_ratio": round(f_ratio, 3)}

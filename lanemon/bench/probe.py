@@ -29,6 +29,7 @@ import time
 
 import lanemon.probe
 from lanemon.bench._common import goal, machine
+from lanemon.bench.goals import Goal
 from lanemon.probe.book import ProbeBook
 from lanemon.probe.demo import echo, hammer
 from lanemon.probe.listen import bound_address, listen
@@ -197,5 +198,10 @@ def run(out) -> dict:
         "cpu_pct_of_core": round(cpu_pct, 3), "bare_timer_cpu_pct_of_core": round(timer_pct, 3),
         "blocks": BLOCKS, "blocks_reported": reported, "blocks_good": good,
         "block_durations_ms": [round(d, 1) for d in durations],
-        "goals": {"lag_delta_ms": GOAL_LAG_MS, "cpu_pct": GOAL_CPU_PCT, "blocks_good": BLOCKS},
+        "goals": [Goal("probe: loop lag p99 with vs without it (median of rounds)", p99_with, GOAL_LAG_MS,
+                       floor=p99_without, agreed=sum(w - wo <= GOAL_LAG_MS for w, wo in zip(lag_with, lag_without)),
+                       alternations=len(lag_with)).as_dict(),
+                  Goal("probe: CPU at period 10 ms, % of a core", cpu_pct, GOAL_CPU_PCT, unit="%").as_dict(),
+                  Goal("probe: 200 ms blocks reported within 10 %, named", good, BLOCKS, unit="blocks",
+                       at_least=True).as_dict()],
     }

@@ -97,7 +97,28 @@ def run(out: Callable[[str], None], *, store: str | None = None) -> dict:
         finally:
             if cluster is not None:
                 cluster.stop()
+    figures["goals"] = [g.as_dict() for g in _goals(figures)]
     return figures
+
+
+def _goals(figures: dict) -> list:
+    """The goals of each engine measured: the one-process cycle rate, most owners of one lane at
+    once, the heartbeat following the feed under churn within its goal of the idle beside it."""
+    from lanemon.bench.goals import Goal
+
+    goals = []
+    for key, f in figures.items():
+        if "most_owners_at_once" not in f:
+            continue
+        if f.get("one_process_goal"):
+            goals.append(Goal(f"store {key}: claim + fenced save + release, one process",
+                              f["one_process_cycles_per_s"], f["one_process_goal"], unit="cycles/s", at_least=True))
+        goals.append(Goal(f"store {key}: most owners of one lane at once", f["most_owners_at_once"], 1,
+                          unit="owners"))
+        if "heartbeat_follow_p99_ms" in f:
+            goals.append(Goal(f"store {key}: heartbeat following feed under churn vs idle",
+                              f["heartbeat_follow_p99_ms"], GOAL_HEARTBEAT_MS, floor=f["heartbeat_idle_p99_ms"]))
+    return goals
 
 
 def _throwaway():

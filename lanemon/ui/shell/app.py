@@ -24,9 +24,12 @@ Settings (``lanemon.ui.shell.settings``): restored before the window shows, save
 when it is closed. A settings file that cannot be written is said in the
 window at start (status bar), and on stderr if the save at close fails.
 
-Once the window is up, the objects that make it (modules, Qt wrappers, the
-plots: ~80,000) are moved out of the garbage collector's way (``gc.freeze``
-after one full collection): a full collection otherwise walks all of them,
+The window shows the chart, the Runs tab, the menus and the status bar
+first; right after its first paint the other tabs are added and the
+background work starts (``MainWindow.install_views``, through
+``first_paint.install``). Then the objects that make the window (modules,
+Qt wrappers, the plots: ~80,000) are moved out of the garbage collector's
+way (``gc.freeze`` after one full collection): a full collection otherwise walks all of them,
 ~25 ms with the loop stopped, every time enough new objects have piled up.
 ``main`` unfreezes them when it returns.
 """
@@ -193,26 +196,36 @@ async def main(window: MainWindow | None = None, store_url: str | None = None, t
             await lanes_store.close()
         win.add_shutdown_hook(close_store)
     else:
-        win = MainWindow()
+        win = MainWindow(views_later=True)   # the other tabs after the first paint (below)
     closed = asyncio.Event()
     win.close_requested.connect(closed.set)
     door = SignalDoor(lambda signum: win.close(), on_received=lambda signum: win.controller.refuse_new_runs())
     store = settings.open_store()
     settings.restore(win, store)
     problem = settings.unwritable(store)
-    first_paint.install(win)
+
+    def freeze() -> None:
+        """The window's objects out of the collector's way, once they are all there."""
+        gc.collect()
+        gc.freeze()
+
+    def after_first_paint() -> None:
+        if not closed.is_set() and win.install_views():   # (a caller's window has its tabs)
+            freeze()
+
+    first_paint.install(win, then=after_first_paint)
     win.show()
     if talk is not None:
-        win.talk_player.load(talk)
+        win.after_views(lambda: win.talk_player.load(talk))   # its steps act on the tabs
     if problem:
         win.warn(f"Settings will not be kept: {problem}")
     if store_problem:
         win.warn(store_problem)
-    win.start()
+    win.start()      # (the worker start-up measurement and the probe listener: with the views)
     if replay_path:
-        win.replay.open_recording(replay_path)
-    gc.collect()
-    gc.freeze()
+        win.after_views(lambda: win.replay.open_recording(replay_path))   # it draws in the tabs
+    if win.views_installed:
+        freeze()         # (else after the first paint: above)
     try:
         await closed.wait()
         try:

@@ -1,42 +1,72 @@
-"""First-paint probe for ``lanemon bench startup``.
+"""After the window's first paint: the rest of the window, and the first-paint probe.
 
-When the environment variable ``LANEMON_FIRST_PAINT_EXIT`` is set, the window
-reports the first time it has been painted (``lanemon: first paint`` and the
-wall-clock time on stdout) and then closes itself, so the benchmark can time
-"process start to first painted window" with the real ``lanemon`` command.
-Without the variable, nothing is installed.
+``install(window, then)`` calls ``then()`` once, from the event loop, right
+after the window's first paint event, or ``FALLBACK_MS`` after ``install``
+if no paint came by then (a window shown minimised): ``app.main`` installs
+the other tabs and starts the background work there, so the window shows
+without waiting for them.
+
+When the environment variable ``LANEMON_FIRST_PAINT_EXIT`` is set, it also
+reports on stdout the wall-clock time of the first paint event (``lanemon:
+first paint T``) and of the end of ``then()`` (``lanemon: complete T``: every
+tab there), then closes the window, so ``lanemon bench startup`` can time the
+real ``lanemon`` command.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import time
+from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, QObject, QTimer
 
 ENV = "LANEMON_FIRST_PAINT_EXIT"
+FALLBACK_MS = 2000   # then() runs by then even if no paint came
 
 
-class _Probe(QObject):
-    def __init__(self, window) -> None:
+class _AfterFirstPaint(QObject):
+    def __init__(self, window, then: Callable[[], object] | None, report: bool) -> None:
         super().__init__(window)
         self._window = window
-        self._done = False
+        self._then = then
+        self._report = report
+        self._painted = False
+        self._called = False
+        # a window that is never painted (shown minimised, on another desktop) still gets the rest
+        self._fallback = QTimer(self)
+        self._fallback.setSingleShot(True)
+        self._fallback.timeout.connect(self._after)
+        self._fallback.start(FALLBACK_MS)
 
     def eventFilter(self, obj, event) -> bool:
-        if not self._done and event.type() == QEvent.Type.Paint:
-            self._done = True
-            # time.time(): comparable with the parent's clock across processes
-            print(f"lanemon: first paint {time.time():.6f}", flush=True)
-            QTimer.singleShot(0, self._window.close)
+        if not self._painted and event.type() == QEvent.Type.Paint:
+            self._painted = True
+            if self._report:
+                # time.time(): comparable with the parent's clock across processes
+                print(f"lanemon: first paint {time.time():.6f}", flush=True)
+            QTimer.singleShot(0, self._after)     # after this paint has reached the screen
         return False
 
+    def _after(self) -> None:
+        if self._called:
+            return
+        self._called = True
+        self._fallback.stop()
+        self._window.removeEventFilter(self)
+        if self._then is not None:
+            self._then()
+        if self._report:
+            print(f"lanemon: complete {time.time():.6f}", flush=True)
+            self._window.close()
+        self.deleteLater()
 
-def install(window) -> None:
-    """Install the probe on ``window`` if ``LANEMON_FIRST_PAINT_EXIT`` is set."""
-    if not os.environ.get(ENV):
+
+def install(window, then: Callable[[], object] | None = None) -> None:
+    """Call ``then()`` once, from the loop, after ``window``'s first paint event (at the
+    latest ``FALLBACK_MS`` from now); with ``LANEMON_FIRST_PAINT_EXIT`` set, also print
+    the two times and close the window."""
+    report = bool(os.environ.get(ENV))
+    if then is None and not report:
         return
-    probe = _Probe(window)
-    window.installEventFilter(probe)
-    sys.stdout.flush()
+    window.installEventFilter(_AfterFirstPaint(window, then, report))

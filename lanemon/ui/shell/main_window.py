@@ -23,6 +23,10 @@ Hooks for later views and presenter mode:
   or why not) in the Runs tab's banner; returns whether it was written.
 - ``replay`` (``lanemon/ui/replay/mode.py``): File -> Record, File -> Open recording...
   and the replay shown in the window's own views.
+- ``MainWindow(views_later=True)`` (what ``app.main`` makes): the chart, the Runs
+  tab, the menus and the status bar only; ``install_views()`` adds the other tabs
+  (``app.main`` calls it after the first paint) and ``after_views(callback)`` waits
+  for them.
 - ``talk`` (``lanemon/ui/shell/talk_mode.py``): menus, shortcuts, presenter mode,
   full screen, the shortcut overlay and About; ``app.main`` restores and saves
   the settings (``lanemon/ui/shell/settings.py``).
@@ -48,7 +52,6 @@ from PySide6.QtWidgets import (
 )
 
 from lanemon.files import cannot_write
-from lanemon.ui.counters.view import install_counters_view
 from lanemon.ui.heartbeat.chart import HeartbeatChart
 from lanemon.ui.heartbeat.own_watchdog import OwnWatchdog
 from lanemon.ui.heartbeat.timer import DEFAULT_PERIOD_MS, Heartbeat
@@ -56,13 +59,8 @@ from lanemon.ui.kit import theme
 from lanemon.ui.kit.live_label import LiveLabel
 from lanemon.ui.kit.live_view import LiveView
 from lanemon.ui.kit.status_bar import StatusBar
-from lanemon.ui.lanes.view import install_lanes_view
-from lanemon.ui.processes.scenarios import install_scenarios
-from lanemon.ui.processes.view import install_processes_view
-from lanemon.ui.programs.view import install_programs_view
 from lanemon.ui.runs.controller import RunController
 from lanemon.ui.runs.panel import RunsPanel
-from lanemon.ui.runs.placement import PlacementPanel
 from lanemon.ui.shell import exports
 
 if TYPE_CHECKING:
@@ -90,10 +88,13 @@ class MainWindow(QMainWindow):
     close_requested = Signal()
 
     def __init__(self, period_ms: int = DEFAULT_PERIOD_MS, parent: QWidget | None = None, *,
-                 lanes_scheduler: Scheduler | None = None, probe_address: str | None = None) -> None:
+                 lanes_scheduler: Scheduler | None = None, probe_address: str | None = None,
+                 views_later: bool = False) -> None:
         """``lanes_scheduler``: the Lanes & queues tab's scheduler (default: a new one on the
         in-memory engine; ``app.main`` passes one on the store given with ``--store``).
-        ``probe_address``: where the Programs tab listens for probes (``None``: 127.0.0.1:47200)."""
+        ``probe_address``: where the Programs tab listens for probes (``None``: 127.0.0.1:47200).
+        ``views_later``: only the chart, the Runs tab, the menus and the status bar now; the
+        other tabs when the caller calls ``install_views`` (see there)."""
         super().__init__(parent)
         self.setStyleSheet(theme.frame_stylesheet())   # once: it never changes (theme.apply_frame)
         self.setWindowTitle("lanemon — event-loop lag")
@@ -128,18 +129,15 @@ class MainWindow(QMainWindow):
         # the Runs tab's messages (exports written or not, refused runs) also go to the status
         # bar, which is inside the screen whatever the tab shows or where its page is scrolled
         self.runs_panel.noticed.connect(lambda text: self.statusBar().showMessage(text, 15000))
-        self.placement_panel = PlacementPanel(self.controller)
         self.add_view("runs", "Runs", self.runs_panel)
-        self.add_view("placement", "Placement", self.placement_panel)
-        # views of the other domains (each install_* adds its tab and shutdown hook):
-        install_lanes_view(self, lanes_scheduler)
-        install_counters_view(self)
-        # asyncio programs heard through lanemon.probe (listening from start(); the view closes it)
-        self.programs_view = install_programs_view(self, probe_address)
-        # agent processes started from here, the store's sessions, the worker processes
-        self.processes_view = install_processes_view(self)
-        # the four scenarios: a box in the Processes tab, their description on the tabs showing them
-        self.scenarios = install_scenarios(self)
+        # the other tabs: install_views (now, or after the first paint with views_later)
+        self._lanes_scheduler = lanes_scheduler
+        self._probe_address = probe_address
+        self._views_installed = False
+        self._after_views: list[Callable[[], object]] = []
+        self.placement_panel = self.programs_view = self.processes_view = self.scenarios = None
+        if not views_later:
+            self.install_views()
         # the window's own watchdog: a stall of this loop is named on the chart (from start())
         self.own_watchdog = OwnWatchdog(self.heartbeat, parent=self)
         self.own_watchdog.blocked.connect(self.chart.add_own_block)
@@ -189,6 +187,59 @@ class MainWindow(QMainWindow):
         for region in self._regions():     # before the first show: nothing to restyle yet
             theme.restyle(region)
         theme.apply_frame(self, (self.tabs,))
+
+    def install_views(self) -> bool:
+        """Add the tabs after Runs (Placement, Lanes & queues, Counters, Programs, Processes
+        and the scenarios) and, if the window has started, its background work (the worker
+        start-up measurement and pool, the probe listener). Done once: False when the views
+        are there already or the window is shutting down (nothing is added then).
+
+        ``MainWindow(views_later=True)`` leaves this to its caller (``app.main`` calls it
+        after the first paint, so the window shows without waiting for them); their modules
+        are imported here, not before."""
+        if self._views_installed or self._shut:
+            return False
+        self._views_installed = True
+        from lanemon.ui.counters.view import install_counters_view
+        from lanemon.ui.lanes.view import install_lanes_view
+        from lanemon.ui.processes.scenarios import install_scenarios
+        from lanemon.ui.processes.view import install_processes_view
+        from lanemon.ui.programs.view import install_programs_view
+        from lanemon.ui.runs.placement import PlacementPanel
+
+        before = set(self.views)
+        self.placement_panel = PlacementPanel(self.controller)
+        self.add_view("placement", "Placement", self.placement_panel)
+        # views of the other domains (each install_* adds its tab and shutdown hook):
+        install_lanes_view(self, self._lanes_scheduler)
+        install_counters_view(self)
+        # asyncio programs heard through lanemon.probe (listening from start(); the view closes it)
+        self.programs_view = install_programs_view(self, self._probe_address)
+        # agent processes started from here, the store's sessions, the worker processes
+        self.processes_view = install_processes_view(self)
+        # the four scenarios: a box in the Processes tab, their description on the tabs showing them
+        self.scenarios = install_scenarios(self)
+        if self.isVisible():        # made after the look was set: each takes it when brought up to date
+            self._fonts_behind.update(set(self.views) - before)
+            self._restyle_timer.start()
+        if self._started:
+            self._start_background()
+        waiting, self._after_views = self._after_views, []
+        for callback in waiting:
+            callback()
+        return True
+
+    @property
+    def views_installed(self) -> bool:
+        return self._views_installed
+
+    def after_views(self, callback: Callable[[], object]) -> None:
+        """Call ``callback()`` once every tab is there: now if it is, else at the end of
+        ``install_views`` (what needs a view, e.g. a talk or a recording opened at start)."""
+        if self._views_installed:
+            callback()
+        else:
+            self._after_views.append(callback)
 
     def fit_to_screen(self, available: QRect) -> None:
         """Place the window (not full screen or maximised) within ``available`` (a screen's
@@ -297,7 +348,8 @@ class MainWindow(QMainWindow):
 
     # --- life cycle ---------------------------------------------------------------------------
     def start(self) -> None:
-        """Start the heartbeat, the chart, and the background measurements."""
+        """Start the heartbeat, the chart, and -- once the views are installed (now, or when
+        ``install_views`` runs) -- the background measurements and the probe listener."""
         if self._started:
             return
         self._started = True
@@ -305,6 +357,10 @@ class MainWindow(QMainWindow):
         self.own_watchdog.start()
         self.chart.start()
         self._status_timer.start()
+        if self._views_installed:
+            self._start_background()
+
+    def _start_background(self) -> None:
         self.controller.start_measurements()
         self.programs_view.start_listening()
 

@@ -1,0 +1,31 @@
+"""The bare-loop floor process the window benchmarks are judged against (no timed asserts)."""
+
+from __future__ import annotations
+
+import pytest
+
+from lanemon.bench.floor import BareLoop
+
+
+def test_a_segment_is_the_heartbeat_of_a_bare_loop_over_that_time():
+    with BareLoop(10, settle_s=0.05) as bare:
+        first = bare.record(0.3)
+        second = bare.record(0.3)
+        with pytest.raises(ValueError, match="more than 0"):
+            bare.record(0)
+    # ~30 ticks of a 10 ms heartbeat in 0.3 s; a loaded machine may take fewer, never none
+    assert 0 < len(first) <= 40 and 0 < len(second) <= 40
+    assert all(v >= 0.0 for v in first + second)
+    with pytest.raises(RuntimeError, match="closed"):
+        bare.record(0.1)
+
+
+def test_a_floor_process_that_died_is_said():
+    bare = BareLoop(10, settle_s=0.05)
+    try:
+        bare._proc.kill()
+        bare._proc.wait()
+        with pytest.raises(RuntimeError, match=r"the bare-loop floor process ended \(exit -9\)"):
+            bare.record(0.1)
+    finally:
+        bare.close()
