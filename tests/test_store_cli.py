@@ -392,12 +392,12 @@ def test_a_missing_store_says_run_init_and_creates_nothing(capsys, url, command)
 def test_a_newer_schema_version_is_refused_and_left_alone(capsys, url):
     init(capsys, url)
     ok(capsys, "store", "submit", "--store", url, "--workspace", "a", "--seconds", "1")
-    sql(url, "UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    sql(url, "UPDATE meta SET value = '4' WHERE key = 'schema_version'")
     for command in (["init"], ["dump"], ["submit", "--workspace", "a", "--seconds", "1"], ["reset", "--yes"]):
         line = refused(capsys, "store", *command, "--store", url)
-        assert "schema version 3, newer than this lanemon's (2)" in line
+        assert "schema version 4, newer than this lanemon's (3)" in line
     assert job_rows(url) == 1
-    assert sql(url, "SELECT value FROM meta WHERE key = 'schema_version'") == [("3",)]
+    assert sql(url, "SELECT value FROM meta WHERE key = 'schema_version'") == [("4",)]
 
 
 def test_an_older_schema_version_can_be_reset_as_its_refusal_says(capsys, url):
