@@ -86,6 +86,7 @@ GAP_S = 0.1             # after changes were applied, the feed gathers more for 
                         # few ms, and each change was read and drawn at once)
 FOLLOW_NAME = "lanemon-follow"   # the follower's own session name
 SCHEDULED = "scheduled"
+_SCHEDULED_KEY = SCHEDULED + ":"
 _TERMINAL = frozenset(reads.TERMINAL_STATES)
 _STATES = ("waiting", "running", "succeeded", "failed", "cancelled")
 
@@ -197,7 +198,8 @@ class FollowModel:
         for job in full.live:
             self._place(job)
         for lane in full.lanes:
-            self._lanes[f"{lane.name}:{lane.workspace}"] = lane
+            if lane.name == SCHEDULED:      # (the only lanes shown: the feed's others are not read)
+                self._lanes[f"{lane.name}:{lane.workspace}"] = lane
             self._wss.add(lane.workspace)
         for b in full.busy:
             self._busy[b.workspace] = (b.reason,)
@@ -646,19 +648,23 @@ class Follower:
             elif table == "ledger":
                 ledger.append(int(key))
             elif table == "lanes":
-                lanes.append(key)
+                if key.startswith(_SCHEDULED_KEY):  # (the queues' lanes are not shown)
+                    lanes.append(key)
             elif table == "occupancy":
                 busy.append(key)
+        if not (jobs or lanes or busy or ledger):
+            return
+        # every kind in one read (one round trip on PostgreSQL)
+        got = await reads.changed(backend, jobs=jobs, lanes=lanes, busy=busy, ledger=ledger)
         if jobs:
-            now, rows = await reads.jobs_by_ids(backend, jobs)
-            self._offset = now - time.time()
-            model.apply_jobs(jobs, rows)
+            self._offset = got.now - time.time()
+            model.apply_jobs(jobs, got.jobs)
         if lanes:
-            model.apply_lanes(lanes, await reads.lanes_by_keys(backend, lanes))
+            model.apply_lanes(lanes, got.lanes)
         if busy:
-            model.apply_busy(busy, await reads.busy_by_workspaces(backend, busy))
+            model.apply_busy(busy, got.busy)
         if ledger:
-            model.apply_ledger(await reads.ledger_by_ids(backend, ledger))
+            model.apply_ledger(got.ledger)
         if jobs or lanes or busy or ledger:
             self.changes_applied += len(changes)
             self._tell()

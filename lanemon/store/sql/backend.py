@@ -213,6 +213,7 @@ class StoredJob:
 
 class Backend(Protocol):
     answers_now: bool
+    dialect: str        # "sqlite" or "postgresql" (the few queries written per engine)
     session: str
     lease: float
     clock_skew: float

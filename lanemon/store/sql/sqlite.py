@@ -116,6 +116,7 @@ class SqliteBackend(BackendSession):
     """One connection to one SQLite store file (see the module docstring)."""
 
     answers_now = True
+    dialect = "sqlite"
 
     def __init__(self, path: str, *, lease: float, name: str = "", info: dict[str, Any] | None = None) -> None:
         super().__init__(lease=lease, name=name, info=info)
