@@ -54,9 +54,14 @@ Lanes: ``store`` or ``local``
 fenced there): one workspace never runs in two agents at once.
 ``--lanes local`` reproduces the seed's design scaled out by mistake: each
 agent has its own in-memory lanes (the in-process Map) and its record writes
-are not fenced (``store.records(fenced=False)``). A job still runs once (the
-transition rule), but two jobs of one workspace run at once in two agents:
-the overlaps the window draws in red. With local lanes no store lane is held,
+are not fenced (``store.records(fenced=False)``); and it reserves nothing: it
+**polls** every queued job of its queues (``SqlStore.queued_jobs``, a read,
+with a cursor in id order that wraps to 0 when a page comes back short) and
+adopts each one, as every copy of the seed did. A job still runs once (the
+transition rule: the others' running saves are refused, ``taken_elsewhere``),
+but two jobs of one workspace run at once in two agents: the overlaps the
+window draws in red (with reservations, one agent would take a workspace's
+whole backlog and run it in order: the flaw would hide). With local lanes no store lane is held,
 so nothing expires when an agent dies: a killed local agent's running job
 stays ``running`` in the store (the seed's flaw; store lanes have no such
 hole).
@@ -348,10 +353,13 @@ class _Agent:
         errors = backend.errors
         relapse_until = 0.0
         quiet = False
+        local = self._lanes == "local"
+        cursor = 0      # (local lanes: where the look at every queued job goes on)
         while not stop.is_set():
             waiting = sched.adopted_waiting()
-            room = min(MAX_WAITING - waiting, TAKE_BATCH)
+            room = MAX_WAITING - waiting if local else min(MAX_WAITING - waiting, TAKE_BATCH)
             page = ()
+            found = 0
             # any operation of this session that failed since the last look (a claim, a save, the
             # keeper's renew: whichever met the broken connection first) is a lost store too:
             # a poll alone can wait out a short outage inside the pool and never fail
@@ -361,9 +369,12 @@ class _Agent:
                 try:
                     if failed is not None:
                         raise StoreError(failed)
-                    if not self._store_ok:  # (back: what it reserved before the loss is free again)
-                        await store.give_back_jobs()
-                    page = await store.take_jobs(self._queues, room)
+                    if local:   # the seed's design: every agent adopts every queued job it sees
+                        page = await store.queued_jobs(self._queues, cursor, room)
+                    else:
+                        if not self._store_ok:  # (back: what it reserved before the loss is free again)
+                            await store.give_back_jobs()
+                        page = await store.take_jobs(self._queues, room)
                 except StoreError as exc:
                     errors = backend.errors
                     if self._store_ok:
@@ -391,9 +402,17 @@ class _Agent:
                 for job in page:
                     if sched.closed or stop.is_set():
                         break
-                    sched.adopt(job.record.queue, job.record, work_for(job.spec))
+                    if sched.adopt(job.record.queue, job.record, work_for(job.spec)):
+                        found += 1
+                if local:
+                    cursor = page[-1].record.id if page and len(page) == room else 0
             self._publish(store)
-            if room > 0 and len(page) < room:
+            if local:
+                if room <= 0 or cursor == 0 and not found:
+                    await _wait(stop, POLL_S)
+                else:
+                    await asyncio.sleep(0)
+            elif room > 0 and len(page) < room:
                 await _wait(stop, POLL_S)       # the store had no more free jobs
             elif room <= 0 or waiting >= TAKE_BATCH:
                 await self._rest(stop)          # enough wait here: until fewer do, or POLL_S
