@@ -73,6 +73,7 @@ connection for the lanes it still holds.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import psycopg
@@ -815,25 +816,27 @@ class PostgresBackend(BackendSession):
         """Every table as plain data, read in one REPEATABLE READ snapshot."""
         return await dump_by_read(self.read)
 
-    async def read(self, queries: list[tuple[str, tuple]]) -> tuple[float, list[list[tuple]]]:
+    async def read(self, queries: list[tuple[str, tuple]], *,
+                   snapshot: bool = True) -> tuple[float, list[list[tuple]]]:
         """Run the SELECTs ``queries`` (``?`` placeholders, made ``%s`` here) in one
         REPEATABLE READ snapshot; returns the store clock and each query's rows (the
-        follower's reads, :mod:`lanemon.store.sql.reads`). Failures -> StoreError."""
+        follower's reads, :mod:`lanemon.store.sql.reads`). ``snapshot=False``: each
+        statement on its own (autocommit: no BEGIN, SET and COMMIT round trips), for
+        reads whose queries need not agree with each other. Failures -> StoreError."""
         pool = self._pool
         if pool is None:
             raise StoreError(f"postgresql store {self.url.redacted()} is closed")
         try:
             async with pool.connection() as conn:
-                # pipelined: BEGIN, the statements and COMMIT go in one round trip (five or more
-                # round trips a read, each waking the loop and the server, cost a follower more
-                # than the rows it read)
-                async with conn.pipeline():
-                    async with conn.transaction():
+                async with (conn.transaction() if snapshot else contextlib.nullcontext()):
+                    if snapshot:
                         await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                        clock = await conn.execute(_SQL["clock"], (self.clock_skew,))
-                        cursors = [await conn.execute(sql.replace("?", "%s"), params) for sql, params in queries]
-                now = (await clock.fetchone())[0]
-                results = [await cur.fetchall() for cur in cursors]
+                    cur = await conn.execute(_SQL["clock"], (self.clock_skew,))
+                    now = (await cur.fetchone())[0]
+                    results = []
+                    for sql, params in queries:
+                        cur = await conn.execute(sql.replace("?", "%s"), params)
+                        results.append(await cur.fetchall())
         except psycopg.Error as exc:
             raise StoreError(explain(self.url, exc)) from None
         except (PoolTimeout, PoolClosed) as exc:

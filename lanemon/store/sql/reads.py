@@ -12,8 +12,9 @@ for:
   and the highest job id. Bounded by ``recent``/``ledger`` and by the live
   jobs (the store's backlog), not by the store's history.
 * :func:`changed` -- the rows the feed named, jobs, lanes, occupancy and
-  ledger rows at once, in **one** read (one snapshot; on PostgreSQL one round
-  trip); :func:`jobs_by_ids`, :func:`ledger_by_ids`, :func:`lanes_by_keys`,
+  ledger rows at once, in **one** read (on PostgreSQL: the clock and one
+  statement per kind, autocommit, no transaction's round trips);
+  :func:`jobs_by_ids`, :func:`ledger_by_ids`, :func:`lanes_by_keys`,
   :func:`busy_by_workspaces` -- one kind each (a key with no row: the row was
   deleted). The keys go as one array parameter (PostgreSQL ``= ANY (...)``,
   SQLite ``IN (SELECT value FROM json_each(?))``), so each query's text is the
@@ -209,7 +210,9 @@ async def changed(backend, *, jobs: Sequence[int] = (), lanes: Sequence[str] = (
             kinds.append(what)
     if not queries:
         return Changed(now=await backend.now(), jobs=(), lanes=(), busy=(), ledger=())
-    now, results = await backend.read(queries)
+    # (no snapshot: each kind is applied on its own, as the feed names them; on PostgreSQL
+    # that saves the BEGIN, SET and COMMIT round trips)
+    now, results = await backend.read(queries, snapshot=False)
     got = dict.fromkeys(asked, ())
     for what, rows in zip(kinds, results):
         convert = next(k[4] for k in _KINDS if k[0] == what)

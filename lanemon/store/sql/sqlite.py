@@ -452,10 +452,13 @@ class SqliteBackend(BackendSession):
         """Every table as plain data, in one read snapshot (WAL: a reader never waits)."""
         return await dump_by_read(self.read)
 
-    async def read(self, queries: list[tuple[str, tuple]]) -> tuple[float, list[list[tuple]]]:
+    async def read(self, queries: list[tuple[str, tuple]], *,
+                   snapshot: bool = True) -> tuple[float, list[list[tuple]]]:
         """Run the SELECTs ``queries`` (``?`` placeholders) in one read snapshot (WAL: no
-        writer waits); returns the store clock and each query's rows (the follower's reads,
-        :mod:`lanemon.store.sql.reads`). Refused: a closed or unreadable store (StoreError)."""
+        writer waits; ``snapshot`` is accepted for PostgreSQL's sake: a local read
+        transaction costs no round trip); returns the store clock and each query's rows
+        (the follower's reads, :mod:`lanemon.store.sql.reads`). Refused: a closed or
+        unreadable store (StoreError)."""
         db = self._require()
         cur = db.cursor()
         try:
