@@ -140,13 +140,15 @@ from lanemon.lanes.work import CpuWork, SimulatedWork
 from lanemon.store.sql.backend import JobSpec
 from lanemon.store.url import StoreError, parse
 
-__all__ = ["AgentStats", "BACKOFF_MAX_S", "BACKOFF_MIN_S", "GRACE_S", "LANES_MODES", "MAX_WAITING",
+__all__ = ["AgentStats", "BACKOFF_MAX_S", "BACKOFF_MIN_S", "GIVE_BACK_S", "GRACE_S", "LANES_MODES", "MAX_WAITING",
            "POLL_S", "RETRY_S", "TAKE_BATCH", "run_agent", "work_for"]
 
 #: adopted (reserved) jobs one agent holds waiting for their lanes, at most
 MAX_WAITING = 256
 #: jobs one agent reserves in one statement, at most
 TAKE_BATCH = 32
+#: seconds a stopping agent waits for the store to take its reservations back
+GIVE_BACK_S = 2.0
 #: seconds between polls of an agent that found nothing new
 POLL_S = 0.05
 #: seconds between looks at waiting workspaces (another process's release is not announced)
@@ -340,9 +342,10 @@ class _Agent:
                 await asyncio.to_thread(shutdown_workers)
 
     async def _give_back(self, store) -> None:
-        """Give back this session's reservations (a failure leaves them to run out)."""
-        with contextlib.suppress(StoreError):
-            await store.give_back_jobs()
+        """Give back this session's reservations (a failure, or no answer within
+        :data:`GIVE_BACK_S`, leaves them to run out: a stop is not held up by a lost store)."""
+        with contextlib.suppress(StoreError, TimeoutError):
+            await asyncio.wait_for(store.give_back_jobs(), GIVE_BACK_S)
 
     async def _poll(self, store, stop: asyncio.Event) -> None:
         sched = self._sched

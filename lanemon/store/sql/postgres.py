@@ -290,10 +290,12 @@ BEGIN
     -- (made again if a reaper dropped it: e.g. the lock connection was lost and is back)
     INSERT INTO lanemon.sessions VALUES (p_session, p_pid, p_host, p_name, coalesce(p_started, t), t, p_info)
         ON CONFLICT (session) DO UPDATE SET last_seen = excluded.last_seen, info = excluded.info;
-    -- (the reservations of the jobs it waits to run too)
-    UPDATE lanemon.jobs SET taken_until = t + p_lease WHERE taken_by = p_session AND state = 'queued';
     UPDATE lanemon.lanes SET lease_until = t + p_lease WHERE session = p_session;
     GET DIAGNOSTICS n = ROW_COUNT;
+    -- the reservations of the jobs it waits to run too: after the lanes, the order save_job
+    -- locks them in (lanes FOR SHARE, then the job row): jobs first deadlocked with a save of
+    -- one of those jobs by the same process's scheduler, on another connection of its pool
+    UPDATE lanemon.jobs SET taken_until = t + p_lease WHERE taken_by = p_session AND state = 'queued';
     RETURN n;
 END $$;
 

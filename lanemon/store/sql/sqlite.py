@@ -325,10 +325,11 @@ class SqliteBackend(BackendSession):
         with self._tx() as cur:
             now = self._now()
             self._upsert_session(cur, now)
+            renewed = cur.execute("UPDATE lanes SET lease_until=? WHERE session=?",
+                                  (now + self.lease, self.session)).rowcount
             cur.execute("UPDATE jobs SET taken_until=? WHERE taken_by=? AND state='queued'",
                         (now + self.lease, self.session))
-            return cur.execute("UPDATE lanes SET lease_until=? WHERE session=?",
-                               (now + self.lease, self.session)).rowcount
+            return renewed
 
     async def sessions(self) -> list[SessionRow]:
         db = self._require()
