@@ -73,6 +73,7 @@ SEGMENT_S = 2.0
 SETTLE_S = 1.0
 RECORD_S = 3.0
 TIMEOUT_S = 120.0
+STOP_S = 30.0
 GOAL_HEARTBEAT_MS = 1.0
 GOAL_FRAME_MS = 4.0
 GOAL_SCALING = 0.9
@@ -194,10 +195,15 @@ class _Agents:
         for proc in self.procs.values():
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + STOP_S
         while any(p.poll() is None for p in self.procs.values()):
             if time.monotonic() > deadline:
-                raise RuntimeError("agents still running 60 s after SIGTERM")
+                stuck = [name for name, p in self.procs.items() if p.poll() is None]
+                for name in stuck:      # (SIGUSR1: the agent prints where each of its tasks waits)
+                    self.procs[name].send_signal(signal.SIGUSR1)
+                await asyncio.sleep(1.0)
+                raise RuntimeError(f"agents still running {STOP_S:g} s after SIGTERM: {', '.join(stuck)}; "
+                                   f"{stuck[0]}'s log:\n{(self._folder / f'{stuck[0]}.log').read_text()[-6000:]}")
             await asyncio.sleep(0.05)
         bad = [name for name, p in self.procs.items() if p.returncode != 0]
         if bad:
