@@ -178,14 +178,14 @@ async def test_agents_on_local_lanes_run_one_workspace_twice_at_once(store):
 
 async def test_an_agent_that_loses_its_store_stops_taking_jobs_says_so_and_comes_back(store, monkeypatch):
     down = asyncio.Event()
-    real = SqliteBackend.queued_jobs
+    real = SqliteBackend.take_jobs
 
-    async def queued_jobs(self, queues, after_id, limit):
+    async def take_jobs(self, queues, limit):
         if down.is_set() and self.name == "a":
             raise StoreError("sqlite store: busy (injected)")
-        return await real(self, queues, after_id, limit)
+        return await real(self, queues, limit)
 
-    monkeypatch.setattr(SqliteBackend, "queued_jobs", queued_jobs)
+    monkeypatch.setattr(SqliteBackend, "take_jobs", take_jobs)
     monkeypatch.setattr(agent_mod, "BACKOFF_MIN_S", 0.01)
     agents = Agents(store.url.text)
     try:

@@ -260,6 +260,93 @@ async def test_agents_paused_killed_and_stopped_leave_the_store_consistent(reque
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+async def test_many_agents_run_every_job_exactly_once_each_taken_by_one_agent(request, tmp_path, engine):
+    """Six agents on one store: each job is reserved by one of them (adopted once in all: no
+    herd of refused running saves), run once, never two runs of one workspace at once."""
+    if engine == "postgresql" and importlib.util.find_spec("psycopg") is None:
+        pytest.skip("psycopg is not installed")
+    store = await open_test_store(request, engine, lease=5.0)  # (no reservation runs out on a slow machine)
+    agents = Agents(store.url.text, tmp_path)
+    names = [f"n{i}" for i in range(6)]
+    try:
+        for i, name in enumerate(names):
+            agents.start(name, "--seed", str(i))
+        await _sessions_up(store, names)
+        rng = random.Random(6)
+        ids = await store.submit([JobSpec(f"w{i % 10}", rng.choice(["reservations", "cafe"]),
+                                          seconds=rng.choice([0.0, 0.01, 0.02])) for i in range(240)])
+        await _until(store, _all_terminal(len(ids)), "every job terminal")
+        for name in names:
+            agents.signal(name, signal.SIGTERM)
+        for name in names:
+            assert await agents.wait(name) == 0, agents.log(name)
+        dump = _dump_json(store.url.text)
+    finally:
+        left = agents.close()
+        await store.close()
+    assert left == []
+    result = audit(dump)
+    assert result.problems() == [] and result.most_at_once == 1 and result.jobs == len(ids)
+    assert {j["state"] for j in dump["jobs"]} == {"succeeded"}
+    assert all(j["taken_by"] is None for j in dump["jobs"])     # (a save ends a reservation)
+    stats = [agents.stats(name) for name in names]
+    ran = sorted(i for st in stats for i in st["finished"])
+    assert ran == ids                                          # each job run and saved by one agent
+    # reserved, not herded: each job adopted by one agent (before: by every agent, N-1 refused)
+    assert sum(st["adopted"] for st in stats) == len(ids), [st["adopted"] for st in stats]
+    assert sum(st["taken_elsewhere"] for st in stats) == 0
+    assert len({j["owner"] for j in dump["jobs"]}) >= 2        # (and more than one of them worked)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_an_agent_killed_holding_reservations_leaves_its_jobs_to_the_others(request, tmp_path, engine):
+    """An agent reserves a workspace's backlog (one workspace: it runs them one at a time) and
+    is SIGKILLed: its reserved jobs stay queued, taken by no one until the reservations run out
+    (SQLite: the lease, on the store clock; PostgreSQL: at once, its session's lock is free);
+    then the other agents run every one of them, and its running job is re-queued and run."""
+    store = await _store(request, engine)
+    agents = Agents(store.url.text, tmp_path)
+    try:
+        agents.start("k")
+        await _sessions_up(store, ["k"])
+        (k,) = [s.session for s in await store.sessions() if s.name == "k"]
+        ids = await store.submit([JobSpec("w", "reservations", seconds=0.2) for _ in range(12)])
+
+        def reserved(d):
+            held = [j for j in d["jobs"] if j["state"] == "queued" and j["taken_by"] == k]
+            running = [j for j in d["jobs"] if j["state"] == "running" and j["owner"] == "k"]
+            return (held, running) if len(held) >= 6 and running else None
+        held, _ = await _until(store, reserved, "k reserved the backlog and runs its first job")
+        agents.signal("k", signal.SIGKILL)
+        assert await agents.wait("k") == -signal.SIGKILL
+        killed_at = (await store.dump())["now"]
+        for name in ("o1", "o2"):
+            agents.start(name)
+        dump = await _until(store, _all_terminal(len(ids)), "every job terminal")
+        for name in ("o1", "o2"):
+            agents.signal(name, signal.SIGTERM)
+        for name in ("o1", "o2"):
+            assert await agents.wait(name) == 0, agents.log(name)
+        dump = _dump_json(store.url.text)
+    finally:
+        left = agents.close()
+        await store.close()
+    assert left == []
+    result = audit(dump)
+    assert result.problems() == [] and result.most_at_once == 1
+    jobs = {j["id"]: j for j in dump["jobs"]}
+    for job in held:                                           # every reserved job run by the others
+        row = jobs[job["id"]]
+        assert row["state"] == "succeeded" and row["owner"] in ("o1", "o2"), row
+        if engine == "sqlite":                                 # not before its reservation ran out
+            assert row["start"] >= job["taken_until"] > killed_at, (row, job)
+    assert all(j["state"] == "succeeded" for j in dump["jobs"])
+    assert {j["owner"] for j in dump["jobs"] if j["attempts"] >= 2} <= {"o1", "o2"}  # (k's running one)
+    assert sorted(agents.stats("o1")["finished"] + agents.stats("o2")["finished"]) == sorted(
+        j["id"] for j in dump["jobs"] if j["owner"] != "k")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 async def test_agents_on_local_lanes_show_overlapping_runs_of_one_workspace(request, tmp_path, engine):
     store = await _store(request, engine)
     agents = Agents(store.url.text, tmp_path)

@@ -37,6 +37,12 @@ def test_smallest_agents_bench_runs_real_agents_and_says_each_goal():
         # (every agent may adopt a job; all but the one that runs it drop it)
         assert row["adopted"] - row["taken_elsewhere"] >= 24
     assert text.count("must be 1 -> held") == 2
+    # (reserved: each job adopted by one agent, none dropped as run elsewhere)
+    assert all(row["adopted"] == 24 and row["taken_elsewhere"] == 0 for row in rows.values())
+    scaling = figures["sqlite"]["scaling"]
+    assert set(scaling["ratios"]) == {"2"}
+    assert scaling["ratios"]["2"] == round(rows["2"]["jobs_per_s"] / rows["1"]["jobs_per_s"], 2)
+    assert f"goal: does not fall (each >= x0.9) -> {'meets goal' if scaling['goal_met'] else 'MISSES goal'}" in text
     window = figures["sqlite"]["window"]
     assert window["jobs_in_store"] == 300 and window["agents"] == agents.WINDOW_AGENTS
     assert 0 < window["jobs_run"] <= 300

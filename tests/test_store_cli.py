@@ -119,7 +119,7 @@ def digest(path: Path) -> str:
 
 def init(capsys, url: str) -> None:
     out, _ = ok(capsys, "store", "init", "--store", url)
-    assert out.startswith("created schema v2")
+    assert out.startswith("created schema v3")
 
 
 def job_rows(url: str) -> int:
@@ -165,13 +165,13 @@ async def test_open_store_sqlite_and_refusals(tmp_path: Path):
 
 def test_init_is_idempotent(capsys, url):
     out, _ = ok(capsys, "store", "init", "--store", url)
-    assert out.startswith("created schema v2 in ")
+    assert out.startswith("created schema v3 in ")
     out, _ = ok(capsys, "store", "init", "--store", url)
-    assert out.strip().endswith("is already a lanemon store, schema v2")
+    assert out.strip().endswith("is already a lanemon store, schema v3")
     ok(capsys, "store", "submit", "--store", url, "--workspace", "ws-01", "--seconds", "1")
     ok(capsys, "store", "init", "--store", url)           # again: the job is still there
     data = dump(capsys, url)
-    assert data["schema"] == 2 and [j["id"] for j in data["jobs"]] == [1]
+    assert data["schema"] == 3 and [j["id"] for j in data["jobs"]] == [1]
 
 
 def test_submit_prints_the_ids_and_a_burst_cycles_the_workspaces(capsys, url):
@@ -321,7 +321,7 @@ def test_reset_asks_on_a_terminal_and_refuses_without_one(capsys, monkeypatch, u
 def test_the_store_comes_from_LANEMON_STORE(capsys, monkeypatch, url):
     monkeypatch.setenv(ENV_STORE, url)
     out, _ = ok(capsys, "store", "init")
-    assert out.startswith("created schema v2")
+    assert out.startswith("created schema v3")
     out, _ = ok(capsys, "store", "submit", "--workspace", "a", "--seconds", "1")
     assert out.split() == ["1"]
     assert [j["id"] for j in json.loads(ok(capsys, "store", "dump", "--json")[0])["jobs"]] == [1]
@@ -392,12 +392,12 @@ def test_a_missing_store_says_run_init_and_creates_nothing(capsys, url, command)
 def test_a_newer_schema_version_is_refused_and_left_alone(capsys, url):
     init(capsys, url)
     ok(capsys, "store", "submit", "--store", url, "--workspace", "a", "--seconds", "1")
-    sql(url, "UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    sql(url, "UPDATE meta SET value = '4' WHERE key = 'schema_version'")
     for command in (["init"], ["dump"], ["submit", "--workspace", "a", "--seconds", "1"], ["reset", "--yes"]):
         line = refused(capsys, "store", *command, "--store", url)
-        assert "schema version 3, newer than this lanemon's (2)" in line
+        assert "schema version 4, newer than this lanemon's (3)" in line
     assert job_rows(url) == 1
-    assert sql(url, "SELECT value FROM meta WHERE key = 'schema_version'") == [("3",)]
+    assert sql(url, "SELECT value FROM meta WHERE key = 'schema_version'") == [("4",)]
 
 
 def test_an_older_schema_version_can_be_reset_as_its_refusal_says(capsys, url):
@@ -547,7 +547,7 @@ def test_a_wrong_password_is_one_line_without_either_password(capsys, password_r
         assert "Wr0ng-Pw" not in line and PASSWORD not in line
         assert "password" in line.lower()
     out, _ = ok(capsys, "store", "init", "--store", right)            # the right one works
-    assert PASSWORD not in out and out.startswith("created schema v2")
+    assert PASSWORD not in out and out.startswith("created schema v3")
 
 
 # --- a real process -------------------------------------------------------------------------

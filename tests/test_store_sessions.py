@@ -1,6 +1,6 @@
 """Who is running (schema version 2): each session's row with its heartbeat and ``info``,
-``SqlStore.sessions()``, ``set_info`` written by the keeper's renew, and the queued-jobs read
-the agents poll -- on both SQL engines."""
+``SqlStore.sessions()``, ``set_info`` written by the keeper's renew, the queued-jobs read,
+and (schema version 3) the reservations of queued jobs the agents take -- on both SQL engines."""
 
 from __future__ import annotations
 
@@ -138,18 +138,115 @@ async def test_queued_jobs_pages_through_the_queued_jobs_of_the_queues_in_id_ord
         await store.close()
 
 
-async def test_a_version_1_store_is_refused_as_older(request, tmp_path):
-    """A store made by the lanemon of schema version 1 (no ``sessions.info``) is refused,
+async def test_a_version_2_store_is_refused_as_older(request, tmp_path):
+    """A store made by the lanemon of schema version 2 (no ``jobs.taken_by``) is refused,
     and its refusal says to reset it."""
-    assert SCHEMA_VERSION == 2
+    assert SCHEMA_VERSION == 3
     store = await open_test_store(request, "sqlite")
     await store.close()
     db = sqlite3.connect(store.url.path)
-    db.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
+    db.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
     db.commit()
     db.close()
-    with pytest.raises(StoreError, match="schema version 1, older than this lanemon's .2.*lanemon store reset"):
+    with pytest.raises(StoreError, match="schema version 2, older than this lanemon's .3.*lanemon store reset"):
         await open_sql_store(parse(store.url.text))
+
+
+def _taken(dump) -> dict[int, str | None]:
+    return {j["id"]: j["taken_by"] for j in dump["jobs"]}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_take_jobs_reserves_each_queued_job_for_one_session_until_its_lease(request, engine):
+    store = await open_test_store(request, engine, lease=2.0)
+    other = await _second(store, "b")
+    try:
+        ids = await store.submit([JobSpec(f"w{i}", ("reservations", "cafe", "kitchen")[i % 3], seconds=i)
+                                  for i in range(9)])
+        mine = await store.take_jobs(["reservations", "cafe"], 3)
+        assert [j.record.id for j in mine] == [ids[0], ids[1], ids[3]]       # lowest ids, not the kitchen's
+        assert [j.spec.seconds for j in mine] == [0.0, 1.0, 3.0]
+        theirs = await other.take_jobs(["reservations", "cafe"], 10)
+        assert [j.record.id for j in theirs] == [ids[4], ids[6], ids[7]]     # not mine again
+        assert await store.take_jobs(["reservations", "cafe"], 10) == []     # nothing free (not even my own)
+        taken = _taken(await store.dump())
+        assert {taken[i] for i in (ids[0], ids[1], ids[3])} == {store.session}
+        assert taken[ids[2]] is None
+
+        # a save ends the reservation (and the job is no longer queued)
+        running = mine[0].record._replace(state=State.RUNNING, attempts=1)
+        await store.records(writer="a", fenced=False).save(running)
+        assert _taken(await store.dump())[ids[0]] is None
+
+        # the renew keeps them; past the lease without one, another session takes them
+        for s in (store, other):
+            s.backend.clock_skew = 1.5
+            await s.backend.renew()
+        other.backend.clock_skew = 3.0          # 1.5 s after the renews: still held
+        assert await other.take_jobs(["reservations", "cafe"], 10) == []
+        other.backend.clock_skew = 4.0          # 2.5 s after them: the leases ran out (its own too)
+        assert [j.record.id for j in await other.take_jobs(["reservations", "cafe"], 10)] == [
+            ids[1], ids[3], ids[4], ids[6], ids[7]]
+
+        # giving back frees them at once; so does closing the session
+        assert await other.give_back_jobs() == 5
+        store.backend.clock_skew = other.backend.clock_skew = 0.0
+        assert [j.record.id for j in await store.take_jobs(["cafe"], 10)] == [ids[1], ids[4], ids[7]]
+        await store.backend.close()
+        again = await _second(other, "c")
+        try:
+            assert [j.record.id for j in await again.take_jobs(["reservations", "cafe"], 10)] == [
+                ids[1], ids[3], ids[4], ids[6], ids[7]]
+        finally:
+            await again.close()
+    finally:
+        await other.close()
+        await store.close()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_sessions_taking_at_once_never_get_one_job_twice(request, engine):
+    store = await open_test_store(request, engine)
+    others = [await _second(store, f"s{i}") for i in range(5)]
+    try:
+        ids = await store.submit([JobSpec(f"w{i % 7}", "reservations") for i in range(120)])
+
+        async def take_all(session) -> list[int]:
+            got = []
+            while page := await session.take_jobs(["reservations"], 4):
+                got += [j.record.id for j in page]
+                await asyncio.sleep(0)
+            return got
+
+        got = await asyncio.gather(*(take_all(s) for s in others))
+        every = [i for g in got for i in g]
+        assert sorted(every) == ids                     # each once
+        assert sum(1 for g in got if g) >= 2            # (they did take at once)
+        taken = _taken(await store.dump())
+        assert all(taken[i] == s.session for s, g in zip(others, got) for i in g)
+    finally:
+        for s in others:
+            await s.close()
+        await store.close()
+
+
+async def test_a_reservation_is_no_news_for_the_change_feed(request):
+    store = await open_test_store(request, "sqlite")
+    try:
+        await store.submit([JobSpec("w", "reservations")] * 3)
+        count = "SELECT count(*) FROM changes"
+        (before,), = (await store.backend.read([(count, ())]))[1][0]
+        await store.take_jobs(["reservations"], 2)
+        await store.backend.renew()
+        await store.give_back_jobs()
+        (after,), = (await store.backend.read([(count, ())]))[1][0]
+        assert after == before
+        (job,) = await store.take_jobs(["reservations"], 1)
+        await store.records(writer="a", fenced=False).save(job.record._replace(state=State.RUNNING, attempts=1))
+        (saved,), = (await store.backend.read([(count, ())]))[1][0]
+        assert saved == after + 1                       # a save is news
+    finally:
+        await store.close()
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -86,6 +86,7 @@ GAP_S = 0.1             # after changes were applied, the feed gathers more for 
                         # few ms, and each change was read and drawn at once)
 FOLLOW_NAME = "lanemon-follow"   # the follower's own session name
 SCHEDULED = "scheduled"
+_SCHEDULED_KEY = SCHEDULED + ":"
 _TERMINAL = frozenset(reads.TERMINAL_STATES)
 _STATES = ("waiting", "running", "succeeded", "failed", "cancelled")
 
@@ -179,6 +180,8 @@ class FollowModel:
         self._sched_view: tuple[LaneView, ...] | None = None
         self._holders_view: Mapping[str, LaneHolder] | None = None
         self._hist_views: dict[str, tuple[RunSpan, ...]] = {}
+        self._ws_spans: dict[str, dict[int, tuple[StoreJob, bool, RunSpan]]] = {}  # kept runs' spans
+        self._lane_parts: dict[str, tuple[LaneRow, LaneView, str, LaneHolder]] = {}  # per scheduled lane
         self._going_views: dict[str, tuple[RunSpan, ...]] = {}
         self._history_map: Mapping | None = None
         self._running_map: Mapping | None = None
@@ -197,7 +200,8 @@ class FollowModel:
         for job in full.live:
             self._place(job)
         for lane in full.lanes:
-            self._lanes[f"{lane.name}:{lane.workspace}"] = lane
+            if lane.name == SCHEDULED:      # (the only lanes shown: the feed's others are not read)
+                self._lanes[f"{lane.name}:{lane.workspace}"] = lane
             self._wss.add(lane.workspace)
         for b in full.busy:
             self._busy[b.workspace] = (b.reason,)
@@ -395,11 +399,29 @@ class FollowModel:
             for ws in sorted(self._runs):
                 t = views.get(ws)
                 if t is None:
-                    t = views[ws] = tuple(self._span(j, j.ended if j.ended is not None else j.started)
-                                          for j in self._runs[ws])
+                    t = views[ws] = self._finished_spans(ws)
                 out[ws] = t
+            for ws in [ws for ws in self._ws_spans if ws not in self._runs]:
+                del self._ws_spans[ws]
             h = self._history_map = MappingProxyType(out)
         return h
+
+    def _finished_spans(self, ws: str) -> tuple[RunSpan, ...]:
+        """The kept runs of ``ws`` as spans; a run's span is made again only when its row or
+        its overlap flag changed (a new run of a workspace with 50 kept made all 50 again)."""
+        old = self._ws_spans.get(ws, {})
+        flagged = self._overlap.get(ws, ())
+        new: dict[int, tuple[StoreJob, bool, RunSpan]] = {}
+        spans = []
+        for j in self._runs[ws]:
+            c = old.get(j.id)
+            flag = j.id in flagged
+            if c is None or c[0] is not j or c[1] != flag:
+                c = (j, flag, self._span(j, j.ended if j.ended is not None else j.started))
+            new[j.id] = c
+            spans.append(c[2])
+        self._ws_spans[ws] = new
+        return tuple(spans)
 
     def _running(self) -> Mapping[str, tuple[RunSpan, ...]]:
         r = self._running_map
@@ -415,18 +437,25 @@ class FollowModel:
         return r
 
     def _scheduled(self) -> tuple[tuple[LaneView, ...], Mapping[str, LaneHolder]]:
-        if self._sched_view is None:
-            lanes = sorted((r for r in self._lanes.values() if r.name == SCHEDULED), key=lambda r: r.workspace)
-            self._sched_view = tuple(
-                LaneView(lanes=r.name, workspace=r.workspace, owner=r.owner, epoch=r.epoch,
-                         claimed_at=r.claimed_at, stop_requested=r.stop_requested, stop_reason=r.stop_reason)
-                for r in lanes)
-            self._holders_view = None
-        if self._holders_view is None:
-            self._holders_view = MappingProxyType({
-                r.workspace: LaneHolder(agent=self.agent_of(r.session), session=r.session,
-                                        lease_until=r.lease_until)
-                for r in self._lanes.values() if r.name == SCHEDULED})
+        if self._sched_view is None or self._holders_view is None:
+            # each lane's view and holder made again only when its row or its agent's name changed
+            old = self._lane_parts
+            parts = {}
+            for key, r in self._lanes.items():
+                if r.name != SCHEDULED:
+                    continue
+                agent = self.agent_of(r.session)
+                c = old.get(key)
+                if c is None or c[0] is not r or c[2] != agent:
+                    c = (r, LaneView(lanes=r.name, workspace=r.workspace, owner=r.owner, epoch=r.epoch,
+                                     claimed_at=r.claimed_at, stop_requested=r.stop_requested,
+                                     stop_reason=r.stop_reason),
+                         agent, LaneHolder(agent=agent, session=r.session, lease_until=r.lease_until))
+                parts[key] = c
+            self._lane_parts = parts
+            ordered = sorted(parts.values(), key=lambda c: c[0].workspace)
+            self._sched_view = tuple(c[1] for c in ordered)
+            self._holders_view = MappingProxyType({c[0].workspace: c[3] for c in ordered})
         return self._sched_view, self._holders_view
 
     def _view(self, job: StoreJob, used: dict) -> JobView:
@@ -646,19 +675,23 @@ class Follower:
             elif table == "ledger":
                 ledger.append(int(key))
             elif table == "lanes":
-                lanes.append(key)
+                if key.startswith(_SCHEDULED_KEY):  # (the queues' lanes are not shown)
+                    lanes.append(key)
             elif table == "occupancy":
                 busy.append(key)
+        if not (jobs or lanes or busy or ledger):
+            return
+        # every kind in one read (one round trip on PostgreSQL)
+        got = await reads.changed(backend, jobs=jobs, lanes=lanes, busy=busy, ledger=ledger)
         if jobs:
-            now, rows = await reads.jobs_by_ids(backend, jobs)
-            self._offset = now - time.time()
-            model.apply_jobs(jobs, rows)
+            self._offset = got.now - time.time()
+            model.apply_jobs(jobs, got.jobs)
         if lanes:
-            model.apply_lanes(lanes, await reads.lanes_by_keys(backend, lanes))
+            model.apply_lanes(lanes, got.lanes)
         if busy:
-            model.apply_busy(busy, await reads.busy_by_workspaces(backend, busy))
+            model.apply_busy(busy, got.busy)
         if ledger:
-            model.apply_ledger(await reads.ledger_by_ids(backend, ledger))
+            model.apply_ledger(got.ledger)
         if jobs or lanes or busy or ledger:
             self.changes_applied += len(changes)
             self._tell()

@@ -17,7 +17,10 @@ here -- else one line says why it is not measured.
    the most runs of one workspace at once (must be 1: store lanes) and every
    rule of the audit (no overlap, unique epochs, every job terminal, the
    ledger only stale writes); a broken rule raises ``AssertionError``. The
-   agents are then stopped with SIGTERM (each must exit 0).
+   agents are then stopped with SIGTERM (each must exit 0). The goal: jobs/s
+   does not fall as agents are added (each count against 1 agent, within
+   :data:`GOAL_SCALING`). The agents reserve jobs (``SqlStore.take_jobs``):
+   "adopted 1.0 times per job" (before reservations: N times, N-1 refused).
 2. **The window following the store**, per engine: a store with
    :data:`WINDOW_JOBS` jobs (:data:`WINDOW_WORKSPACES` workspaces, both queues,
    simulated work of :data:`WINDOW_JOB_S` seconds) worked by
@@ -70,8 +73,10 @@ SEGMENT_S = 2.0
 SETTLE_S = 1.0
 RECORD_S = 3.0
 TIMEOUT_S = 120.0
+STOP_S = 30.0
 GOAL_HEARTBEAT_MS = 1.0
 GOAL_FRAME_MS = 4.0
+GOAL_SCALING = 0.9
 
 
 def run(out: Callable[[str], None], *, agents: Sequence[int] = AGENTS, jobs: int = JOBS,
@@ -103,10 +108,11 @@ def run(out: Callable[[str], None], *, agents: Sequence[int] = AGENTS, jobs: int
                 for n in agents:
                     url = _new_store(engine, folder, f"t{n}", cluster)
                     rows[str(n)] = _throughput(out, engine, url, n, jobs, folder / f"{engine}-t{n}")
+                scaling = _scaling(out, rows)
                 url = _new_store(engine, folder, "window", cluster)
                 window = _window(out, engine, url, folder / f"{engine}-window", window_jobs=window_jobs,
                                  segments=segments, segment_s=segment_s, record_s=record_s)
-                figures[engine] = {"throughput": rows, "window": window}
+                figures[engine] = {"throughput": rows, "scaling": scaling, "window": window}
         finally:
             if cluster is not None:
                 cluster.stop()
@@ -130,7 +136,27 @@ def _goals(figures: dict) -> list:
                           w["heartbeat_follow_p99_ms"], GOAL_HEARTBEAT_MS, floor=w["heartbeat_idle_p99_ms"]))
         goals.append(Goal(f"agents {engine}: refresh per frame following", w["refresh_per_frame_ms"],
                           GOAL_FRAME_MS))
+        ratios = [r for r in f.get("scaling", {}).get("ratios", {}).values() if r is not None]
+        if ratios:      # jobs/s as agents are added, against the fewest agents' (the worst row)
+            goals.append(Goal(f"agents {engine}: jobs/s with more agents vs fewest", min(ratios),
+                              GOAL_SCALING, unit="x", at_least=True))
     return goals
+
+def _scaling(out, rows: dict) -> dict:
+    """The goal of the throughput rows: jobs/s does not fall as agents are added (each row
+    against the fewest agents' figure, within :data:`GOAL_SCALING` -- one figure of 200
+    zero-time jobs lasts well under a second here and moves by that much run to run)."""
+    counts = sorted(rows, key=int)
+    if len(counts) < 2:
+        return {}
+    base = rows[counts[0]]["jobs_per_s"]
+    ratios = {n: round(rows[n]["jobs_per_s"] / base, 2) if base else None for n in counts[1:]}
+    worst = min(r for r in ratios.values() if r is not None) if base else 0.0
+    met = worst >= GOAL_SCALING
+    out(f"jobs/s against {counts[0]} agent{'s' if int(counts[0]) > 1 else ''}: "
+        + ", ".join(f"{n} agents x{r:.2f}" for n, r in ratios.items())
+        + f"   goal: does not fall (each >= x{GOAL_SCALING:g}) -> {goal(met)}")
+    return {"ratios": ratios, "goal_met": met}
 
 
 def _new_store(engine: str, folder: Path, key: str, cluster) -> str:
@@ -192,10 +218,15 @@ class _Agents:
         for proc in self.procs.values():
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + STOP_S
         while any(p.poll() is None for p in self.procs.values()):
             if time.monotonic() > deadline:
-                raise RuntimeError("agents still running 60 s after SIGTERM")
+                stuck = [name for name, p in self.procs.items() if p.poll() is None]
+                for name in stuck:      # (SIGUSR1: the agent prints where each of its tasks waits)
+                    self.procs[name].send_signal(signal.SIGUSR1)
+                await asyncio.sleep(1.0)
+                raise RuntimeError(f"agents still running {STOP_S:g} s after SIGTERM: {', '.join(stuck)}; "
+                                   f"{stuck[0]}'s log:\n{(self._folder / f'{stuck[0]}.log').read_text()[-6000:]}")
             await asyncio.sleep(0.05)
         bad = [name for name, p in self.procs.items() if p.returncode != 0]
         if bad:

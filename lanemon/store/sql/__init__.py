@@ -29,9 +29,13 @@ about itself in memory; the keeper writes it with each renew, which also sets
 open. ``await store.sessions()`` lists every session
 (:class:`~lanemon.store.sql.backend.SessionRow`).
 
-``close()`` stops the keeper, ends the session and closes its connections; the
-lanes it still holds are left to their lease (a closing scheduler releases
-them first).
+Reservations of queued jobs (``take_jobs``): several processes taking jobs
+from one store each reserve their own, so they do not all go for the same ones;
+the keeper renews them with the lanes (see :meth:`SqlStore.take_jobs`).
+
+``close()`` stops the keeper, ends the session (its reservations given back)
+and closes its connections; the lanes it still holds are left to their lease
+(a closing scheduler releases them first).
 """
 
 from __future__ import annotations
@@ -124,6 +128,22 @@ class SqlStore:
     async def queued_jobs(self, queues: list[str], after_id: int = 0, limit: int = 256) -> list[StoredJob]:
         """Up to ``limit`` queued jobs of ``queues`` with ids above ``after_id``, in id order."""
         return await self.backend.queued_jobs(list(queues), after_id, limit)
+
+    async def take_jobs(self, queues: list[str], limit: int = 32) -> list[StoredJob]:
+        """**Reserve** up to ``limit`` queued jobs of ``queues`` for this session, in id order:
+        jobs no session holds, or whose reservation ran out (one atomic statement: two sessions
+        taking at once never get one job). A reservation lasts one lease (store clock), is
+        renewed by the keeper while the job is still ``queued``, ends when the job is saved
+        (``running`` or any other state), at ``give_back_jobs()`` and at ``close()``; a session
+        that dies leaves its reservations to run out (on PostgreSQL, ``reap`` ends those of a
+        session whose lock is free at once). A reservation decides nothing about running: the
+        lanes and the transition rule (``queued -> running`` once) still do; it only keeps the
+        other sessions from taking the same jobs."""
+        return await self.backend.take_jobs(list(queues), limit)
+
+    async def give_back_jobs(self) -> int:
+        """End every reservation of this session (its jobs stay ``queued``, free for others)."""
+        return await self.backend.give_back_jobs()
 
     # -- outside occupancy (checked inside every claim, by the store) ----------------------
     async def mark_busy(self, workspace: str, reason: str = "outside") -> bool:

@@ -34,7 +34,9 @@ workspace, owner, session, claimed_at, ended_at, end_reason), ``jobs``,
 (workspaces busy outside: workspace, reason, since), ``board`` (the
 counter claims), ``sessions`` (who is connected: session, pid, host, name,
 started, last_seen, info -- a JSON object the process says about itself,
-SQLite TEXT, PostgreSQL jsonb; added in version 2). The epoch counter: a
+SQLite TEXT, PostgreSQL jsonb; added in version 2). ``jobs.taken_by`` /
+``taken_until`` (version 3): the session that reserved a queued job and
+until when (``take_jobs``). The epoch counter: a
 PostgreSQL sequence; a row of ``meta`` in SQLite.
 
 Rules every backend enforces
@@ -89,6 +91,20 @@ Rules every backend enforces
   the work it asks for (:class:`StoredJob`); a read, it takes no lock and
   reserves nothing (another process may take the same job: the transition
   rule lets only one ``running`` save through).
+* **take_jobs(queues, limit)**: reserves up to ``limit`` jobs in state
+  ``queued`` of those queues that no session holds (``taken_by`` NULL) or
+  whose reservation ran out (``taken_until <= now``), lowest ids first, for
+  this session until ``now + lease``, in one atomic statement (SQLite: one
+  ``UPDATE ... RETURNING`` inside ``BEGIN IMMEDIATE``; PostgreSQL: the rows
+  picked ``FOR UPDATE SKIP LOCKED``): two sessions never hold one job's
+  reservation at once. ``renew`` extends this session's reservations of
+  jobs still queued; any ``save_job`` of the job ends its reservation;
+  ``give_back_jobs`` and closing the session end all of its reservations;
+  on PostgreSQL ``reap`` ends those of a gone session. A reservation is not
+  a fence: it changes no rule of ``save_job`` (a job is still run once by
+  the transition rule, under its lanes' fence). Taking, renewing and giving
+  back are not announced by the change feed (the jobs trigger fires for
+  updates of the other columns only).
 * **Job ids** come from the store (``add_jobs``, ``reserve_ids``: a SQLite
   ``meta`` row, a PostgreSQL sequence), so the processes sharing a store
   never give one id to two jobs.
@@ -113,8 +129,8 @@ __all__ = [
     "SaveOutcome", "SessionRow", "StoredJob", "STATS_KEYS",
 ]
 
-#: the schema this lanemon writes and reads (2: ``sessions.info``)
-SCHEMA_VERSION = 2
+#: the schema this lanemon writes and reads (2: ``sessions.info``; 3: ``jobs.taken_by``/``taken_until``)
+SCHEMA_VERSION = 3
 
 #: SQLite: a session row not renewed for this many leases is dropped by ``reap``
 STALE_SESSION_LEASES = 3
@@ -197,6 +213,7 @@ class StoredJob:
 
 class Backend(Protocol):
     answers_now: bool
+    dialect: str        # "sqlite" or "postgresql" (the few queries written per engine)
     session: str
     lease: float
     clock_skew: float
@@ -228,9 +245,12 @@ class Backend(Protocol):
     async def add_jobs(self, specs: list[JobSpec]) -> list[int]: ...
     async def reserve_ids(self, n: int) -> list[int]: ...
     async def queued_jobs(self, queues: list[str], after_id: int, limit: int) -> list[StoredJob]: ...
+    async def take_jobs(self, queues: list[str], limit: int) -> list[StoredJob]: ...
+    async def give_back_jobs(self) -> int: ...
 
     # everything, for ``lanemon store dump`` and the invariant checks
     async def dump(self) -> dict[str, Any]: ...
 
     # SELECTs in one read snapshot (``?`` placeholders): the follower's reads (``sql.reads``)
-    async def read(self, queries: list[tuple[str, tuple]]) -> tuple[float, list[list[tuple]]]: ...
+    async def read(self, queries: list[tuple[str, tuple]], *,
+                   snapshot: bool = True) -> tuple[float, list[list[tuple]]]: ...

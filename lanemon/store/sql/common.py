@@ -13,7 +13,7 @@ from lanemon.store.sql.backend import SCHEMA_VERSION, JobSpec, LaneRow, SessionR
 from lanemon.store.url import StoreError
 
 __all__ = [
-    "BackendSession", "JOB_COLS", "LANE_COLS", "QUEUED_COLS", "SESSION_COLS", "check_version",
+    "BackendSession", "FEED_UPDATE_OF", "JOB_COLS", "LANE_COLS", "QUEUED_COLS", "SESSION_COLS", "check_version",
     "dump_by_read", "dump_rows", "job_record", "lane_row", "new_session", "session_row", "stored_job",
 ]
 
@@ -23,6 +23,10 @@ JOB_COLS = ("id, workspace, queue, state, created_at, updated_at, run_id, error,
 #: a queued job with its work (``stored_job``)
 QUEUED_COLS = JOB_COLS + ", seconds, cpu_ms, fail"
 SESSION_COLS = "session, pid, host, name, started, last_seen, info"
+#: the change feed's trigger on ``jobs`` fires for an update of these columns only: a job's
+#: reservation (``taken_by``/``taken_until``: taken, renewed, given back) is no news to a follower
+FEED_UPDATE_OF = ("UPDATE OF workspace, queue, state, created_at, updated_at, run_id, error, started_at, "
+                  "finished_at, attempts, epoch, owner, store_started, store_ended")
 
 
 def _info(value: Any) -> dict[str, Any]:
@@ -74,9 +78,10 @@ def dump_rows(fetch, now: float) -> dict[str, Any]:
     for lane in lanes:
         lane["stop_requested"] = bool(lane["stop_requested"])
     jobs = [dict(zip(("id", "workspace", "queue", "state", "run_id", "error", "attempts", "start", "end",
-                      "owner", "epoch", "seconds", "cpu_ms", "fail"), r))
+                      "owner", "epoch", "seconds", "cpu_ms", "fail", "taken_by", "taken_until"), r))
             for r in fetch("SELECT id, workspace, queue, state, run_id, error, attempts, store_started, "
-                           "store_ended, owner, epoch, seconds, cpu_ms, fail FROM jobs ORDER BY id")]
+                           "store_ended, owner, epoch, seconds, cpu_ms, fail, taken_by, taken_until "
+                           "FROM jobs ORDER BY id")]
     for job in jobs:
         job["fail"] = bool(job["fail"])
     ledger = [dict(zip(("at", "writer", "job", "state", "lane", "workspace", "epoch_held", "epoch_current"), r))

@@ -73,6 +73,7 @@ connection for the lanes it still holds.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import psycopg
@@ -91,6 +92,7 @@ from lanemon.store.sql.backend import (
     StoredJob,
 )
 from lanemon.store.sql.common import (
+    FEED_UPDATE_OF,
     JOB_COLS,
     LANE_COLS,
     QUEUED_COLS,
@@ -144,9 +146,11 @@ CREATE TABLE jobs (
     state text NOT NULL, created_at float8 NOT NULL, updated_at float8 NOT NULL, run_id text, error text,
     started_at float8, finished_at float8, attempts integer NOT NULL DEFAULT 0, epoch bigint,
     owner text, store_started float8, store_ended float8,
-    seconds float8 NOT NULL DEFAULT 0, cpu_ms float8 NOT NULL DEFAULT 0, fail boolean NOT NULL DEFAULT false);
+    seconds float8 NOT NULL DEFAULT 0, cpu_ms float8 NOT NULL DEFAULT 0, fail boolean NOT NULL DEFAULT false,
+    taken_by text, taken_until float8);
 CREATE INDEX jobs_queued ON jobs (state, queue, id);
 CREATE INDEX jobs_epoch ON jobs (epoch);
+CREATE INDEX jobs_taken ON jobs (taken_by) WHERE taken_by IS NOT NULL;
 CREATE TABLE ledger (
     id bigserial PRIMARY KEY, at float8 NOT NULL, writer text NOT NULL,
     job_id bigint NOT NULL, state text NOT NULL, lane text NOT NULL, workspace text NOT NULL,
@@ -181,7 +185,7 @@ BEGIN
              ORDER BY id FOR UPDATE LOOP
         IF j.attempts < {MAX_ATTEMPTS} THEN
             UPDATE lanemon.jobs SET state = 'queued', run_id = NULL, epoch = NULL, owner = NULL,
-                store_started = NULL,
+                store_started = NULL, taken_by = NULL, taken_until = NULL,
                 error = 're-queued: owner ' || l.owner || ' lost its lane (' || why || ')'
             WHERE id = j.id;
             UPDATE lanemon.stats SET value = value + 1 WHERE key = 'requeued';
@@ -288,6 +292,10 @@ BEGIN
         ON CONFLICT (session) DO UPDATE SET last_seen = excluded.last_seen, info = excluded.info;
     UPDATE lanemon.lanes SET lease_until = t + p_lease WHERE session = p_session;
     GET DIAGNOSTICS n = ROW_COUNT;
+    -- the reservations of the jobs it waits to run too: after the lanes, the order save_job
+    -- locks them in (lanes FOR SHARE, then the job row): jobs first deadlocked with a save of
+    -- one of those jobs by the same process's scheduler, on another connection of its pool
+    UPDATE lanemon.jobs SET taken_until = t + p_lease WHERE taken_by = p_session AND state = 'queued';
     RETURN n;
 END $$;
 
@@ -306,6 +314,8 @@ BEGIN
         RETURN NEXT l;
     END LOOP;
     DELETE FROM lanemon.sessions WHERE session = ANY (gone);
+    -- a gone session's reservations end at once (not only when they run out)
+    UPDATE lanemon.jobs SET taken_by = NULL, taken_until = NULL WHERE taken_by = ANY (gone);
 END $$;
 
 CREATE FUNCTION save_job(p_id bigint, p_ws text, p_queue text, p_state text, p_created float8,
@@ -349,7 +359,7 @@ BEGIN
     -- the transition rule in the write itself (a concurrent writer's row is re-checked after its commit)
     UPDATE lanemon.jobs SET workspace = p_ws, queue = p_queue, state = p_state, created_at = p_created,
         updated_at = p_updated, run_id = p_run_id, error = p_error, started_at = p_started,
-        finished_at = p_finished, epoch = p_epoch, owner = p_writer,
+        finished_at = p_finished, epoch = p_epoch, owner = p_writer, taken_by = NULL, taken_until = NULL,
         -- the store counts the attempts (a writer's record may be older than a re-queue)
         attempts = CASE WHEN p_state = 'running' THEN attempts + 1 ELSE attempts END,
         store_started = CASE WHEN p_state = 'running' THEN t ELSE store_started END,
@@ -377,6 +387,19 @@ BEGIN
     END LOOP;
 END $$;
 
+-- reserve up to p_limit queued jobs that no session holds (or whose reservation ran out); rows
+-- another transaction has locked (a save in flight) are skipped, not waited for
+CREATE FUNCTION take_jobs(p_queues text[], p_limit integer, p_session text, p_lease float8, p_skew float8)
+        RETURNS SETOF lanemon.jobs LANGUAGE plpgsql AS $$
+DECLARE t float8 := lanemon.clock(p_skew);
+BEGIN
+    RETURN QUERY UPDATE lanemon.jobs j SET taken_by = p_session, taken_until = t + p_lease
+        WHERE j.id IN (SELECT f.id FROM lanemon.jobs f WHERE f.state = 'queued' AND f.queue = ANY (p_queues)
+                       AND (f.taken_by IS NULL OR f.taken_until <= t) ORDER BY f.id LIMIT p_limit
+                       FOR UPDATE SKIP LOCKED)
+        RETURNING j.*;
+END $$;
+
 CREATE FUNCTION reserve_ids(n integer) RETURNS SETOF bigint LANGUAGE sql AS $$
     SELECT nextval('lanemon.job_id_seq') FROM generate_series(1, n)
 $$;
@@ -395,7 +418,8 @@ BEGIN
     RETURN NULL;
 END $$;
 """ + "".join(
-    f"\nCREATE TRIGGER {tbl}_feed AFTER INSERT OR UPDATE OR DELETE ON {tbl} "
+    f"\nCREATE TRIGGER {tbl}_feed AFTER INSERT OR {FEED_UPDATE_OF if tbl == 'jobs' else 'UPDATE'} "
+    f"OR DELETE ON {tbl} "
     "FOR EACH ROW EXECUTE FUNCTION feed();"
     for tbl in ("lanes", "jobs", "ledger", "occupancy"))
 
@@ -418,6 +442,10 @@ _SQL = {
             "%s::text[], %s::text[], %s::bigint[], %s::text, %s::text[], %s::float8)",
     "add": "SELECT * FROM lanemon.add_jobs(%s::text[], %s::text[], %s::float8[], %s::float8[], "
            "%s::boolean[], %s::float8)",
+    "take": f"SELECT {QUEUED_COLS} FROM lanemon.take_jobs(%s::text[], %s::integer, %s::text, %s::float8, "
+            "%s::float8)",
+    "give_back": "WITH g AS (UPDATE lanemon.jobs SET taken_by = NULL, taken_until = NULL "
+                 "WHERE taken_by = %s::text RETURNING 1) SELECT count(*) FROM g",
     "clock": "SELECT lanemon.clock(%s::float8)",
     "load": f"SELECT {JOB_COLS} FROM lanemon.jobs WHERE id = %s::bigint",
     "lanes": f"SELECT {LANE_COLS} FROM lanemon.lanes ORDER BY name, workspace",
@@ -507,6 +535,7 @@ class PostgresBackend(BackendSession):
     """One session on one PostgreSQL store (see the module docstring)."""
 
     answers_now = False
+    dialect = "postgresql"
 
     def __init__(self, url: StoreUrl, *, lease: float, name: str = "", info: dict[str, Any] | None = None) -> None:
         super().__init__(lease=lease, name=name, info=info)
@@ -613,6 +642,7 @@ class PostgresBackend(BackendSession):
             try:
                 async with pool.connection(timeout=2) as conn:
                     await conn.execute("DELETE FROM lanemon.sessions WHERE session = %s", (self.session,))
+                    await conn.execute(_SQL["give_back"], (self.session,))
             except Exception:  # a lost server: the session row is reaped by others
                 pass
             await pool.close()
@@ -709,6 +739,16 @@ class PostgresBackend(BackendSession):
     async def queued_jobs(self, queues: list[str], after_id: int, limit: int) -> list[StoredJob]:
         return [stored_job(r) for r in await self._call(_SQL["queued"], (list(queues), after_id, limit))]
 
+    async def take_jobs(self, queues: list[str], limit: int) -> list[StoredJob]:
+        """Reserve up to ``limit`` queued jobs of ``queues`` for this session (one statement:
+        ``FOR UPDATE SKIP LOCKED``); in id order."""
+        rows = await self._call(_SQL["take"], (list(queues), limit, self.session, self.lease, self.clock_skew))
+        return sorted((stored_job(r) for r in rows), key=lambda j: j.record.id)
+
+    async def give_back_jobs(self) -> int:
+        """End this session's reservations (others may take those jobs now)."""
+        return int((await self._call(_SQL["give_back"], (self.session,), fetch="one"))[0])
+
     @property
     def lock_pid(self) -> int | None:
         """The server process id of the connection holding the session's advisory lock."""
@@ -778,17 +818,21 @@ class PostgresBackend(BackendSession):
         """Every table as plain data, read in one REPEATABLE READ snapshot."""
         return await dump_by_read(self.read)
 
-    async def read(self, queries: list[tuple[str, tuple]]) -> tuple[float, list[list[tuple]]]:
+    async def read(self, queries: list[tuple[str, tuple]], *,
+                   snapshot: bool = True) -> tuple[float, list[list[tuple]]]:
         """Run the SELECTs ``queries`` (``?`` placeholders, made ``%s`` here) in one
         REPEATABLE READ snapshot; returns the store clock and each query's rows (the
-        follower's reads, :mod:`lanemon.store.sql.reads`). Failures -> StoreError."""
+        follower's reads, :mod:`lanemon.store.sql.reads`). ``snapshot=False``: each
+        statement on its own (autocommit: no BEGIN, SET and COMMIT round trips), for
+        reads whose queries need not agree with each other. Failures -> StoreError."""
         pool = self._pool
         if pool is None:
             raise StoreError(f"postgresql store {self.url.redacted()} is closed")
         try:
             async with pool.connection() as conn:
-                async with conn.transaction():
-                    await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                async with (conn.transaction() if snapshot else contextlib.nullcontext()):
+                    if snapshot:
+                        await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
                     cur = await conn.execute(_SQL["clock"], (self.clock_skew,))
                     now = (await cur.fetchone())[0]
                     results = []

@@ -40,6 +40,7 @@ from lanemon.store.sql.backend import (
     StoredJob,
 )
 from lanemon.store.sql.common import (
+    FEED_UPDATE_OF,
     JOB_COLS,
     LANE_COLS,
     QUEUED_COLS,
@@ -64,6 +65,10 @@ BUSY_TIMEOUT_S = 5.0
 KEEP_CHANGES = 20_000
 
 
+def _feed_op(table: str, op: str) -> str:
+    return FEED_UPDATE_OF if (table, op) == ("jobs", "UPDATE") else op
+
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS lanes (
@@ -81,9 +86,11 @@ CREATE TABLE IF NOT EXISTS jobs (
     state TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL, run_id TEXT, error TEXT,
     started_at REAL, finished_at REAL, attempts INTEGER NOT NULL DEFAULT 0, epoch INTEGER,
     owner TEXT, store_started REAL, store_ended REAL,
-    seconds REAL NOT NULL DEFAULT 0, cpu_ms REAL NOT NULL DEFAULT 0, fail INTEGER NOT NULL DEFAULT 0);
+    seconds REAL NOT NULL DEFAULT 0, cpu_ms REAL NOT NULL DEFAULT 0, fail INTEGER NOT NULL DEFAULT 0,
+    taken_by TEXT, taken_until REAL);
 CREATE INDEX IF NOT EXISTS jobs_queued ON jobs (state, queue, id);
 CREATE INDEX IF NOT EXISTS jobs_epoch ON jobs (epoch);
+CREATE INDEX IF NOT EXISTS jobs_taken ON jobs (taken_by) WHERE taken_by IS NOT NULL;
 CREATE TABLE IF NOT EXISTS ledger (
     id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, writer TEXT NOT NULL,
     job_id INTEGER NOT NULL, state TEXT NOT NULL, lane TEXT NOT NULL, workspace TEXT NOT NULL,
@@ -97,7 +104,7 @@ CREATE TABLE IF NOT EXISTS changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, tbl T
     key TEXT NOT NULL);
 """ + "".join(
     f"""
-CREATE TRIGGER IF NOT EXISTS {tbl}_{op.lower()}_feed AFTER {op} ON {tbl}
+CREATE TRIGGER IF NOT EXISTS {tbl}_{op.lower()}_feed AFTER {_feed_op(tbl, op)} ON {tbl}
 BEGIN INSERT INTO changes (tbl, key) VALUES ('{tbl}', {key.replace('ROW', 'OLD' if op == 'DELETE' else 'NEW')}); END;"""
     for tbl, key in (("lanes", "ROW.name || ':' || ROW.workspace"), ("jobs", "ROW.id"),
                      ("ledger", "ROW.id"), ("occupancy", "ROW.workspace"))
@@ -109,6 +116,7 @@ class SqliteBackend(BackendSession):
     """One connection to one SQLite store file (see the module docstring)."""
 
     answers_now = True
+    dialect = "sqlite"
 
     def __init__(self, path: str, *, lease: float, name: str = "", info: dict[str, Any] | None = None) -> None:
         super().__init__(lease=lease, name=name, info=info)
@@ -192,6 +200,7 @@ class SqliteBackend(BackendSession):
             try:
                 with _Tx(db) as cur:
                     cur.execute("DELETE FROM sessions WHERE session=?", (self.session,))
+                    _give_back(cur, self.session)
             except (sqlite3.Error, StoreError):  # (a reset store has no sessions table)
                 pass
             db.close()
@@ -316,8 +325,11 @@ class SqliteBackend(BackendSession):
         with self._tx() as cur:
             now = self._now()
             self._upsert_session(cur, now)
-            return cur.execute("UPDATE lanes SET lease_until=? WHERE session=?",
-                               (now + self.lease, self.session)).rowcount
+            renewed = cur.execute("UPDATE lanes SET lease_until=? WHERE session=?",
+                                  (now + self.lease, self.session)).rowcount
+            cur.execute("UPDATE jobs SET taken_until=? WHERE taken_by=? AND state='queued'",
+                        (now + self.lease, self.session))
+            return renewed
 
     async def sessions(self) -> list[SessionRow]:
         db = self._require()
@@ -374,6 +386,7 @@ class SqliteBackend(BackendSession):
             else:
                 cur.execute("UPDATE jobs SET workspace=?, queue=?, state=?, created_at=?, updated_at=?, "
                             "run_id=?, error=?, started_at=?, finished_at=?, attempts=?, epoch=?, owner=?, "
+                            "taken_by=NULL, taken_until=NULL, "
                             "store_started = CASE WHEN ?='running' THEN ? ELSE store_started END, "
                             "store_ended = CASE WHEN ? IN ('succeeded','failed','cancelled') THEN ? "
                             "ELSE store_ended END WHERE id=?",
@@ -409,15 +422,44 @@ class SqliteBackend(BackendSession):
             raise StoreError(_explain(self.path, exc)) from None
         return [stored_job(r) for r in rows]
 
+    async def take_jobs(self, queues: list[str], limit: int) -> list[StoredJob]:
+        """Reserve up to ``limit`` queued jobs of ``queues`` that no session holds (or whose
+        reservation ran out) for this session, until ``now + lease``; in id order. A look
+        without the write lock first: nothing to take takes no lock."""
+        db = self._require()
+        marks = ", ".join("?" * len(queues))
+        free = f"state='queued' AND queue IN ({marks}) AND (taken_by IS NULL OR taken_until <= ?)"
+        try:
+            if db.execute(f"SELECT 1 FROM jobs WHERE {free} LIMIT 1", (*queues, self._now())).fetchone() is None:
+                return []
+        except sqlite3.Error as exc:
+            message = _explain(self.path, exc)
+            self.count_error(message)
+            raise StoreError(message) from None
+        with self._tx() as cur:
+            now = self._now()
+            rows = cur.execute(f"UPDATE jobs SET taken_by=?, taken_until=? WHERE id IN (SELECT id FROM jobs "
+                               f"WHERE {free} ORDER BY id LIMIT ?) RETURNING {QUEUED_COLS}",
+                               (self.session, now + self.lease, *queues, now, limit)).fetchall()
+        return sorted((stored_job(r) for r in rows), key=lambda j: j.record.id)
+
+    async def give_back_jobs(self) -> int:
+        """End this session's reservations of queued jobs (others may take them now)."""
+        with self._tx() as cur:
+            return _give_back(cur, self.session)
+
     # -- everything --------------------------------------------------------------------
     async def dump(self) -> dict[str, Any]:
         """Every table as plain data, in one read snapshot (WAL: a reader never waits)."""
         return await dump_by_read(self.read)
 
-    async def read(self, queries: list[tuple[str, tuple]]) -> tuple[float, list[list[tuple]]]:
+    async def read(self, queries: list[tuple[str, tuple]], *,
+                   snapshot: bool = True) -> tuple[float, list[list[tuple]]]:
         """Run the SELECTs ``queries`` (``?`` placeholders) in one read snapshot (WAL: no
-        writer waits); returns the store clock and each query's rows (the follower's reads,
-        :mod:`lanemon.store.sql.reads`). Refused: a closed or unreadable store (StoreError)."""
+        writer waits; ``snapshot`` is accepted for PostgreSQL's sake: a local read
+        transaction costs no round trip); returns the store clock and each query's rows
+        (the follower's reads, :mod:`lanemon.store.sql.reads`). Refused: a closed or
+        unreadable store (StoreError)."""
         db = self._require()
         cur = db.cursor()
         try:
@@ -436,6 +478,10 @@ def _take_ids(cur: sqlite3.Cursor, n: int) -> list[int]:
     top = cur.execute("UPDATE meta SET value = max(CAST(value AS INTEGER), (SELECT coalesce(max(id), 0) FROM jobs)) "
                       "+ ? WHERE key='job_id' RETURNING CAST(value AS INTEGER)", (n,)).fetchone()[0]
     return list(range(top - n + 1, top + 1))
+
+
+def _give_back(cur: sqlite3.Cursor, session: str) -> int:
+    return cur.execute("UPDATE jobs SET taken_by=NULL, taken_until=NULL WHERE taken_by=?", (session,)).rowcount
 
 
 def _lost_owner(cur: sqlite3.Cursor, epoch: int, owner: str, why: str, now: float) -> None:
