@@ -16,23 +16,10 @@ import random
 import weakref
 
 import pytest
+from lanes_works import Steps
 
 from lanemon import gc_pace
 from lanemon.lanes import Scheduler
-
-
-class Work:
-    def __init__(self, steps: int, fail: bool) -> None:
-        self.steps = steps
-        self.fail = fail
-
-    async def run(self, ctx) -> None:
-        ctx.checkpoint()
-        for _ in range(self.steps):
-            await asyncio.sleep(0)
-            ctx.checkpoint()
-        if self.fail:
-            raise RuntimeError("work failed")
 
 
 @pytest.fixture
@@ -61,7 +48,7 @@ def test_no_job_ending_leaves_a_reference_cycle(held_collector, seed):
         for _ in range(600):
             ws = f"ws-{rng.randrange(20):02d}"
             ids.append(await s.submit(rng.choice(["reservations", "cafe"]), ws,
-                                      Work(rng.randrange(4), rng.random() < 0.15)))
+                                      Steps(rng.randrange(4), rng.random() < 0.15)))
             roll = rng.random()
             if roll < 0.04:
                 hold = s.hold_save(state=rng.choice(["succeeded", "running"]))

@@ -23,6 +23,7 @@ import pytest
 from engines import LanesOverMemory, open_test_store
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from lanes_works import Steps
 
 from lanemon.lanes import EventHub, InvariantChecker, Scheduler, State, StopRequested
 from lanemon.store.lanes import WouldBlock
@@ -33,24 +34,6 @@ WAITING_ENGINE_SCENARIOS = 400
 #: scenarios per real store engine (each on a fresh store: the ids restart at 1)
 STORE_SCENARIOS = {"sqlite": 200, "postgresql": 60}
 WORKSPACES = ("A", "B", "C")
-
-
-class YieldWork:
-    """Yields ``steps`` times, checkpointing in between; may fail."""
-
-    def __init__(self, steps: int, fail: bool, ran: set[int]) -> None:
-        self.steps = steps
-        self.fail = fail
-        self.ran = ran
-
-    async def run(self, ctx) -> None:
-        self.ran.add(ctx.job_id)
-        ctx.checkpoint()
-        for _ in range(self.steps):
-            await asyncio.sleep(0)
-            ctx.checkpoint()
-        if self.fail:
-            raise RuntimeError("work failed")
 
 
 class WaitingLanes(LanesOverMemory):
@@ -119,7 +102,7 @@ async def run_program(rng: random.Random, actions: list[tuple], waiting_engine: 
         kind = act[0]
         if kind == "submit":
             _, queue, ws, steps, fail = act
-            t = asyncio.ensure_future(s.submit(queue, ws, YieldWork(steps, fail, ran)))
+            t = asyncio.ensure_future(s.submit(queue, ws, Steps(steps, fail, ran)))
             submitted.append(t)
         elif kind == "cancel":
             done = [t for t in submitted if t.done() and t.exception() is None]

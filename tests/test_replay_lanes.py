@@ -9,6 +9,7 @@ import asyncio
 import random
 
 import pytest
+from lanes_works import Steps
 
 from lanemon.counters import SimConfig, Simulation
 from lanemon.counters.clock import ManualClock, run_in_virtual_time
@@ -17,22 +18,6 @@ from lanemon.replay import Recorder, Replay, open_recording
 from lanemon.replay.lanes_state import take_snapshot
 
 WORKSPACES = ("alpha", "beta", "gamma")
-
-
-class Steps:
-    """Work that yields ``steps`` times (checking for a stop) and may fail."""
-
-    def __init__(self, steps: int, fail: bool) -> None:
-        self.steps = steps
-        self.fail = fail
-
-    async def run(self, ctx) -> None:
-        ctx.checkpoint()
-        for _ in range(self.steps):
-            await asyncio.sleep(0)
-            ctx.checkpoint()
-        if self.fail:
-            raise RuntimeError("work failed")
 
 
 async def program(s: Scheduler, clock: ManualClock, rng: random.Random) -> None:
