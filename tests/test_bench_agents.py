@@ -25,7 +25,8 @@ def test_smallest_agents_bench_runs_real_agents_and_says_each_goal():
     assert set(figures) == {"sqlite", "goals"}
     assert [g["name"] for g in figures["goals"]] == [
         "agents sqlite: most runs of one workspace at once",
-        "agents sqlite: window following vs idle beside the agents", "agents sqlite: refresh per frame following"]
+        "agents sqlite: window following vs idle beside the agents", "agents sqlite: refresh per frame following",
+        "agents sqlite: jobs/s with more agents vs fewest"]
     assert figures["goals"][0]["met"] is True
     rows = figures["sqlite"]["throughput"]
     assert set(rows) == {"1", "2"}
@@ -43,6 +44,7 @@ def test_smallest_agents_bench_runs_real_agents_and_says_each_goal():
     assert set(scaling["ratios"]) == {"2"}
     assert scaling["ratios"]["2"] == round(rows["2"]["jobs_per_s"] / rows["1"]["jobs_per_s"], 2)
     assert f"goal: does not fall (each >= x0.9) -> {'meets goal' if scaling['goal_met'] else 'MISSES goal'}" in text
+    assert figures["goals"][3]["met"] is scaling["goal_met"]     # the same goal as a record
     window = figures["sqlite"]["window"]
     assert window["jobs_in_store"] == 300 and window["agents"] == agents.WINDOW_AGENTS
     assert 0 < window["jobs_run"] <= 300
