@@ -176,6 +176,14 @@ def test_every_view_of_the_window_is_a_live_view_and_others_are_refused(qtbot):
     probe = Probe(steps=1)
     win.add_view("probe", "Probe", probe)
     probe.log.clear()
+    win.show_view("probe")                 # the window calls the shown view's apply_fonts now ...
     win.set_font_scale(1.5)
     win.set_font_scale(1.0)
     assert probe.log == ["fonts", "fonts"]
+    win.show_view("runs")                  # ... and a hidden one's when it is shown again
+    probe.log.clear()
+    win.set_font_scale(1.5)
+    assert probe.log == []
+    win.show_view("probe")
+    assert probe.log == ["fonts"]
+    win.set_font_scale(1.0)

@@ -477,7 +477,8 @@ def _signal_elsewhere(row: ProcessRow, sig: int, grace: float) -> SignalResult:
     born = procs.started(pid)
     if not procs.alive(pid):
         return SignalResult(False, f"{what} not sent: {row.name} (pid {pid}) has already exited")
-    if "lanemon" not in (procs.cmdline(pid) or "lanemon"):
+    cmd = procs.cmdline(pid)     # None: no /proc to ask (then the pid is trusted); "" (a process
+    if cmd is not None and "lanemon" not in cmd:    # between fork and exec, a zombie): not lanemon
         return SignalResult(False, f"{what} not sent: pid {pid} no longer runs lanemon (its session is stale)")
     sigs = [sig, signal.SIGCONT] if sig == signal.SIGTERM else [sig]
     try:
