@@ -455,3 +455,20 @@ def test_a_screenshot_and_a_chart_export_are_named_on_the_chart_as_the_windows_o
     assert win.export_chart_to(str(tmp_path / "chart.png"))
     labels = [label for label, _t0, _t1 in win.chart.own_spans(np.array([math.inf]))]
     assert "screenshot" in labels and "chart export" in labels
+
+
+def test_the_hidden_replay_bar_takes_a_new_look_only_when_it_is_shown(qtbot):
+    """F5 restyled and re-fonted the replay bar though it was hidden (no replay open): ~2.4 ms
+    of sheet and its fonts' layout in every toggle. It takes the look when a replay shows it."""
+    win = MainWindow()
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitExposed(win)
+    panel = win.replay.panel
+    assert not panel.isVisible()
+    win.talk.set_presenter(True)
+    assert win.chart.styleSheet() == theme.stylesheet()
+    assert panel.styleSheet() != theme.stylesheet()
+    win.bring_up_to_date(panel)                 # what entering a replay does
+    assert panel.styleSheet() == theme.stylesheet()
+    win.talk.set_presenter(False)

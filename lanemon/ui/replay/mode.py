@@ -299,6 +299,7 @@ class ReplayMode(QObject):
         self.panel.set_playing(False)
         w.chart.stop()
         w.chart.setVisible(False)
+        w.bring_up_to_date(self.panel)      # (a look changed while it was hidden)
         self.panel.setVisible(True)
         pause = getattr(w, "talk", None) and w.talk.actions.get("pause")
         if pause:
@@ -333,6 +334,7 @@ class ReplayMode(QObject):
             if view is not None:
                 view.end_replay()
         self.panel.setVisible(False)
+        w.bring_up_to_date(w.chart)         # (a look changed during the replay)
         w.chart.setVisible(True)
         w.chart.start()
         pause = getattr(w, "talk", None) and w.talk.actions.get("pause")

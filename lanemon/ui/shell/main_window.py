@@ -295,12 +295,23 @@ class MainWindow(QMainWindow):
     def _regions(self) -> list[QWidget]:
         """The parts of the window that take ``theme.stylesheet()``: the menu bar, the chart, the tab bar,
         the status bar and the current tab page (the others: ``_restyle_a_hidden_page``)."""
-        regions = [self.menuBar(), self.chart, self.tabs.tabBar(), self.statusBar()]
-        if getattr(self, "replay", None) is not None:
-            regions.append(self.replay.panel)     # (the replay bar, in the chart's place)
+        regions = [self.menuBar(), self.tabs.tabBar(), self.statusBar()]
+        # the chart or the replay bar in its place, whichever shows (the other: bring_up_to_date)
+        regions += [w for w in self._chart_places() if w.isVisibleTo(self)] or [self.chart]
         if self.tabs.currentWidget() is not None:
             regions.append(self.tabs.currentWidget())
         return regions
+
+    def _chart_places(self) -> list[QWidget]:
+        """The chart and what can take its place (the replay bar)."""
+        replay = getattr(self, "replay", None)
+        return [self.chart] + ([replay.panel] if replay is not None else [])
+
+    def bring_up_to_date(self, place: QWidget) -> None:
+        """Give the chart or the replay bar, about to be shown, the look a change made while it
+        was hidden (its sheet, then its fonts); nothing if it has it."""
+        if theme.restyle(place):
+            place.apply_fonts()
 
     def _restyle_current_page(self) -> None:
         page = self.tabs.currentWidget()
@@ -336,8 +347,9 @@ class MainWindow(QMainWindow):
         app = QApplication.instance()
         theme.apply(app, scale, self, (self.tabs,), self._regions())
         self._style_warning()
-        self.chart.apply_fonts()
-        self.replay.panel.apply_fonts()
+        for place in self._chart_places():
+            if place.isVisibleTo(self):
+                place.apply_fonts()
         current = self.tabs.currentWidget()
         for key, view in self.views.items():
             if self._pages[key] is current:
