@@ -87,6 +87,7 @@ from lanemon.ui.kit.live_view import LiveView
 from lanemon.ui.kit.reflow import Reflow
 from lanemon.ui.kit.source_picker import SourcePicker
 from lanemon.ui.kit.tables import keep_within_width, set_widths
+from lanemon.ui.kit.titled import titled
 from lanemon.ui.lanes.controls import LanesControls, busy_text
 from lanemon.ui.lanes.ledger import LedgerModel
 from lanemon.ui.lanes.model import QUEUE_LABELS, JobsModel, LaneRow, WorkspacesModel, job_row
@@ -259,15 +260,6 @@ class LanesView(LiveView):
                 lambda cur, _prev, q=q: self._job_row_chosen(q, cur.row()))
 
         # --- layout: controls | timeline over workspaces | the two queues -------------------
-        def titled(title: QWidget, w: QWidget) -> QWidget:
-            box = QWidget()
-            v = QVBoxLayout(box)
-            v.setContentsMargins(0, 0, 0, 0)
-            v.setSpacing(2)
-            v.addWidget(title)
-            v.addWidget(w, 1)
-            return box
-
         middle = QSplitter(Qt.Orientation.Vertical)
         middle.addWidget(self.timeline)
         middle.addWidget(titled(self.lanes_title, self.lanes_table))

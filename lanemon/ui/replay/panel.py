@@ -42,6 +42,7 @@ from PySide6.QtWidgets import (
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.chart_items import FAR, Curve, cosmetic_pen, hline, live_plot
 from lanemon.ui.kit.live_label import LiveLabel
+from lanemon.ui.kit.titled import titled
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 50.0)
 DEFAULT_SPEED = 1.0
@@ -221,18 +222,9 @@ class ReplayPanel(QWidget):
         bar.addWidget(self.slider, 1)
         bar.addWidget(self.position)
 
-        def column(title: QWidget, body: QWidget) -> QWidget:
-            box = QWidget()
-            v = QVBoxLayout(box)
-            v.setContentsMargins(0, 0, 0, 0)
-            v.setSpacing(2)
-            v.addWidget(title)
-            v.addWidget(body, 1)
-            return box
-
         body = QSplitter(Qt.Orientation.Horizontal)
         body.addWidget(self.chart)
-        body.addWidget(column(self.moments_title, self.moments))
+        body.addWidget(titled(self.moments_title, self.moments))
         # the story scrolls when the panel is short (large type on a small projector)
         story = QScrollArea()
         story.setFrameShape(QFrame.Shape.NoFrame)
@@ -243,7 +235,7 @@ class ReplayPanel(QWidget):
         story.viewport().setAutoFillBackground(False)
         self.story.setAutoFillBackground(False)
         self.story_scroll = story
-        body.addWidget(column(self.story_title, story))
+        body.addWidget(titled(self.story_title, story))
         body.setStretchFactor(0, 3)
         body.setStretchFactor(1, 4)
         body.setStretchFactor(2, 6)
