@@ -27,7 +27,6 @@ overlapping runs of one workspace, and still runs each job once.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import os
 import random
@@ -91,8 +90,6 @@ class Agents(LoggedProcesses):
 
 
 async def _store(request, engine: str):
-    if engine == "postgresql" and importlib.util.find_spec("psycopg") is None:
-        pytest.skip("psycopg is not installed")
     return await open_test_store(request, engine, lease=LEASE)
 
 
@@ -263,8 +260,6 @@ async def test_agents_paused_killed_and_stopped_leave_the_store_consistent(reque
 async def test_many_agents_run_every_job_exactly_once_each_taken_by_one_agent(request, tmp_path, engine):
     """Six agents on one store: each job is reserved by one of them (adopted once in all: no
     herd of refused running saves), run once, never two runs of one workspace at once."""
-    if engine == "postgresql" and importlib.util.find_spec("psycopg") is None:
-        pytest.skip("psycopg is not installed")
     store = await open_test_store(request, engine, lease=5.0)  # (no reservation runs out on a slow machine)
     agents = Agents(store.url.text, tmp_path)
     names = [f"n{i}" for i in range(6)]
