@@ -115,6 +115,8 @@ def test_a_talk_runs_a_scenario_pauses_an_agent_on_its_store_stops_them_and_leav
         p.next()
         await wait_until(lambda: not p.busy, 120)
         await wait_until(lambda: all(procs.state(pid) is None for pid in pids), 60)
+        # (the fleet's reaper hears of the exit a little after the process is gone: "stopping" till then)
+        await wait_until(lambda: all(a.state != "stopping" for a in view.fleet.agents() if a.name == mine), 30)
         three = (sc.run is None, lanes.follower is None, _exists(folder), caption.isVisible(),
                  [a.state for a in view.fleet.agents() if a.name == mine])
 
