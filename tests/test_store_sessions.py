@@ -209,7 +209,9 @@ async def test_sessions_taking_at_once_never_get_one_job_twice(request, engine):
     store = await open_test_store(request, engine)
     others = [await _second(store, f"s{i}") for i in range(5)]
     try:
-        ids = await store.submit([JobSpec(f"w{i % 7}", "reservations") for i in range(120)])
+        # (one workspace per job: a workspace another session reserved a job of is left to it,
+        # and here no job ever runs to end a reservation)
+        ids = await store.submit([JobSpec(f"w{i}", "reservations") for i in range(120)])
 
         async def take_all(session) -> list[int]:
             got = []
@@ -227,6 +229,30 @@ async def test_sessions_taking_at_once_never_get_one_job_twice(request, engine):
     finally:
         for s in others:
             await s.close()
+        await store.close()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_take_jobs_leaves_the_workspaces_another_session_uses(request, engine):
+    """Jobs of a workspace another session reserved a job of, or holds a lane of, are not
+    taken (they run one at a time: they would wait for its lanes); once those run out or
+    are given back, they are."""
+    store = await open_test_store(request, engine, lease=2.0)
+    other = await _second(store, "b")
+    try:
+        ids = await store.submit([JobSpec(ws, "reservations") for ws in ("a", "a", "b", "c", "a", "c", "d")])
+        assert [j.record.id for j in await store.take_jobs(["reservations"], 1)] == [ids[0]]   # an "a"
+        lanes = store.lanes("scheduled", clock=lambda: 0.0, emit=None)
+        assert await lanes.aclaim("c", "me") is not None                                      # "c" in use
+        theirs = await other.take_jobs(["reservations"], 10)
+        assert [j.record.id for j in theirs] == [ids[2], ids[6]]        # "b" and "d": not "a", not "c"
+        mine = await store.take_jobs(["reservations"], 10)
+        assert [j.record.id for j in mine] == [ids[1], ids[3], ids[4], ids[5]]   # its own "a" and "c"
+        await store.give_back_jobs()
+        other.backend.clock_skew = 3.0      # past the lane's lease: "c" is free again (and its own ran out)
+        assert [j.record.id for j in await other.take_jobs(["reservations"], 10)] == ids
+    finally:
+        await other.close()
         await store.close()
 
 

@@ -442,8 +442,18 @@ _SQL = {
             "%s::text[], %s::text[], %s::bigint[], %s::text, %s::text[], %s::float8)",
     "add": "SELECT * FROM lanemon.add_jobs(%s::text[], %s::text[], %s::float8[], %s::float8[], "
            "%s::boolean[], %s::float8)",
-    "take": f"SELECT {QUEUED_COLS} FROM lanemon.take_jobs(%s::text[], %s::integer, %s::text, %s::float8, "
-            "%s::float8)",
+    # (one statement, sent by the client: the schema's older take_jobs function, which knows no
+    # workspace in use elsewhere, stays for stores made before and is no longer called)
+    "take": "WITH t AS MATERIALIZED (SELECT lanemon.clock(%(skew)s::float8) AS now) "
+            "UPDATE lanemon.jobs j SET taken_by = %(me)s::text, taken_until = (SELECT now FROM t) + %(lease)s::float8 "
+            "WHERE j.id IN (SELECT f.id FROM lanemon.jobs f WHERE f.state = 'queued' "
+            "AND f.queue = ANY (%(queues)s::text[]) "
+            "AND (f.taken_by IS NULL OR f.taken_until <= (SELECT now FROM t)) "
+            "AND f.workspace NOT IN (SELECT o.workspace FROM lanemon.jobs o WHERE o.taken_by <> %(me)s::text "
+            "AND o.taken_until > (SELECT now FROM t) UNION ALL SELECT l.workspace FROM lanemon.lanes l "
+            "WHERE l.session <> %(me)s::text AND l.lease_until > (SELECT now FROM t)) "
+            "ORDER BY f.id LIMIT %(limit)s::integer FOR UPDATE OF f SKIP LOCKED) "
+            f"RETURNING {', '.join('j.' + c.strip() for c in QUEUED_COLS.split(','))}",
     "give_back": "WITH g AS (UPDATE lanemon.jobs SET taken_by = NULL, taken_until = NULL "
                  "WHERE taken_by = %s::text RETURNING 1) SELECT count(*) FROM g",
     "clock": "SELECT lanemon.clock(%s::float8)",
@@ -741,8 +751,9 @@ class PostgresBackend(BackendSession):
 
     async def take_jobs(self, queues: list[str], limit: int) -> list[StoredJob]:
         """Reserve up to ``limit`` queued jobs of ``queues`` for this session (one statement:
-        ``FOR UPDATE SKIP LOCKED``); in id order."""
-        rows = await self._call(_SQL["take"], (list(queues), limit, self.session, self.lease, self.clock_skew))
+        ``FOR UPDATE SKIP LOCKED``), none of a workspace in use by another session; in id order."""
+        rows = await self._call(_SQL["take"], {"queues": list(queues), "limit": limit, "me": self.session,
+                                               "lease": self.lease, "skew": self.clock_skew})
         return sorted((stored_job(r) for r in rows), key=lambda j: j.record.id)
 
     async def give_back_jobs(self) -> int:
