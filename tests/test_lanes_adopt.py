@@ -229,3 +229,34 @@ async def test_a_failing_claim_gives_back_the_lane_already_claimed(which):
         assert sched.job(jid).state == State.SUCCEEDED.value
     finally:
         await sched.aclose()
+
+
+async def test_waiting_on_others_is_true_only_for_a_job_behind_another_holders_lane(request):
+    """A job waiting behind this scheduler's own running job of its workspace is started by
+    its own release (False); one whose workspace another session holds waits on news (True)."""
+    first, second = await _sessions(request, 2)
+    mine, theirs = _scheduler(first, "agent0"), _scheduler(second, "agent1")
+    try:
+        a, b, c = await first.submit([JobSpec("w", "reservations")] * 3)
+        queued = {j.record.id: j for j in await first.queued_jobs(["reservations"], 0, 10)}
+        gate = GatedWork()
+        assert mine.adopt("reservations", queued[a].record, gate)
+        await asyncio.wait_for(gate.started.wait(), 10)
+        assert not mine.waiting_on_others()                 # nothing waits
+        assert mine.adopt("reservations", queued[b].record, SimulatedWork(0.0))
+        assert mine.adopted_waiting() == 1
+        assert not mine.waiting_on_others()                 # b waits behind a, its own
+        assert theirs.adopt("reservations", queued[c].record, SimulatedWork(0.0))
+        assert theirs.adopted_waiting() == 1
+        assert theirs.waiting_on_others()                   # c waits behind agent0's lane
+        gate.open()
+        await asyncio.wait_for(mine.join(), 10)
+        theirs.kick()
+        await asyncio.wait_for(theirs.join(), 10)
+        assert not theirs.waiting_on_others()
+        assert [j["state"] for j in (await first.dump())["jobs"]] == ["succeeded"] * 3
+    finally:
+        for sched in (mine, theirs):
+            await sched.aclose()
+        for s in (first, second):
+            await s.close()

@@ -38,7 +38,11 @@ How it takes jobs
   workspace only (``Scheduler.kick(workspace)``; changes of its ``scheduled``
   lane: a queue lane's claim given back at once is no news), and at every waiting
   workspace each :data:`RETRY_S` and whenever the feed was lost (a lease that
-  ran out changes no row until a keeper reaps it). Looking at every waiting
+  ran out changes no row until a keeper reaps it). The feed is open only
+  while a job here waits on a lane held elsewhere (``Scheduler.waiting_on_others``,
+  looked at every :data:`POLL_S` in this process; closed after :data:`RETRY_S`
+  without one): every change of the store reaches every open feed, and since
+  ``take_jobs`` leaves the workspaces another session uses, such waits are rare. Looking at every waiting
   workspace 50 times a second instead -- one claim, a write, per workspace
   held elsewhere -- burnt a core per agent with a few hundred jobs waiting.
 * The work comes from the stored spec: ``cpu_ms`` > 0 -> a CPU job
@@ -131,7 +135,7 @@ import os
 import random
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -443,11 +447,17 @@ class _Agent:
                 return
 
 
-async def _follow_lanes(url, sched: Scheduler) -> None:
+async def _follow_lanes(url, sched: Scheduler, opener: Callable[[Any], Awaitable[Any]] | None = None) -> None:
     """Look again at a waiting workspace when the store's change feed says one of its lanes
     changed; at all of them every :data:`RETRY_S`, and when the feed is lost or cannot be
-    opened (until cancelled)."""
-    from lanemon.store.sql.feed import open_feed
+    opened (until cancelled). The feed is open only while a job here waits on another
+    holder (``Scheduler.waiting_on_others``: looked at every :data:`POLL_S`, in this process),
+    and is closed once none has for :data:`RETRY_S`: every change of the store reaches every
+    open feed (with 8 agents listening, 55 notifications per job, the server's CPU per job
+    nearly doubled), and a job waiting behind this agent's own running job is started by its
+    own release, not by news. ``opener``: the feed's maker (``open_feed``; tests count it)."""
+    if opener is None:
+        from lanemon.store.sql.feed import open_feed as opener
 
     # only the shared scheduled lane's changes: a queue lane is claimed and given back at once
     # when the scheduled one is held elsewhere, and following those kicked the other agents into
@@ -455,15 +465,23 @@ async def _follow_lanes(url, sched: Scheduler) -> None:
     scheduled = getattr(sched.scheduled_lanes, "name", "scheduled")
     feed = None
     every = time.monotonic() + RETRY_S
+    quiet_since: float | None = None    # since when no job here waits on another (feed open)
     try:
         while True:
             if feed is None:
+                if not sched.waiting_on_others():
+                    await asyncio.sleep(POLL_S)
+                    if time.monotonic() >= every:
+                        every = time.monotonic() + RETRY_S
+                        sched.kick()
+                    continue
                 try:
-                    feed = await open_feed(url)
+                    feed = await opener(url)
                 except StoreError:
                     await asyncio.sleep(RETRY_S)
                     sched.kick()
                     continue
+                quiet_since = None
             try:
                 changes = await feed.wait(RETRY_S)
             except StoreError:
@@ -479,9 +497,18 @@ async def _follow_lanes(url, sched: Scheduler) -> None:
                 lane, _, workspace = key.partition(":")     # ("lane:workspace")
                 if table == "lanes" and lane == scheduled:
                     sched.kick(workspace)
-            if time.monotonic() >= every:
-                every = time.monotonic() + RETRY_S
+            now = time.monotonic()
+            if now >= every:
+                every = now + RETRY_S
                 sched.kick()
+            if sched.waiting_on_others():
+                quiet_since = None
+            elif quiet_since is None:
+                quiet_since = now
+            elif now - quiet_since >= RETRY_S:
+                feed, closing = None, feed
+                with contextlib.suppress(Exception):
+                    await closing.close()
     finally:
         if feed is not None:
             with contextlib.suppress(Exception):

@@ -915,6 +915,17 @@ class Scheduler:
         """Adopted jobs waiting for their lanes (not started)."""
         return sum(1 for q in self._queue_list for j in q.waiting.values() if j.adopted)
 
+    def waiting_on_others(self) -> bool:
+        """True when a job waits in a workspace whose ``scheduled`` lane this scheduler
+        neither holds nor is claiming: nothing done here will start it (another holder's
+        release, occupancy cleared, ``project_available`` will; an agent follows the
+        store's change feed only then). A job waiting behind this scheduler's own running
+        job of its workspace is not counted: its release here starts it."""
+        held = self.scheduled_lanes
+        claims = self._claims
+        return any(ws not in held and ws not in claims
+                   for q in self._queue_list for ws, dq in q.by_ws.items() if dq)
+
     def _enter(self, job: _Job) -> None:
         """``job`` is live and enters its queue (``_submit`` and ``adopt``, the only places
         one does): FIFO over all workspaces and per workspace."""
