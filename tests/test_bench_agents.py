@@ -57,4 +57,10 @@ def test_smallest_agents_bench_runs_real_agents_and_says_each_goal():
     assert f"goal <= +1 ms -> {met[window['heartbeat_goal_met']]}" in text
     assert f"goal <= 4 ms -> {met[window['refresh_goal_met']]}" in text
     assert "the tab saw 300 jobs" in text
+    # the window part's agents run at a lower priority (other hosts in a real deployment), said so,
+    # with the window's own loop CPU idle and following beside the heartbeat
+    assert window["agents_nice"] == agents.WINDOW_NICE == 19
+    assert f"the agents at nice {agents.WINDOW_NICE}" in text
+    assert "the window's loop CPU: idle" in text
+    assert window["loop_cpu_idle_ms_per_s"] >= 0 and window["loop_cpu_follow_ms_per_s"] >= 0
     assert not [c for c in child_processes() if " agent " in c[1]], "an agent process was left behind"
