@@ -121,7 +121,8 @@ def run(out: Callable[[str], None], *, agents: Sequence[int] = AGENTS, jobs: int
                 scaling = _scaling(out, rows)
                 url = _new_store(engine, folder, "window", cluster)
                 window = _window(out, engine, url, folder / f"{engine}-window", window_jobs=window_jobs,
-                                 segments=segments, segment_s=segment_s, record_s=record_s, cluster=cluster)
+                                 segments=segments, segment_s=segment_s, record_s=record_s,
+                                 cluster=cluster if engine == "postgresql" else None)
                 figures[engine] = {"throughput": rows, "scaling": scaling, "window": window}
         finally:
             if cluster is not None:
