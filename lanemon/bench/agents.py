@@ -13,7 +13,9 @@ here -- else one line says why it is not measured.
    are submitted at once (one ``SqlStore.submit``) and the agents take them.
    Jobs per second = jobs / (the last job's ``store_ended`` - the first job's
    ``store_started``), on the store clock, from the store's dump: the agents'
-   start-up is not in it. From the same dump (:func:`lanemon.agents.audit.audit`):
+   start-up is not in it. Each count runs :data:`ROUNDS` times, the order
+   alternating (1, 2, 4, 8, then 8, 4, 2, 1, ...); its figure is the median.
+   From the same dump (:func:`lanemon.agents.audit.audit`):
    the most runs of one workspace at once (must be 1: store lanes) and every
    rule of the audit (no overlap, unique epochs, every job terminal, the
    ledger only stale writes); a broken rule raises ``AssertionError``. The
@@ -84,6 +86,10 @@ STOP_S = 30.0
 GOAL_HEARTBEAT_MS = 1.0
 GOAL_FRAME_MS = 4.0
 GOAL_SCALING = 0.9
+#: rounds of the throughput rows (each count once per round, the order alternating): the median
+#: per count is the figure -- one row lasts 0.6-3 s here, and other work on the machine moved
+#: single rows by x0.7-1.2
+ROUNDS = 3
 #: the CPU priority of the window part's agents and (PostgreSQL) server processes: on a real
 #: deployment they run on other hosts, not on the window's cores (see part 2)
 WINDOW_NICE = 19
@@ -91,7 +97,7 @@ WINDOW_NICE = 19
 
 def run(out: Callable[[str], None], *, agents: Sequence[int] = AGENTS, jobs: int = JOBS,
         window_jobs: int = WINDOW_JOBS, segments: int = SEGMENTS, segment_s: float = SEGMENT_S,
-        record_s: float = RECORD_S, postgresql: bool = True) -> dict:
+        record_s: float = RECORD_S, postgresql: bool = True, rounds: int = ROUNDS) -> dict:
     """The figures above (the keyword options shrink the bench for a quick test:
     ``postgresql=False`` measures SQLite only)."""
     from lanemon.bench.store import _throwaway
@@ -114,10 +120,12 @@ def run(out: Callable[[str], None], *, agents: Sequence[int] = AGENTS, jobs: int
                     engines.append("postgresql")
             for engine in engines:
                 out(f"-- {engine}")
-                rows = {}
-                for n in agents:
-                    url = _new_store(engine, folder, f"t{n}", cluster)
-                    rows[str(n)] = _throughput(out, engine, url, n, jobs, folder / f"{engine}-t{n}")
+                every: dict[str, list[dict]] = {str(n): [] for n in agents}
+                for r in range(rounds):     # (alternating order: 1..8, 8..1, ...)
+                    for n in (agents if r % 2 == 0 else tuple(reversed(agents))):
+                        url = _new_store(engine, folder, f"t{n}r{r}", cluster)
+                        every[str(n)].append(_throughput(out, engine, url, n, jobs, folder / f"{engine}-t{n}r{r}"))
+                rows = {n: _median_row(out, n, got) for n, got in every.items()}
                 scaling = _scaling(out, rows)
                 url = _new_store(engine, folder, "window", cluster)
                 window = _window(out, engine, url, folder / f"{engine}-window", window_jobs=window_jobs,
@@ -152,6 +160,16 @@ def _goals(figures: dict) -> list:
             goals.append(Goal(f"agents {engine}: jobs/s with more agents vs fewest", min(ratios),
                               GOAL_SCALING, unit="x", at_least=True))
     return goals
+
+def _median_row(out, n: str, got: list[dict]) -> dict:
+    """The row of median jobs/s of one agent count over the rounds, with every round's figure."""
+    rates = [row["jobs_per_s"] for row in got]
+    row = dict(sorted(got, key=lambda row: row["jobs_per_s"])[(len(got) - 1) // 2], rounds=rates)
+    if len(got) > 1:
+        out(f"{n} agent{'s' if int(n) > 1 else ' '}: median {row['jobs_per_s']:8,.0f} jobs/s over {len(got)} rounds "
+            f"({' / '.join(f'{r:,.0f}' for r in rates)})")
+    return row
+
 
 def _scaling(out, rows: dict) -> dict:
     """The goal of the throughput rows: jobs/s does not fall as agents are added (each row
