@@ -37,7 +37,11 @@ def test_smallest_agents_bench_runs_real_agents_and_says_each_goal():
         assert row["jobs_per_s"] > 0 and row["seconds"] > 0
         # (every agent may adopt a job; all but the one that runs it drop it)
         assert row["adopted"] - row["taken_elsewhere"] >= 24
-    assert text.count("must be 1 -> held") == 2
+    assert text.count("must be 1 -> held") == 2 * agents.ROUNDS           # every row of every round
+    for row in rows.values():       # the figure is the median round, each round's figure beside it
+        assert len(row["rounds"]) == agents.ROUNDS
+        assert row["jobs_per_s"] == sorted(row["rounds"])[(agents.ROUNDS - 1) // 2]
+        assert f"median {row['jobs_per_s']:8,.0f} jobs/s over {agents.ROUNDS} rounds" in text
     # (reserved: each job adopted by one agent, none dropped as run elsewhere)
     assert all(row["adopted"] == 24 and row["taken_elsewhere"] == 0 for row in rows.values())
     scaling = figures["sqlite"]["scaling"]
