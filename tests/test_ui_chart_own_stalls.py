@@ -143,3 +143,22 @@ def test_a_phase_label_takes_another_row_rather_than_cover_a_reference_line_s_la
     bx0, bx1, by0, by1 = _view_rect(c, long_label, anchor_bottom=True)
     assert ax0 < bx1 and bx0 < ax1                       # they share x ...
     assert not (ay0 < by1 and by0 < ay1), ((ay0, ay1), (by0, by1))   # ... not y
+
+
+def test_an_own_stall_scrolled_out_of_view_is_no_longer_drawn_but_still_known(chart):
+    c, hb, clock, _phases = chart
+    with c.own_stall("presenter mode"):
+        clock.t = 1000.4
+    later = 1000.41 + np.arange(100) * 0.01
+    hb.add(later, np.full(later.size, 0.5))
+    clock.t = 1001.5
+    c.redraw()
+    assert "presenter mode" in [label.text() for label in _labels(c)]
+    # 25 s later (window 20 s), with ticks all along: the stall is out of view
+    ticks = 1001.42 + np.arange(2500) * 0.01
+    hb.add(ticks, np.full(ticks.size, 0.5))
+    clock.t = 1026.5
+    c.redraw()
+    assert "presenter mode" not in [label.text() for label in _labels(c)]
+    assert [s[0] for s in c.own_spans(hb.t)] == ["presenter mode"]   # remembered all the same
+    assert "max 0.5" in _header(c) and not c.own_left_out

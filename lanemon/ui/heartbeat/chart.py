@@ -677,7 +677,7 @@ class HeartbeatChart(QWidget):
             region, label = self._regions[key]
             self._set_region(region, ph.t_start - now, end - now)
             placed.append((ph.t_start - now, label))
-        if self._own:
+        if self._own and self._own_in_view(now - w):
             t, _lag = self.heartbeat.recent(w, now)
             for i, (label, t0, t1) in enumerate(self.own_spans(t)[:len(self._own)]):
                 end = min(t1, now)
@@ -712,6 +712,13 @@ class HeartbeatChart(QWidget):
             self.plot.removeItem(self._block_labels.pop(bid))
         self._layout_labels(placed)
 
+    def _own_in_view(self, t0: float) -> bool:
+        """Can an own stall reach past ``t0``? (One still going, or one that ended less than the
+        longest tick period before it: its span ends at the first tick after it.) Else the frame
+        skips them: they stay remembered for ``own_spans``, only their drawing is not redone."""
+        margin = MAX_PERIOD_MS / 1000.0
+        return any(s.t_done is None or s.t_done > t0 - margin for s in self._own)
+
     def _new_block_label(self, text: str) -> Label:
         label = Label(text, theme.REF_LONG, fill=self._label_fill(200))
         font = QFont(self.font())
@@ -724,6 +731,8 @@ class HeartbeatChart(QWidget):
 
     def _layout_labels(self, placed) -> None:
         """Left to right, each label takes the highest row where it does not overlap; else hides."""
+        if not placed:      # nothing in view (an idle frame): no row to work out
+            return
         w = self._window_s
         px = max(1.0, self._vb_size[0])
         per_px = w / px
