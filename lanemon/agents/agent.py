@@ -42,7 +42,7 @@ How it takes jobs
   while a job here waits on a lane held elsewhere (``Scheduler.waiting_on_others``,
   looked at every :data:`POLL_S` in this process; closed after :data:`RETRY_S`
   without one): every change of the store reaches every open feed, and since
-  ``take_jobs`` leaves the workspaces another session uses, such waits are rare. Looking at every waiting
+  ``take_jobs`` leaves the workspaces whose lane another session holds, such waits are rare. Looking at every waiting
   workspace 50 times a second instead -- one claim, a write, per workspace
   held elsewhere -- burnt a core per agent with a few hundred jobs waiting.
 * The work comes from the stored spec: ``cpu_ms`` > 0 -> a CPU job

@@ -131,9 +131,12 @@ class SqlStore:
 
     async def take_jobs(self, queues: list[str], limit: int = 32) -> list[StoredJob]:
         """**Reserve** up to ``limit`` queued jobs of ``queues`` for this session, in id order:
-        jobs no session holds, or whose reservation ran out, none of a workspace in use by
-        another session (a lane of it held, or a queued job of it reserved, there; one atomic
-        statement: two sessions taking at once never get one job). A reservation lasts one lease (store clock), is
+        jobs no session holds, or whose reservation ran out, none of a workspace whose lane
+        another session holds (its jobs would wait for that lane; graphile-worker skips the jobs
+        of a locked named queue the same way). Jobs another session merely reserved do not keep a
+        workspace from others: one session reserving jobs of every workspace would otherwise take
+        all the work. One atomic statement: two sessions taking at once never get one job.
+        A reservation lasts one lease (store clock), is
         renewed by the keeper while the job is still ``queued``, ends when the job is saved
         (``running`` or any other state), at ``give_back_jobs()`` and at ``close()``; a session
         that dies leaves its reservations to run out (on PostgreSQL, ``reap`` ends those of a

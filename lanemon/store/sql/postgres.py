@@ -449,8 +449,7 @@ _SQL = {
             "WHERE j.id IN (SELECT f.id FROM lanemon.jobs f WHERE f.state = 'queued' "
             "AND f.queue = ANY (%(queues)s::text[]) "
             "AND (f.taken_by IS NULL OR f.taken_until <= (SELECT now FROM t)) "
-            "AND f.workspace NOT IN (SELECT o.workspace FROM lanemon.jobs o WHERE o.taken_by <> %(me)s::text "
-            "AND o.taken_until > (SELECT now FROM t) UNION ALL SELECT l.workspace FROM lanemon.lanes l "
+            "AND f.workspace NOT IN (SELECT l.workspace FROM lanemon.lanes l "
             "WHERE l.session <> %(me)s::text AND l.lease_until > (SELECT now FROM t)) "
             "ORDER BY f.id LIMIT %(limit)s::integer FOR UPDATE OF f SKIP LOCKED) "
             f"RETURNING {', '.join('j.' + c.strip() for c in QUEUED_COLS.split(','))}",
@@ -751,7 +750,7 @@ class PostgresBackend(BackendSession):
 
     async def take_jobs(self, queues: list[str], limit: int) -> list[StoredJob]:
         """Reserve up to ``limit`` queued jobs of ``queues`` for this session (one statement:
-        ``FOR UPDATE SKIP LOCKED``), none of a workspace in use by another session; in id order."""
+        ``FOR UPDATE SKIP LOCKED``), none of a workspace whose lane another session holds; in id order."""
         rows = await self._call(_SQL["take"], {"queues": list(queues), "limit": limit, "me": self.session,
                                                "lease": self.lease, "skew": self.clock_skew})
         return sorted((stored_job(r) for r in rows), key=lambda j: j.record.id)

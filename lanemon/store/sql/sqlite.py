@@ -424,19 +424,18 @@ class SqliteBackend(BackendSession):
 
     async def take_jobs(self, queues: list[str], limit: int) -> list[StoredJob]:
         """Reserve up to ``limit`` queued jobs of ``queues`` that no session holds (or whose
-        reservation ran out), none of a workspace in use by another session, for this session,
+        reservation ran out), none of a workspace whose lane another session holds, for this session,
         until ``now + lease``; in id order. A look without the write lock first: nothing to
         take takes no lock."""
         db = self._require()
         marks = ", ".join("?" * len(queues))
         free = (f"state='queued' AND queue IN ({marks}) AND (taken_by IS NULL OR taken_until <= ?) "
-                "AND workspace NOT IN (SELECT workspace FROM jobs WHERE taken_by <> ? AND taken_until > ? "
-                "UNION ALL SELECT workspace FROM lanes WHERE session <> ? AND lease_until > ?)")
+                "AND workspace NOT IN (SELECT workspace FROM lanes WHERE session <> ? AND lease_until > ?)")
         me = self.session
         try:
             now = self._now()
             if db.execute(f"SELECT 1 FROM jobs WHERE {free} LIMIT 1",
-                          (*queues, now, me, now, me, now)).fetchone() is None:
+                          (*queues, now, me, now)).fetchone() is None:
                 return []
         except sqlite3.Error as exc:
             message = _explain(self.path, exc)
@@ -446,7 +445,7 @@ class SqliteBackend(BackendSession):
             now = self._now()
             rows = cur.execute(f"UPDATE jobs SET taken_by=?, taken_until=? WHERE id IN (SELECT id FROM jobs "
                                f"WHERE {free} ORDER BY id LIMIT ?) RETURNING {QUEUED_COLS}",
-                               (me, now + self.lease, *queues, now, me, now, me, now, limit)).fetchall()
+                               (me, now + self.lease, *queues, now, me, now, limit)).fetchall()
         return sorted((stored_job(r) for r in rows), key=lambda j: j.record.id)
 
     async def give_back_jobs(self) -> int:
