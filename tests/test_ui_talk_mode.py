@@ -472,3 +472,44 @@ def test_the_hidden_replay_bar_takes_a_new_look_only_when_it_is_shown(qtbot):
     win.bring_up_to_date(panel)                 # what entering a replay does
     assert panel.styleSheet() == theme.stylesheet()
     win.talk.set_presenter(False)
+
+
+def test_a_presenter_toggle_paints_the_window_once_after_its_new_layout(qtbot):
+    """F5 changes fonts, sheets, the split and the chart one after the other: the window was
+    painted twice per toggle (once before its layout caught up, once after: each a full
+    paint, ~8 ms of loop time). Now it is painted once, in its new layout, and paints on
+    as usual afterwards."""
+    from PySide6.QtCore import QEvent, QObject
+
+    win = MainWindow()
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitExposed(win)
+    qtbot.wait(200)
+    area = win.width() * win.height()
+
+    class Paints(QObject):
+        """The paints of the window covering at least half of it, with the menu bar's
+        height each was painted at."""
+        big: list[int] = []
+
+        def eventFilter(self, obj, event):
+            if obj is win and event.type() == QEvent.Type.Paint:
+                r = event.rect()
+                if r.width() * r.height() * 2 >= area:
+                    Paints.big.append(win.menuBar().height())
+            return False
+
+    paints = Paints()
+    win.installEventFilter(paints)
+    for on in (True, False, True, False):
+        Paints.big = []
+        win.talk.set_presenter(on)
+        qtbot.wait(300)
+        settled_bar = win.menuBar().height()
+        assert len(Paints.big) == 1, (on, Paints.big)
+        assert Paints.big == [settled_bar], "painted before the new layout"
+    Paints.big = []
+    win.update()                           # the window still paints on request
+    qtbot.waitUntil(lambda: len(Paints.big) == 1, timeout=2000)
+    win.removeEventFilter(paints)
