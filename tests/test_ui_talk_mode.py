@@ -391,10 +391,10 @@ def test_presenter_toggle_leaves_hidden_tabs_alone_and_they_look_right_when_show
                 Count.n += 1
             return False
 
-    def own_sheet_within(w, page):
-        """Does ``w``, or a widget between it and its tab page, carry a sheet of its own (a
-        view's, re-set by its ``apply_fonts``)?"""
-        while w is not None and w is not page:
+    def own_sheet_within(w, view):
+        """Does ``w``, or a widget between it and its view (which takes the window's region
+        sheet), carry a sheet of its own (a control's, re-set by its view's ``apply_fonts``)?"""
+        while w is not None and w is not view:
             if w.styleSheet():
                 return True
             w = w.parentWidget()
@@ -403,8 +403,8 @@ def test_presenter_toggle_leaves_hidden_tabs_alone_and_they_look_right_when_show
     counter = Count()
     hidden = []
     for key in ("placement", "lanes", "counters"):
-        page = win.tabs.widget(list(win.views).index(key))
-        hidden += [w for w in [page, *page.findChildren(QWidget)] if not own_sheet_within(w, page)]
+        view = win.views[key]
+        hidden += [w for w in [view, *view.findChildren(QWidget)] if not own_sheet_within(w, view)]
     assert len(hidden) > 100
     for w in hidden:
         w.installEventFilter(counter)
@@ -421,7 +421,8 @@ def test_presenter_toggle_leaves_hidden_tabs_alone_and_they_look_right_when_show
     assert fonts_changed == {key: int(key == "runs") for key in win.views}, fonts_changed
     # then, in the idle time after, the hidden pages take the new look, shown or not
     pages = [win.tabs.widget(i) for i in range(win.tabs.count())]
-    qtbot.waitUntil(lambda: all(p.styleSheet() == theme.stylesheet() for p in pages), timeout=10_000)
+    qtbot.waitUntil(lambda: all(v.styleSheet() == theme.stylesheet() for v in win.views.values()),
+                    timeout=10_000)
     qtbot.waitUntil(lambda: all(n == 1 for n in fonts_changed.values()), timeout=10_000)
     assert win.tabs.currentWidget() is pages[0]
 
