@@ -514,3 +514,35 @@ def test_a_presenter_toggle_paints_the_window_once_after_its_new_layout(qtbot):
     win.update()                           # the window still paints on request
     qtbot.waitUntil(lambda: len(Paints.big) == 1, timeout=2000)
     win.removeEventFilter(paints)
+
+
+def test_a_presenter_toggle_paints_the_chart_once(qtbot):
+    """A pyqtgraph axis takes the width of its tick labels when it first draws them: after
+    the toggle's paint, in the new font, the axes widened or narrowed, and the chart was laid
+    out and painted again (three chart paints per toggle, 6-9 ms of loop time each). The
+    chart now measures its axes when its fonts change: one paint."""
+    from PySide6.QtCore import QEvent, QObject
+
+    win = MainWindow()
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitExposed(win)
+    qtbot.wait(200)
+    viewport = win.chart.plot.viewport()
+
+    class Paints(QObject):
+        n = 0
+
+        def eventFilter(self, obj, event):
+            if obj is viewport and event.type() == QEvent.Type.Paint:
+                Paints.n += 1
+            return False
+
+    paints = Paints()
+    viewport.installEventFilter(paints)
+    for on in (True, False, True, False):
+        Paints.n = 0
+        win.talk.set_presenter(on)
+        qtbot.wait(300)
+        assert Paints.n == 1, (on, Paints.n)
+    viewport.removeEventFilter(paints)
