@@ -67,3 +67,27 @@ def test_holds_nest_and_an_exception_passes_through_with_the_release_still_comin
     qtbot.waitUntil(lambda: not held(top), timeout=2000)
     qtbot.wait(100)
     assert paints.n == 1
+
+
+def test_a_timer_due_when_the_hold_ends_runs_before_the_paint(qtbot):
+    """The heartbeat's tick, due while the change ran, gets the loop between the change
+    and its paint: two shorter stalls, not one long one (fails with the release as a
+    posted call, which runs before any timer)."""
+    import time
+
+    from PySide6.QtCore import Qt, QTimer
+
+    top, label = _window(qtbot)
+    paints = _Paints(top)
+    seen = []
+    tick = QTimer(top)
+    tick.setSingleShot(True)
+    tick.setTimerType(Qt.TimerType.PreciseTimer)
+    tick.timeout.connect(lambda: seen.append(paints.n))
+    tick.start(1)
+    with paint_hold(label):
+        label.setText("changed")
+        time.sleep(0.01)                    # the change outlasts the tick's due time
+    qtbot.waitUntil(lambda: not held(top) and bool(seen), timeout=2000)
+    assert seen == [0]                      # the tick ran, then the one paint
+    assert paints.n == 1

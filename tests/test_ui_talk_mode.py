@@ -546,3 +546,38 @@ def test_a_presenter_toggle_paints_the_chart_once(qtbot):
         qtbot.wait(300)
         assert Paints.n == 1, (on, Paints.n)
     viewport.removeEventFilter(paints)
+
+def test_the_presenter_toggles_own_stall_mark_covers_its_paint_a_loop_turn_later(qtbot):
+    """The toggle's paint comes a loop turn after the change (the heartbeat ticks between:
+    ``paint_hold``); the chart's "presenter mode" mark must end after that paint, or the
+    paint's stall shows as an unlabelled spike (fails with the mark ending at the change)."""
+    import time
+
+    from PySide6.QtCore import QEvent, QObject
+
+    win = MainWindow()
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitExposed(win)
+    qtbot.wait(200)
+
+    class LastPaint(QObject):
+        t = 0.0
+
+        def eventFilter(self, obj, event):
+            if obj is win and event.type() == QEvent.Type.Paint:
+                LastPaint.t = time.perf_counter()
+            return False
+
+    spy = LastPaint()
+    win.installEventFilter(spy)
+    for on in (True, False):
+        t0 = time.perf_counter()
+        win.talk.set_presenter(on)
+        qtbot.waitUntil(lambda t0=t0: LastPaint.t > t0, timeout=2000)
+        painted = LastPaint.t
+        marks = [s for s in win.chart.own_marks() if s.label == "presenter mode" and s.t_start >= t0]
+        assert len(marks) == 1
+        assert marks[0].t_done is not None and marks[0].t_done >= painted
+    win.removeEventFilter(spy)
+    win.talk.set_presenter(False)

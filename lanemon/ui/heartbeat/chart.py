@@ -96,6 +96,11 @@ class OwnStall:
     t_start: float
     t_done: float | None = None   # when the work ended (None: still going)
 
+    def end(self) -> None:
+        """The work ended now (again, for work that goes on after the ``with``: a held
+        paint, ``paint_hold``'s ``after``)."""
+        self.t_done = time.perf_counter()
+
 pg.setConfigOptions(antialias=False, foreground=theme.FG, background=theme.BG)
 
 
@@ -375,7 +380,11 @@ class HeartbeatChart(QWidget):
         try:
             yield stall
         finally:
-            stall.t_done = time.perf_counter()
+            stall.end()
+
+    def own_marks(self) -> tuple[OwnStall, ...]:
+        """The window's own stalls kept (at most ``MAX_OWN_STALLS``), oldest first."""
+        return tuple(self._own)
 
     def own_spans(self, t: np.ndarray) -> list[tuple[str, float, float]]:
         """(label, start, end) of the window's own stalls, given the ticks' times ``t``

@@ -10,27 +10,37 @@ toggle, the first time before its layout had caught up (a full paint of the wind
 Guaranteed: from the ``with`` until its release the top-level window of ``widget``
 takes no paint: the window's paint requests (``QEvent.UpdateRequest``) are held back,
 while every ``update()`` still adds its area to what the window will paint. The release
-is a queued call posted when the block ends, so it runs after the queued calls the
-changes posted, on the loop's next pass over posted events (before any timer of that
-pass). It does the layout passes asked for so far (graphics layouts first, which may
-ask for widget ones), then paints at once what was asked for: one paint, in the new
-look and layout. (A held-back request is answered by that paint; until then Qt sends
-the window no other, so the release always paints, synchronously.)
+is a zero-interval timer started when the block ends (a timer object: ``QTimer.singleShot(0)``
+would be a posted call, run before any timer). So the change and its paint are two turns
+of the loop: first the posted events the changes caused (their layout passes among them)
+and every timer already due when the block ended (the heartbeat's tick: a stall of the
+change alone, then one of the paint alone, never of both), then the release. It does the
+layout passes still asked for (graphics layouts first, which may ask for widget ones),
+then paints at once what was asked for: one paint, in the new look and layout. (A
+held-back request is answered by that paint; until then Qt sends the window no other, so
+the release always paints, synchronously.)
 
-Holds nest: a ``with`` on a window held already (an outer hold, or a release still to
-come) adds nothing. An exception inside the ``with`` passes through; the release comes
+``after`` (optional) is called once that paint is done: e.g. the chart's own-stall
+mark of the change, so it covers the paint too. Holds nest: a ``with`` on a window held
+already (an outer hold, or a release still to come) adds only its ``after`` to that
+hold's. An exception inside the ``with`` passes through; the release comes
 all the same. A window deleted before its release is left alone (the queued call goes
 with it).
+
+``release_costs_ms`` keeps what the last releases took (their layout and paint, ms of
+wall clock, newest last): the second of the two stalls, for ``lanemon bench stalls``.
 
 Refused: nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from PySide6.QtCore import QCoreApplication, QEvent, QObject, QTimer
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt, QTimer
 from PySide6.QtWidgets import QWidget
 
 LAYOUT_ROUNDS = 4
@@ -40,6 +50,9 @@ window's) wait for the next."""
 
 _HOLD_NAME = "lanemon_paint_hold"
 
+release_costs_ms: deque[float] = deque(maxlen=64)
+"""What each of the last releases took (layout and the paint), ms, newest last."""
+
 
 class _Hold(QObject):
     """Holds back the paint requests of the window it filters, until ``release``."""
@@ -48,6 +61,7 @@ class _Hold(QObject):
         super().__init__(window)
         self.setObjectName(_HOLD_NAME)
         self._window = window
+        self._after: list[Callable[[], None]] = []
         window.installEventFilter(self)
 
     def eventFilter(self, obj, event) -> bool:
@@ -56,6 +70,7 @@ class _Hold(QObject):
         return False
 
     def release(self) -> None:
+        t0 = time.perf_counter()
         window = self._window
         for _ in range(LAYOUT_ROUNDS):
             QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
@@ -65,6 +80,14 @@ class _Hold(QObject):
         # finds nothing left to paint)
         QCoreApplication.sendEvent(window, QEvent(QEvent.Type.UpdateRequest))
         self.deleteLater()
+        release_costs_ms.append((time.perf_counter() - t0) * 1000.0)
+        for after in self._after:
+            after()
+
+    def also_after(self, after: Callable[[], None] | None) -> None:
+        """Call ``after`` too once the release's paint is done."""
+        if after is not None:
+            self._after.append(after)
 
 
 def held(widget: QWidget) -> bool:
@@ -73,15 +96,22 @@ def held(widget: QWidget) -> bool:
 
 
 @contextmanager
-def paint_hold(widget: QWidget) -> Iterator[None]:
+def paint_hold(widget: QWidget, after: Callable[[], None] | None = None) -> Iterator[None]:
     """No paint of ``widget``'s window inside the block nor in the queued calls it caused;
-    then the layout, then one paint (see the module's docstring)."""
+    then the layout, then one paint, then ``after()`` (see the module's docstring)."""
     window = widget.window()
-    if held(window):                                # an outer hold, or a release to come
+    outer = window.findChild(_Hold, _HOLD_NAME)
+    if outer is not None:                           # an outer hold, or a release to come
+        outer.also_after(after)
         yield
         return
     hold = _Hold(window)
+    hold.also_after(after)
     try:
         yield
     finally:
-        QTimer.singleShot(0, hold, hold.release)   # a queued call: after theirs
+        timer = QTimer(hold)                        # a timer, not a posted call: the timers
+        timer.setSingleShot(True)                   # due now run first (the module docstring)
+        timer.setTimerType(Qt.TimerType.PreciseTimer)
+        timer.timeout.connect(hold.release)
+        timer.start(0)

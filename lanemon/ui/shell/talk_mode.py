@@ -343,8 +343,9 @@ class TalkMode(QObject):
             chart.set_log_scale(self._log_outside)
             self._log_outside = None
         self.presenter = on
-        # shaded, labelled, left out of the header's max; painted once, after the new layout
-        with chart.own_stall("presenter mode"), paint_hold(self.window):
+        # shaded, labelled, left out of the header's max up to its paint; painted once, after
+        # the new layout, a loop turn later (paint_hold)
+        with chart.own_stall("presenter mode") as stall, paint_hold(self.window, after=stall.end):
             self._apply_look()
             self._say("Presenter mode on (F5 leaves it)" if on else "Presenter mode off")
 
@@ -365,7 +366,7 @@ class TalkMode(QObject):
         self.theme = name
         self.actions["dark"].setChecked(name == "dark")
         if not self.presenter:
-            with self.window.chart.own_stall("theme change"), paint_hold(self.window):
+            with self.window.chart.own_stall("theme change") as stall, paint_hold(self.window, after=stall.end):
                 self._apply_look()
 
     def set_full_screen(self, on: bool) -> None:
