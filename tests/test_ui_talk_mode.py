@@ -391,10 +391,10 @@ def test_presenter_toggle_leaves_hidden_tabs_alone_and_they_look_right_when_show
                 Count.n += 1
             return False
 
-    def own_sheet_within(w, page):
-        """Does ``w``, or a widget between it and its tab page, carry a sheet of its own (a
-        view's, re-set by its ``apply_fonts``)?"""
-        while w is not None and w is not page:
+    def own_sheet_within(w, view):
+        """Does ``w``, or a widget between it and its view (which takes the window's region
+        sheet), carry a sheet of its own (a control's, re-set by its view's ``apply_fonts``)?"""
+        while w is not None and w is not view:
             if w.styleSheet():
                 return True
             w = w.parentWidget()
@@ -403,8 +403,8 @@ def test_presenter_toggle_leaves_hidden_tabs_alone_and_they_look_right_when_show
     counter = Count()
     hidden = []
     for key in ("placement", "lanes", "counters"):
-        page = win.tabs.widget(list(win.views).index(key))
-        hidden += [w for w in [page, *page.findChildren(QWidget)] if not own_sheet_within(w, page)]
+        view = win.views[key]
+        hidden += [w for w in [view, *view.findChildren(QWidget)] if not own_sheet_within(w, view)]
     assert len(hidden) > 100
     for w in hidden:
         w.installEventFilter(counter)
@@ -421,7 +421,8 @@ def test_presenter_toggle_leaves_hidden_tabs_alone_and_they_look_right_when_show
     assert fonts_changed == {key: int(key == "runs") for key in win.views}, fonts_changed
     # then, in the idle time after, the hidden pages take the new look, shown or not
     pages = [win.tabs.widget(i) for i in range(win.tabs.count())]
-    qtbot.waitUntil(lambda: all(p.styleSheet() == theme.stylesheet() for p in pages), timeout=10_000)
+    qtbot.waitUntil(lambda: all(v.styleSheet() == theme.stylesheet() for v in win.views.values()),
+                    timeout=10_000)
     qtbot.waitUntil(lambda: all(n == 1 for n in fonts_changed.values()), timeout=10_000)
     assert win.tabs.currentWidget() is pages[0]
 
@@ -471,4 +472,112 @@ def test_the_hidden_replay_bar_takes_a_new_look_only_when_it_is_shown(qtbot):
     assert panel.styleSheet() != theme.stylesheet()
     win.bring_up_to_date(panel)                 # what entering a replay does
     assert panel.styleSheet() == theme.stylesheet()
+    win.talk.set_presenter(False)
+
+
+def test_a_presenter_toggle_paints_the_window_once_after_its_new_layout(qtbot):
+    """F5 changes fonts, sheets, the split and the chart one after the other: the window was
+    painted twice per toggle (once before its layout caught up, once after: each a full
+    paint, ~8 ms of loop time). Now it is painted once, in its new layout, and paints on
+    as usual afterwards."""
+    from PySide6.QtCore import QEvent, QObject
+
+    win = MainWindow()
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitExposed(win)
+    qtbot.wait(200)
+    area = win.width() * win.height()
+
+    class Paints(QObject):
+        """The paints of the window covering at least half of it, with the menu bar's
+        height each was painted at."""
+        big: list[int] = []
+
+        def eventFilter(self, obj, event):
+            if obj is win and event.type() == QEvent.Type.Paint:
+                r = event.rect()
+                if r.width() * r.height() * 2 >= area:
+                    Paints.big.append(win.menuBar().height())
+            return False
+
+    paints = Paints()
+    win.installEventFilter(paints)
+    for on in (True, False, True, False):
+        Paints.big = []
+        win.talk.set_presenter(on)
+        qtbot.wait(300)
+        settled_bar = win.menuBar().height()
+        assert len(Paints.big) == 1, (on, Paints.big)
+        assert Paints.big == [settled_bar], "painted before the new layout"
+    Paints.big = []
+    win.update()                           # the window still paints on request
+    qtbot.waitUntil(lambda: len(Paints.big) == 1, timeout=2000)
+    win.removeEventFilter(paints)
+
+
+def test_a_presenter_toggle_paints_the_chart_once(qtbot):
+    """A pyqtgraph axis takes the width of its tick labels when it first draws them: after
+    the toggle's paint, in the new font, the axes widened or narrowed, and the chart was laid
+    out and painted again (three chart paints per toggle, 6-9 ms of loop time each). The
+    chart now measures its axes when its fonts change: one paint."""
+    from PySide6.QtCore import QEvent, QObject
+
+    win = MainWindow()
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitExposed(win)
+    qtbot.wait(200)
+    viewport = win.chart.plot.viewport()
+
+    class Paints(QObject):
+        n = 0
+
+        def eventFilter(self, obj, event):
+            if obj is viewport and event.type() == QEvent.Type.Paint:
+                Paints.n += 1
+            return False
+
+    paints = Paints()
+    viewport.installEventFilter(paints)
+    for on in (True, False, True, False):
+        Paints.n = 0
+        win.talk.set_presenter(on)
+        qtbot.wait(300)
+        assert Paints.n == 1, (on, Paints.n)
+    viewport.removeEventFilter(paints)
+
+def test_the_presenter_toggles_own_stall_mark_covers_its_paint_a_loop_turn_later(qtbot):
+    """The toggle's paint comes a loop turn after the change (the heartbeat ticks between:
+    ``paint_hold``); the chart's "presenter mode" mark must end after that paint, or the
+    paint's stall shows as an unlabelled spike (fails with the mark ending at the change)."""
+    import time
+
+    from PySide6.QtCore import QEvent, QObject
+
+    win = MainWindow()
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitExposed(win)
+    qtbot.wait(200)
+
+    class LastPaint(QObject):
+        t = 0.0
+
+        def eventFilter(self, obj, event):
+            if obj is win and event.type() == QEvent.Type.Paint:
+                LastPaint.t = time.perf_counter()
+            return False
+
+    spy = LastPaint()
+    win.installEventFilter(spy)
+    for on in (True, False):
+        t0 = time.perf_counter()
+        win.talk.set_presenter(on)
+        qtbot.waitUntil(lambda t0=t0: LastPaint.t > t0, timeout=2000)
+        painted = LastPaint.t
+        marks = [s for s in win.chart.own_marks() if s.label == "presenter mode" and s.t_start >= t0]
+        assert len(marks) == 1
+        assert marks[0].t_done is not None and marks[0].t_done >= painted
+    win.removeEventFilter(spy)
     win.talk.set_presenter(False)

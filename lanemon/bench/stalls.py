@@ -8,7 +8,12 @@ done. Two figures, each with the goal beside it and measured in this run:
    it caused is done (``ui._paint_pending``: posted scene updates, layout, the
    window's paint), wall clock: the time the loop could not run a tick;
 2. the presenter toggle (F5): ``TOGGLES`` toggles, on and off alternately,
-   each timed the same way, ``GAP_S`` apart.
+   ``GAP_S`` apart. A toggle is two turns of the loop (``lanemon.ui.kit.paint_hold``):
+   the change (the call and the posted events it caused, timed like a first show,
+   its paint held back), then, after the timers already due (the heartbeat's tick),
+   the release: layout and one paint (``paint_hold.release_costs_ms``). The figure
+   judged is the longer of the two, the longest the loop could not run a tick;
+   their sum (the toggle's whole work) is printed beside it.
 
 Beside each: the heartbeat's longest lag in the ``WATCH_S`` after the call
 (what the chart shows for it). Goal: each under ``GOAL_MS`` of loop time.
@@ -43,6 +48,24 @@ async def _timed(window, act) -> tuple[float, float]:
     return took, float(lags.max()) if lags.size else 0.0
 
 
+async def _toggle(window) -> tuple[float, float, float]:
+    """(ms of the change's turn, ms of its release's turn, the heartbeat's longest lag in
+    ``WATCH_S``) of one presenter toggle."""
+    from lanemon.ui.kit.paint_hold import held, release_costs_ms
+    from lanemon.ui.tools.testing import wait_until
+
+    releases = len(release_costs_ms)
+    t0 = time.perf_counter()
+    window.talk.toggle_presenter()
+    _paint_pending()                    # the posted events the change caused: same turn
+    change = (time.perf_counter() - t0) * 1000.0
+    await wait_until(lambda: not held(window), 5.0, step_s=0.001)
+    await asyncio.sleep(WATCH_S)
+    release = release_costs_ms[-1] if len(release_costs_ms) > releases else 0.0
+    lags = window.heartbeat.in_range(t0, time.perf_counter(), one_after=False)
+    return change, release, float(lags.max()) if lags.size else 0.0
+
+
 def run(out) -> dict:
     async def scenario(window):
         await settled(window)
@@ -56,13 +79,14 @@ def run(out) -> dict:
         await asyncio.sleep(GAP_S)
         toggles = []
         for _ in range(TOGGLES):
-            toggles.append(await _timed(window, window.talk.toggle_presenter))
+            toggles.append(await _toggle(window))
             await asyncio.sleep(GAP_S)
         return first, toggles
 
     first, toggles = run_window(scenario)
-    out(f"full window offscreen, 1280x800, qasync; each figure: the call until its paint is done "
-        f"(wall clock), and the heartbeat's longest lag in the {WATCH_S:g} s after it")
+    out(f"full window offscreen, 1280x800, qasync; a first show: the call until its paint is done "
+        f"(wall clock); a toggle: the longer of its two loop turns; beside each, the heartbeat's "
+        f"longest lag in the {WATCH_S:g} s after it")
     ok = True
     goals = []
     figures = {"goalMs": GOAL_MS, "firstShowMs": {}, "presenterToggleMs": {}}
@@ -72,20 +96,31 @@ def run(out) -> dict:
         figures["firstShowMs"][key] = {"loopMs": round(took, 1), "heartbeatMaxMs": round(lag, 1)}
         goals.append(Goal(f"first show of the {key} tab", took, GOAL_MS))
         ok &= took < GOAL_MS
-    costs = sorted(t for t, _ in toggles)
-    lags = sorted(lag for _, lag in toggles)
-    on = [t for i, (t, _) in enumerate(toggles) if i % 2 == 0]
-    off = [t for i, (t, _) in enumerate(toggles) if i % 2 == 1]
-    out(f"presenter toggle (F5), {TOGGLES} toggles: median {statistics.median(costs):6.1f} ms, "
-        f"max {costs[-1]:6.1f} ms (on: median {statistics.median(on):.1f}, off: median "
-        f"{statistics.median(off):.1f} ms; heartbeat max lag median {statistics.median(lags):.1f} ms)"
+    turns = [max(change, release) for change, release, _ in toggles]
+    costs = sorted(turns)
+    whole = sorted(change + release for change, release, _ in toggles)
+    lags = sorted(lag for _, _, lag in toggles)
+    on = [t for i, t in enumerate(turns) if i % 2 == 0]
+    off = [t for i, t in enumerate(turns) if i % 2 == 1]
+    changes = sorted(c for c, _, _ in toggles)
+    releases = sorted(r for _, r, _ in toggles)
+    out(f"presenter toggle (F5), {TOGGLES} toggles, each two loop turns (the change, then its "
+        f"layout and paint): longest turn median {statistics.median(costs):6.1f} ms, max "
+        f"{costs[-1]:6.1f} ms (on: median {statistics.median(on):.1f}, off: median "
+        f"{statistics.median(off):.1f} ms; change median {statistics.median(changes):.1f}, paint "
+        f"median {statistics.median(releases):.1f}; both together median {statistics.median(whole):.1f}, "
+        f"max {whole[-1]:.1f} ms; heartbeat max lag median {statistics.median(lags):.1f} ms)"
         f"   goal < {GOAL_MS:g} ms -> {goal(costs[-1] < GOAL_MS)}")
     figures["presenterToggleMs"] = {"median": round(statistics.median(costs), 1), "max": round(costs[-1], 1),
                                     "onMedian": round(statistics.median(on), 1),
                                     "offMedian": round(statistics.median(off), 1),
+                                    "changeMedian": round(statistics.median(changes), 1),
+                                    "paintMedian": round(statistics.median(releases), 1),
+                                    "wholeMedian": round(statistics.median(whole), 1),
+                                    "wholeMax": round(whole[-1], 1),
                                     "heartbeatMaxMedian": round(statistics.median(lags), 1)}
     ok &= costs[-1] < GOAL_MS
-    goals.append(Goal(f"presenter toggle (F5), slowest of {TOGGLES}", costs[-1], GOAL_MS))
+    goals.append(Goal(f"presenter toggle (F5), longest loop turn, slowest of {TOGGLES}", costs[-1], GOAL_MS))
     figures["goals"] = [g.as_dict() for g in goals]
     figures["goalMet"] = ok
     return figures

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, QRectF, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPicture
 from PySide6.QtWidgets import (
     QCheckBox,
     QGraphicsLineItem,
@@ -95,6 +95,11 @@ class OwnStall:
     label: str
     t_start: float
     t_done: float | None = None   # when the work ended (None: still going)
+
+    def end(self) -> None:
+        """The work ended now (again, for work that goes on after the ``with``: a held
+        paint, ``paint_hold``'s ``after``)."""
+        self.t_done = time.perf_counter()
 
 pg.setConfigOptions(antialias=False, foreground=theme.FG, background=theme.BG)
 
@@ -375,7 +380,11 @@ class HeartbeatChart(QWidget):
         try:
             yield stall
         finally:
-            stall.t_done = time.perf_counter()
+            stall.end()
+
+    def own_marks(self) -> tuple[OwnStall, ...]:
+        """The window's own stalls kept (at most ``MAX_OWN_STALLS``), oldest first."""
+        return tuple(self._own)
 
     def own_spans(self, t: np.ndarray) -> list[tuple[str, float, float]]:
         """(label, start, end) of the window's own stalls, given the ticks' times ``t``
@@ -518,6 +527,26 @@ class HeartbeatChart(QWidget):
         self.paused_label.place()
         for _line, label, _where in self._ref_lines:
             label.setFont(axis_font)
+        self._measure_axes()
+
+    def _measure_axes(self) -> None:
+        """Lay the axes' tick labels out now, in the new font: a pyqtgraph axis learns how
+        wide its labels are only when it first draws them, and takes that width then, after
+        the window's paint: a second layout and paint of the whole chart (6-9 ms of loop
+        time after each presenter toggle). Drawn here into a picture the axis keeps (its own
+        paint reuses it unless its size or range changes), so the layout that follows the
+        change already has the width. Not while the chart is hidden (before its first show,
+        or the replay bar in its place): it is laid out and painted anew when shown."""
+        if not self.isVisible():
+            return
+        for name in ("left", "bottom"):
+            axis = self.plot.getPlotItem().getAxis(name)
+            picture = QPicture()
+            painter = QPainter(picture)
+            try:
+                axis.paint(painter, None, None)
+            finally:
+                painter.end()
 
     def _label_fill(self, alpha: int) -> QColor:
         color = QColor(theme.BG)

@@ -353,7 +353,7 @@ def apply(app: QApplication, scale: float | None, window, frames=(), regions=())
     sheet restyles every widget of the application, menus and popups included (~200 ms
     with the main window's ~500 widgets). The window's own sheet never changes; the sheet
     that changes goes on the regions the caller names, the visible ones: a region left out
-    (a hidden tab page) keeps its old look until it is given ``restyle`` (when shown).
+    (a hidden tab's view) keeps its old look until it is given ``restyle`` (when shown).
     Widgets outside the window (dialogs without a parent) follow the application's
     palette and font.
     """

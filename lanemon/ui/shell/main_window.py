@@ -268,7 +268,10 @@ class MainWindow(QMainWindow):
         page.viewport().setAutoFillBackground(False)
         page.setAutoFillBackground(False)
         self._pages[key] = page
-        theme.restyle(page)
+        # the region sheet goes on the view, not on its scroll area: a new sheet on the scroll
+        # area re-laid the view out inside setStyleSheet, once per restyled child (3-5 passes
+        # per presenter toggle); under the view the layout waits for the one pass after it
+        theme.restyle(widget)
         return self.tabs.addTab(page, title)
 
     def show_view(self, key: str) -> None:
@@ -294,12 +297,13 @@ class MainWindow(QMainWindow):
 
     def _regions(self) -> list[QWidget]:
         """The parts of the window that take ``theme.stylesheet()``: the menu bar, the chart, the tab bar,
-        the status bar and the current tab page (the others: ``_restyle_a_hidden_page``)."""
+        the status bar and the current tab's view (the others: ``_restyle_a_hidden_page``)."""
         regions = [self.menuBar(), self.tabs.tabBar(), self.statusBar()]
         # the chart or the replay bar in its place, whichever shows (the other: bring_up_to_date)
         regions += [w for w in self._chart_places() if w.isVisibleTo(self)] or [self.chart]
-        if self.tabs.currentWidget() is not None:
-            regions.append(self.tabs.currentWidget())
+        shown = self.shown_view()
+        if shown is not None:
+            regions.append(self.views[shown])
         return regions
 
     def _chart_places(self) -> list[QWidget]:
@@ -320,10 +324,10 @@ class MainWindow(QMainWindow):
                 self._bring_up_to_date(key)
 
     def _bring_up_to_date(self, key: str) -> bool:
-        """Give tab ``key`` the current look if a look change left it behind: its page's
-        sheet (``theme.restyle``) and its view's fonts (``apply_fonts``); returns whether
+        """Give tab ``key`` the current look if a look change left it behind: its view's
+        sheet (``theme.restyle``) and fonts (``apply_fonts``); returns whether
         there was anything to do."""
-        changed = theme.restyle(self._pages[key])
+        changed = theme.restyle(self.views[key])
         if key in self._fonts_behind:
             self._fonts_behind.discard(key)
             self.views[key].apply_fonts()
@@ -340,8 +344,8 @@ class MainWindow(QMainWindow):
 
     def set_font_scale(self, scale: float) -> None:
         """The font scale and the current palette on the window: the visible parts (the
-        chart, the bars, the current tab's page and view) now; each hidden tab (its page's
-        sheet and its view's fonts) in the idle time after (one per ``HIDDEN_RESTYLE_GAP_MS``)
+        chart, the bars, the current tab's view: its sheet and fonts) now; each hidden tab (its
+        view's sheet and fonts) in the idle time after (one per ``HIDDEN_RESTYLE_GAP_MS``)
         or when it is shown, if sooner: restyling is the slow part, and a hidden view draws
         nothing until shown."""
         app = QApplication.instance()

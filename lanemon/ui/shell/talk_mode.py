@@ -55,6 +55,7 @@ from PySide6.QtWidgets import (
 
 from lanemon.files import cannot_write
 from lanemon.ui.kit import theme
+from lanemon.ui.kit.paint_hold import paint_hold
 from lanemon.ui.shell import exports
 
 PRESENTER_SCALE = 1.5
@@ -342,9 +343,11 @@ class TalkMode(QObject):
             chart.set_log_scale(self._log_outside)
             self._log_outside = None
         self.presenter = on
-        with chart.own_stall("presenter mode"):     # shaded, labelled, left out of the header's max
+        # shaded, labelled, left out of the header's max up to its paint; painted once, after
+        # the new layout, a loop turn later (paint_hold)
+        with chart.own_stall("presenter mode") as stall, paint_hold(self.window, after=stall.end):
             self._apply_look()
-        self._say("Presenter mode on (F5 leaves it)" if on else "Presenter mode off")
+            self._say("Presenter mode on (F5 leaves it)" if on else "Presenter mode off")
 
     @property
     def log_outside(self) -> bool:
@@ -363,7 +366,7 @@ class TalkMode(QObject):
         self.theme = name
         self.actions["dark"].setChecked(name == "dark")
         if not self.presenter:
-            with self.window.chart.own_stall("theme change"):
+            with self.window.chart.own_stall("theme change") as stall, paint_hold(self.window, after=stall.end):
                 self._apply_look()
 
     def set_full_screen(self, on: bool) -> None:
