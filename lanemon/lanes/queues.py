@@ -408,6 +408,7 @@ class Scheduler:
         # run ended) and the sorted workspaces (keyed by their count: they only grow)
         self._history_views: MappingProxyType | None = None
         self._history_tuples: dict[str, tuple[RunSpan, ...]] = {}  # per workspace, while unchanged
+        self._history_keys: list[str] = []  # sorted workspaces of _history (keys only grow)
         self._workspace_views: tuple[str, ...] = ()
         self._next_id = 0
         # a store shared by processes hands out the job ids (``reserve_ids``, optional in the
@@ -1341,6 +1342,11 @@ class Scheduler:
             available_errors=self.available_errors,
         )
 
+    @property
+    def live_jobs(self) -> int:
+        """Jobs queued or running now (cheap: a pacer reads it every few ms)."""
+        return len(self._live)
+
     def stats(self) -> dict[str, int]:
         """Sizes of what the scheduler keeps (public observation for tests, a
         bench or a memory check): ``live`` jobs; finished jobs kept in the
@@ -1392,10 +1398,14 @@ class Scheduler:
         if h is None:
             cache = self._history_tuples
             out = {}
-            for ws in sorted(self._history):
+            hist = self._history
+            keys = self._history_keys
+            if len(keys) != len(hist):       # keys are only ever added: a count says it all
+                keys = self._history_keys = sorted(hist)
+            for ws in keys:
                 t = cache.get(ws)
                 if t is None:
-                    t = cache[ws] = tuple(self._history[ws])
+                    t = cache[ws] = tuple(hist[ws])
                 out[ws] = t
             h = self._history_views = MappingProxyType(out)
         return h
