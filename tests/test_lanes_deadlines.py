@@ -89,3 +89,25 @@ def test_never_early_batched_and_cancelled_let_go():
     d.cancel(late)
     assert len(d) == 0 and not [h for h in loop.pending if not h.cancelled()]
     loop._handles.close()
+
+
+def test_a_batch_wakes_at_most_max_per_fire_and_the_rest_next_pass():
+    """Each resolution wakes a task that runs in the loop's next pass: a batch resolves at
+    most ``MAX_PER_FIRE``; what else is due goes to a timer due at once (not ``BATCH_S``
+    later), so 3 x MAX_PER_FIRE deadlines due together take 3 passes."""
+    from lanemon.lanes.deadlines import MAX_PER_FIRE
+
+    loop = FakeLoop()
+    d = Deadlines(loop)
+    got = []
+    for k in range(3 * MAX_PER_FIRE):
+        d.add(0.010, got.append, k)
+    loop.now = 0.011
+    sizes = []
+    for _ in range(3):
+        before = len(got)
+        loop.fire_due()                 # the clock does not move: each pass is due at once
+        sizes.append(len(got) - before)
+    assert sizes == [MAX_PER_FIRE] * 3 and got == list(range(3 * MAX_PER_FIRE))
+    assert len(d) == 0
+    loop._handles.close()

@@ -8,10 +8,16 @@ Qt keeps in one sorted list and scans on every loop turn.
 ``Deadlines`` keeps the deadlines of one loop in a heap and arms **one** loop timer
 for the earliest. When it fires, every deadline due by then is resolved in one
 callback; the next timer is armed no sooner than ``BATCH_S`` after this one, so
-deadlines that fall close together are resolved together, in batches.
+deadlines that fall close together are resolved together, in batches. A batch
+resolves at most ``MAX_PER_FIRE``: each resolution wakes a task, and on qasync every
+woken task runs in the loop's next pass of due timers, before a timer (the
+heartbeat, a frame) that fell due meanwhile -- a thousand job ends in one pass held
+the loop for ~50 ms. The rest of what is due goes to a timer due at once, behind
+the timers already due.
 
 Guaranteed: a deadline is never resolved before its time; it is resolved at most
-about ``BATCH_S`` (plus the loop's own lateness) after it; a cancelled deadline is
+about ``BATCH_S`` (plus the loop's own lateness, plus one loop pass per
+``MAX_PER_FIRE`` deadlines due before it) after it; a cancelled deadline is
 never resolved and its future is no longer referenced (cancelled entries are
 dropped from the heap once they are half of it). At most one loop timer is pending
 per loop, none when no deadline is. Refused: nothing; ``for_loop`` keeps one
@@ -26,7 +32,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-BATCH_S = 0.004   # deadlines closer than this share one timer callback
+BATCH_S = 0.004   # deadlines closer than this share one timer callback ...
+MAX_PER_FIRE = 48  # ... of at most this many: each wakes a task, all of which run in the loop's next pass
 _COMPACT_MIN = 256  # cancelled entries tolerated in the heap before it is rebuilt
 
 
@@ -98,12 +105,14 @@ class Deadlines:
         heap = self._heap
         pop = heapq.heappop
         due = []
-        while heap and heap[0][0] <= now:
+        while heap and heap[0][0] <= now and len(due) < MAX_PER_FIRE:
             e = pop(heap)
             if e[2] is None:
                 self._dead -= 1
             else:
                 due.append(e)
+        if len(due) == MAX_PER_FIRE and heap and heap[0][0] <= now:
+            self._last_fire = float("-inf")    # more is due already: next pass, not BATCH_S later
         self._arm()
         for e in due:
             cb, arg = e[2], e[3]
