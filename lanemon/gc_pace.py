@@ -23,7 +23,10 @@ seconds, which are not frozen, and the collector's automatic passes over them
 took an 87 ms full pass and ~40 ms middle passes. While ``live()`` (the live jobs)
 is at least ``LIVE_MIN``, or a bulk is open, the automatic passes stay held and
 the loop runs one young pass every ``STEP_S`` (it walks only the objects made
-since the last step), then freezes its survivors; once ``live()`` is under
+since the last step), then freezes its survivors; a pass walks what was made since
+the last, so the step adapts to the time the passes take: it halves (down to
+``MIN_STEP_S``) after a pass longer than ``PASS_S``, and grows by half (up to
+``STEP_S``) after one shorter than a quarter of that; once ``live()`` is under
 ``LIVE_MIN`` with no bulk open, it ends itself and the automatic passes come back
 (if they were on before the first hold). A full pass never runs meanwhile.
 
@@ -42,9 +45,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import time
 from collections.abc import Callable, Iterator
 
-STEP_S = 0.030      # a paced young pass every this long ...
+STEP_S = 0.030      # a paced young pass at most this long after the last ...
+MIN_STEP_S = 0.005  # ... at least this long: the step halves after a pass over PASS_S,
+PASS_S = 0.002      # and grows by half again after one under a quarter of it
 LIVE_MIN = 1_000    # ... while at least this many jobs are live (or a bulk is open)
 
 _depth = 0          # bulks open now (nested ones share the outermost's hold)
@@ -111,7 +117,7 @@ class Paced:
                  step_s: float = STEP_S, live_min: int = LIVE_MIN) -> None:
         self._live = live
         self._loop = loop
-        self.step_s = step_s
+        self.step_s = self.max_step_s = step_s
         self.live_min = live_min
         self.steps = 0
         self.active = True
@@ -120,9 +126,15 @@ class Paced:
 
     def _step(self) -> None:
         self._timer = None
+        t0 = time.perf_counter()
         gc.collect(0)
         gc.freeze()
+        took = time.perf_counter() - t0
         self.steps += 1
+        if took > PASS_S:
+            self.step_s = max(MIN_STEP_S, self.step_s / 2)
+        elif took < PASS_S / 4:
+            self.step_s = min(self.max_step_s, self.step_s * 1.5)
         if _depth > 0 or self._live() >= self.live_min:
             self._timer = self._loop.call_later(self.step_s, self._step)
         else:

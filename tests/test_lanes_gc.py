@@ -160,3 +160,29 @@ def test_no_full_pass_while_a_burst_is_paced(monkeypatch):
     while_live = [(g, live) for g, live in seen if live >= 100]
     assert while_live and all(g == 0 for g, _ in while_live), while_live
     assert enabled_after and not view.pacer.active
+
+
+def test_the_pacer_shortens_its_step_after_long_passes(monkeypatch):
+    """A young pass walks what was made since the last: after a pass longer than
+    ``PASS_S`` the step halves, down to ``MIN_STEP_S`` (here every pass counts as long)."""
+    monkeypatch.setattr(gc_pace, "PASS_S", -1.0)
+
+    async def main():
+        p = gc_pace.paced(lambda: 10_000)
+        steps = []
+        for _ in range(200):
+            await asyncio.sleep(0.002)
+            if not steps or steps[-1] != p.step_s:
+                steps.append(p.step_s)
+            if p.step_s == gc_pace.MIN_STEP_S:
+                break
+        p.close()
+        return steps, p.active
+
+    try:
+        steps, active = asyncio.run(main())
+    finally:
+        gc.unfreeze()
+    assert steps[0] == gc_pace.STEP_S and steps[-1] == gc_pace.MIN_STEP_S
+    assert all(b == max(gc_pace.MIN_STEP_S, a / 2) for a, b in zip(steps, steps[1:]))
+    assert not active and gc.isenabled()
