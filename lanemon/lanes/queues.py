@@ -156,6 +156,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from bisect import insort
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from itertools import islice
@@ -409,6 +410,8 @@ class Scheduler:
         self._history_views: MappingProxyType | None = None
         self._history_tuples: dict[str, tuple[RunSpan, ...]] = {}  # per workspace, while unchanged
         self._history_keys: list[str] = []  # sorted workspaces of _history (keys only grow)
+        self._history_dirty: set[str] = set()  # workspaces whose runs changed since the last view
+        self._history_last: dict[str, tuple[RunSpan, ...]] | None = None  # the last view's dict
         self._workspace_views: tuple[str, ...] = ()
         self._next_id = 0
         # a store shared by processes hands out the job ids (``reserve_ids``, optional in the
@@ -789,6 +792,7 @@ class Scheduler:
             self._history_order_ws.append(ws)
             self._history_views = None
             self._history_tuples.pop(ws, None)
+            self._history_dirty.add(ws)
             if len(order) > self.history_total:
                 self._forget_run()
         self.events.emit("finished", ws, q.name, jid, state, started)
@@ -1259,6 +1263,7 @@ class Scheduler:
             if len(h) > 1:
                 h.popleft()
                 self._history_tuples.pop(ws, None)
+                self._history_dirty.add(ws)
             else:
                 self._history_uncounted.add(ws)
 
@@ -1393,20 +1398,32 @@ class Scheduler:
         )
 
     def _history_view(self) -> MappingProxyType:
-        """workspace -> its recent runs; rebuilt only after a run ended."""
+        """workspace -> its recent runs (sorted by workspace); rebuilt only after a run
+        ended, from the workspaces whose runs changed: the last view copied with theirs
+        replaced, or (a workspace added) the sorted keys updated in place and the dict
+        made again at C speed -- no Python loop over 10,000 workspaces per snapshot."""
         h = self._history_views
         if h is None:
             cache = self._history_tuples
-            out = {}
             hist = self._history
-            keys = self._history_keys
-            if len(keys) != len(hist):       # keys are only ever added: a count says it all
-                keys = self._history_keys = sorted(hist)
-            for ws in keys:
-                t = cache.get(ws)
-                if t is None:
-                    t = cache[ws] = tuple(hist[ws])
-                out[ws] = t
+            last = self._history_last
+            for ws in self._history_dirty:
+                cache[ws] = tuple(hist[ws])
+            if last is not None and len(last) == len(hist):
+                out = dict(last)
+                for ws in self._history_dirty:
+                    out[ws] = cache[ws]
+            else:                             # keys are only ever added
+                keys = self._history_keys
+                added = [ws for ws in self._history_dirty if last is None or ws not in last]
+                if last is None or len(added) > len(keys) // 8 + 16:
+                    keys = self._history_keys = sorted(hist)
+                else:
+                    for ws in added:
+                        insort(keys, ws)
+                out = dict(zip(keys, map(cache.__getitem__, keys)))
+            self._history_dirty.clear()
+            self._history_last = out
             h = self._history_views = MappingProxyType(out)
         return h
 
