@@ -633,3 +633,23 @@ def test_an_empty_timeline_labels_no_rows(qtbot):
     finally:
         painter.end()
     assert [text for _rect, _flags, text in texts] == []
+
+
+def test_a_burst_names_its_workspaces_on_demand():
+    """A click on Burst does not build the burst's 99,999 workspace names at once (~30 ms
+    of the loop): the controls give a sequence that names job ``i``'s workspace when
+    asked, round robin as before."""
+    from lanemon.ui.lanes.controls import BurstWorkspaces, LanesControls, ws_name
+
+    c = LanesControls()
+    c.burst_jobs.setValue(99_999)
+    c.burst_ws.setValue(9_999)
+    wss = c.burst_workspaces()
+    assert not isinstance(wss, list)
+    assert len(wss) == 99_999 and wss.distinct == 9_999
+    assert wss[0] == ws_name(1) and wss[9_998] == ws_name(9_999) and wss[9_999] == ws_name(1)
+    assert wss[-1] == ws_name(99_998 % 9_999 + 1)
+    assert list(BurstWorkspaces(5, 2)) == [ws_name(1), ws_name(2), ws_name(1), ws_name(2), ws_name(1)]
+    assert BurstWorkspaces(3, 10).distinct == 3
+    with pytest.raises(IndexError):
+        wss[99_999]

@@ -235,12 +235,20 @@ class LanesTimeline(QWidget):
         going = snap.running
         for ws in going:
             score[ws] = now + 1.0
-        for ws, spans in snap.history.items():
-            if spans and ws not in score:
-                end = spans[-1].ended_at
-                if end > horizon:
-                    score[ws] = end
-        chosen = sorted(score, key=score.__getitem__, reverse=True)[:self.max_rows()]
+        max_rows = self.max_rows()
+        top = [ws for ws, v in score.items() if v > now]
+        if len(top) >= max_rows:
+            # as many running as rows (a burst: thousands): the rows are the first running in
+            # order, exactly what the sort below keeps (stable; no finished run scores over
+            # now), without a pass over every workspace's history and a sort of thousands
+            chosen = top[:max_rows]
+        else:
+            for ws, spans in snap.history.items():
+                if spans and ws not in score:
+                    end = spans[-1].ended_at
+                    if end > horizon:
+                        score[ws] = end
+            chosen = sorted(score, key=score.__getitem__, reverse=True)[:max_rows]
         rows = tuple(sorted(chosen))
         self.total_workspaces = len(snap.workspaces)
         if rows != self.rows:

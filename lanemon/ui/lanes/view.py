@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from functools import partial
 
 from PySide6.QtCore import QEvent, Qt
@@ -97,9 +98,11 @@ from lanemon.ui.lanes.timeline import LanesTimeline
 from lanemon.work.slicing import yield_to_timers
 
 TEXT_FPS = 4           # tables, titles and counters (at once after a control was used)
-WS_STEP = 1500         # workspaces table rows built per tick
+WS_STEP = 500          # workspaces table rows built per tick (~1-2 ms on a loaded 2-core machine)
 BURST_CHUNK = 200      # a burst submits at most this many jobs per loop turn ...
-BURST_BUDGET_S = 0.006  # ... and stops a turn's chunk after this long (a frame is 16.7 ms)
+BURST_BUDGET_S = 0.004  # ... and stops a turn's chunk after this long (a frame is 16.7 ms);
+BURST_MIN_CHUNK = 16   # the chunk halves (down to this) when the loop's pass between two
+BURST_AWAY_S = 0.008   # chunks took longer than this (the tasks a chunk started run there)
 MIN_JOB_ROWS = 12      # jobs per list (running / waiting / recent) read per frame, at least
 LEDGER_ROWS = 50       # ledger rows shown (the newest; the count in the title is complete)
 
@@ -851,7 +854,10 @@ class LanesView(LiveView):
     def add_burst(self) -> asyncio.Task | None:
         """Submit N jobs over ws-01 … ws-M **in chunks**: at most ``BURST_CHUNK`` jobs and
         about ``BURST_BUDGET_S`` per loop turn, then the loop's due timers (the frame, the
-        heartbeat) run before the next chunk; the notice shows the progress. Clicking
+        heartbeat) run before the next chunk; the notice shows the progress. The chunk
+        adapts to the time measured between chunks (the loop's pass, where the tasks the
+        chunk started take their first steps): over ``BURST_AWAY_S`` it halves (to
+        ``BURST_MIN_CHUNK`` at least), else it grows by a quarter up to ``BURST_CHUNK``. Clicking
         Burst while a burst is under way stops it: the jobs queued so far stay."""
         if self._burst is not None and not self._burst.done():
             self._burst.cancel()
@@ -867,15 +873,15 @@ class LanesView(LiveView):
             self._burst = self._spawn(
                 self.follower.submit([_spec(ws, q, work) for ws in wss]),
                 lambda ids: self._say(f"Burst: {len(ids):,} jobs (#{ids[0]}–#{ids[-1]}) submitted to the store "
-                                      f"over {len(set(wss)):,} workspaces in {QUEUE_LABELS.get(q, q)}."))
+                                      f"over {wss.distinct:,} workspaces in {QUEUE_LABELS.get(q, q)}."))
             return self._burst
         self._burst = self._spawn(
             self._burst_in_chunks(q, wss, work),
             lambda ids: self._say(f"Burst: {len(ids):,} jobs (#{ids[0]}–#{ids[-1]}) over "
-                                  f"{len(set(wss)):,} workspaces in {QUEUE_LABELS.get(q, q)}."))
+                                  f"{wss.distinct:,} workspaces in {QUEUE_LABELS.get(q, q)}."))
         return self._burst
 
-    async def _burst_in_chunks(self, q: str, wss: list[str], work) -> list[int]:
+    async def _burst_in_chunks(self, q: str, wss: Sequence[str], work) -> list[int]:
         chunks = self.burst_chunks = []
         ids: list[int] = []
         n = len(wss)
@@ -889,10 +895,11 @@ class LanesView(LiveView):
         try:
             # what a burst makes lives for seconds: frozen chunk by chunk, out of the collector's
             # full passes (each walked it all with the loop stopped: 130-190 ms at 99,999 jobs)
+            size = BURST_CHUNK
             with gc_pace.bulk() as bulk:
                 while len(ids) < n:
                     t0 = clock()
-                    end = min(n, len(ids) + BURST_CHUNK)
+                    end = min(n, len(ids) + size)
                     done = len(ids)
                     while len(ids) < end:
                         ids.append(await submit(q, wss[len(ids)], work))
@@ -902,7 +909,12 @@ class LanesView(LiveView):
                     bulk.chunk_done()
                     if len(ids) < n:
                         self._say(f"Burst: {len(ids):,} of {n:,} jobs queued… (Burst again stops it)")
+                        t_away = clock()
                         await yield_to_timers()
+                        if clock() - t_away > BURST_AWAY_S:
+                            size = max(BURST_MIN_CHUNK, size // 2)
+                        else:
+                            size = min(BURST_CHUNK, size + size // 4 + 1)
         except asyncio.CancelledError:
             self._say(f"Burst stopped: {len(ids):,} of {n:,} jobs queued (they stay queued).",
                       error=True)
