@@ -63,3 +63,28 @@ def test_history_view_equals_a_fresh_build():
 
     seen = asyncio.run(main())
     assert seen[-1] > seen[0]
+
+
+def test_lane_views_after_the_change_log_overflowed_keep_unchanged_views():
+    """Nobody asked for views for long (the log of changed workspaces is bounded and then
+    dropped): the next ``views()`` is still right, and a lane untouched meanwhile keeps
+    its view object."""
+    lanes = ProjectLanes("test")
+    keep = lanes.claim("keep", "k")
+    tokens = {}
+    first = {v.workspace: v for v in lanes.views()}
+    for step in range(3025):                  # > 4 x held + 1024 changes, no views() call
+        ws = f"w{step % 50:02d}"
+        t = tokens.pop(ws, None)
+        if t is not None:
+            lanes.release(t)
+        else:
+            tokens[ws] = lanes.claim(ws, f"o{step}")
+    lanes.request_stop(next(iter(tokens)), "why")
+    views = lanes.views()
+    assert [v.workspace for v in views] == sorted([*tokens, "keep"])
+    by_ws = {v.workspace: v for v in views}
+    assert by_ws["keep"] is first["keep"] and by_ws["keep"].epoch == keep.epoch
+    for ws, t in tokens.items():
+        assert (by_ws[ws].owner, by_ws[ws].epoch) == (t.owner, t.epoch)
+        assert by_ws[ws].stop_requested == lanes.stop_requested(t)
