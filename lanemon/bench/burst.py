@@ -49,7 +49,7 @@ from lanemon.bench.goals import Goal
 
 JOBS = 99_999
 WORKSPACES = 9_999
-JOB_S = 0.5            # each job's simulated work: 10 jobs per workspace, 1 s of runs in a row
+JOB_S = 0.5            # each job's simulated work: 10 jobs per workspace, 5 s of runs in a row
 BURSTS = 2
 FLOOR_S = 2.0
 FRAME_MS = 16.7
