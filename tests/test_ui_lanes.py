@@ -672,3 +672,46 @@ def test_a_burst_names_its_workspaces_on_demand():
     assert BurstWorkspaces(3, 10).distinct == 3
     with pytest.raises(IndexError):
         wss[99_999]
+
+
+def test_the_timeline_with_more_held_lanes_than_rows_shows_the_first_held(qtbot):
+    """With more workspaces running than the timeline has rows (a burst), its rows are the
+    first held lanes' workspaces (what scoring every workspace and a stable sort chose),
+    drawn without scoring every workspace's history; with fewer, the rest are the newest
+    ended (a guard: the same rows as before this shortcut)."""
+    import asyncio
+
+    from lanemon.lanes import GatedWork, Scheduler
+    from lanemon.ui.lanes.timeline import LanesTimeline
+
+    tl = LanesTimeline()
+    qtbot.addWidget(tl)
+    tl.resize(800, 400)
+    tl.show()
+    k = tl.max_rows()
+    s = Scheduler()
+
+    async def go():
+        await s.burst("reservations", ["done"], 0.0)
+        await s.join()
+        gate = GatedWork()
+        await s.burst("reservations", [f"w{i:04d}" for i in range(3 * k)][::-1], gate)
+        await asyncio.sleep(0.01)
+        many = s.snapshot(limit=20)
+        tl.draw(many, s.clock(), {})
+        rows_many = tl.rows
+        gate.open()
+        await s.join()
+        gate2 = GatedWork()
+        await s.burst("cafe", ["w0001"], gate2)
+        await asyncio.sleep(0.01)
+        few = s.snapshot(limit=20)
+        tl.draw(few, s.clock(), {})
+        gate2.open()
+        await s.join()
+        return many, rows_many, tl.rows
+
+    many, rows_many, rows_few = asyncio.run(go())
+    assert len(many.scheduled) == 3 * k
+    assert rows_many == tuple(sorted(f"w{i:04d}" for i in range(k)))
+    assert "w0001" in rows_few and len(rows_few) == k      # the running one, then the newest ended
