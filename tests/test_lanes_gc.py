@@ -103,3 +103,86 @@ def test_a_bulk_freezes_what_it_made_and_frees_it_when_it_dies():
         assert dead == [True] and probe() is None
     finally:
         gc.unfreeze()
+
+
+def test_no_full_pass_while_a_burst_is_paced(monkeypatch):
+    """While a burst's jobs live (here ``LIVE_MIN`` lowered to 100 and a 600-job burst of
+    50 ms runs over 60 workspaces), the collector's automatic passes are held and only the
+    pacer's young passes run: a callback on ``gc.callbacks`` sees no generation 1 or 2 pass
+    although the test makes up to 300,000 containers once the burst is submitted (with the automatic passes on,
+    as before ``gc_pace.paced``, they trigger several). Once the jobs drained, the passes
+    are back on."""
+    import qasync
+    from PySide6.QtWidgets import QApplication
+
+    from lanemon.ui.lanes.view import LanesView
+
+    monkeypatch.setattr(gc_pace, "LIVE_MIN", 100)
+    app = QApplication.instance() or QApplication([])
+    seen: list[tuple[int, int]] = []          # (generation, live jobs) of each pass
+    view = LanesView(Scheduler())
+    s = view.scheduler
+
+    def on_gc(phase, info):
+        if phase == "start":
+            seen.append((info["generation"], s.live_jobs))
+
+    async def main():
+        c = view.controls
+        c.length.setValue(0.05)
+        c.burst_jobs.setValue(600)
+        c.burst_ws.setValue(60)
+        await view.add_burst()                # submitted (the bulk is over); the jobs run
+        junk = []
+        while s.live_jobs >= 100 and len(junk) < 60:   # containers made while the jobs live
+            junk.append([[i] for i in range(5000)])
+            await asyncio.sleep(0.001)
+        await s.join()
+        for _ in range(100):
+            if view.pacer is None or not view.pacer.active:
+                break
+            await asyncio.sleep(0.01)
+        return len(junk)
+
+    was = gc.isenabled()
+    gc.enable()
+    gc.callbacks.append(on_gc)
+    try:
+        with qasync.QEventLoop(app) as loop:
+            made = loop.run_until_complete(main())
+        enabled_after = gc.isenabled()
+    finally:
+        gc.callbacks.remove(on_gc)
+        gc.unfreeze()
+        if not was:
+            gc.disable()
+    assert made >= 10 and view.pacer is not None and view.pacer.steps > 0
+    while_live = [(g, live) for g, live in seen if live >= 100]
+    assert while_live and all(g == 0 for g, _ in while_live), while_live
+    assert enabled_after and not view.pacer.active
+
+
+def test_the_pacer_shortens_its_step_after_long_passes(monkeypatch):
+    """A young pass walks what was made since the last: after a pass longer than
+    ``PASS_S`` the step halves, down to ``MIN_STEP_S`` (here every pass counts as long)."""
+    monkeypatch.setattr(gc_pace, "PASS_S", -1.0)
+
+    async def main():
+        p = gc_pace.paced(lambda: 10_000)
+        steps = []
+        for _ in range(200):
+            await asyncio.sleep(0.002)
+            if not steps or steps[-1] != p.step_s:
+                steps.append(p.step_s)
+            if p.step_s == gc_pace.MIN_STEP_S:
+                break
+        p.close()
+        return steps, p.active
+
+    try:
+        steps, active = asyncio.run(main())
+    finally:
+        gc.unfreeze()
+    assert steps[0] == gc_pace.STEP_S and steps[-1] == gc_pace.MIN_STEP_S
+    assert all(b == max(gc_pace.MIN_STEP_S, a / 2) for a, b in zip(steps, steps[1:]))
+    assert not active and gc.isenabled()

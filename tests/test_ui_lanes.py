@@ -586,31 +586,50 @@ def test_a_burst_goes_in_bounded_chunks_with_progress_and_a_second_click_stops_i
     assert submitted == n + 2                 # the third one's save was stopped: no job
 
 
-def test_the_workspaces_table_is_built_over_ticks_when_there_are_thousands(qtbot):
-    """Finding 9 (issue 19): with thousands of workspaces the workspaces table's rows are
-    built ``WS_STEP`` per tick (one refresh step each), and the table then lists them all."""
+def test_the_workspaces_table_makes_only_the_rows_in_view_when_there_are_thousands(qtbot, monkeypatch):
+    """Finding 9 (issue 19): with thousands of workspaces a refresh makes the workspaces
+    table's rows the table shows, not all of them, in one step: the refresh has as many
+    steps as with one workspace, the table lists them all, and a row scrolled to is made
+    then. (Before, rows were built 1,500 per tick, every one of them, over more steps.)"""
     import asyncio
 
+    import lanemon.ui.lanes.view as view_mod
     from lanemon.lanes import Scheduler
-    from lanemon.ui.lanes.view import WS_STEP, LanesView
+    from lanemon.ui.lanes.view import LanesView
 
+    made = []
+    real = view_mod.LaneRow
+
+    def counting(*args):
+        made.append(args[0])
+        return real(*args)
+
+    monkeypatch.setattr(view_mod, "LaneRow", counting)
     view = LanesView(Scheduler())
     qtbot.addWidget(view)
     view.resize(1200, 700)
+    view.show()
     s = view.scheduler
-    n = 2 * WS_STEP + 1
+    n = 3001
 
-    async def push():
+    async def push() -> int:
+        await s.burst("reservations", ["w00000"], 0.0)
+        await s.join()
+        view.refresh_now()
+        steps = len(view.refresh_steps(False))
         await s.burst("reservations", [f"w{i:05d}" for i in range(n)], 0.0)
         await s.join()
+        return steps
 
-    asyncio.run(push())
-    before = len(view.refresh_steps(False))     # no snapshot read yet: one workspaces step
+    one = asyncio.run(push())
+    made.clear()
     view.refresh_now()
-    after = len(view.refresh_steps(False))
-    assert after - before == 2                   # three parts of at most WS_STEP workspaces
+    assert len(view.refresh_steps(False)) == one
     assert view.lanes_model.rowCount() == n
     assert view.lanes_model.workspace(n - 1) == f"w{n - 1:05d}"
+    assert 0 < len(made) < 200, len(made)          # the rows in view (and a few around)
+    assert view.lanes_model.row_data(n - 1).workspace == f"w{n - 1:05d}"   # made when asked
+    assert made[-1] == f"w{n - 1:05d}"
 
 
 def test_an_empty_timeline_labels_no_rows(qtbot):
@@ -633,3 +652,66 @@ def test_an_empty_timeline_labels_no_rows(qtbot):
     finally:
         painter.end()
     assert [text for _rect, _flags, text in texts] == []
+
+
+def test_a_burst_names_its_workspaces_on_demand():
+    """A click on Burst does not build the burst's 99,999 workspace names at once (~30 ms
+    of the loop): the controls give a sequence that names job ``i``'s workspace when
+    asked, round robin as before."""
+    from lanemon.ui.lanes.controls import BurstWorkspaces, LanesControls, ws_name
+
+    c = LanesControls()
+    c.burst_jobs.setValue(99_999)
+    c.burst_ws.setValue(9_999)
+    wss = c.burst_workspaces()
+    assert not isinstance(wss, list)
+    assert len(wss) == 99_999 and wss.distinct == 9_999
+    assert wss[0] == ws_name(1) and wss[9_998] == ws_name(9_999) and wss[9_999] == ws_name(1)
+    assert wss[-1] == ws_name(99_998 % 9_999 + 1)
+    assert list(BurstWorkspaces(5, 2)) == [ws_name(1), ws_name(2), ws_name(1), ws_name(2), ws_name(1)]
+    assert BurstWorkspaces(3, 10).distinct == 3
+    with pytest.raises(IndexError):
+        wss[99_999]
+
+
+def test_the_timeline_with_more_held_lanes_than_rows_shows_the_first_held(qtbot):
+    """With more workspaces running than the timeline has rows (a burst), its rows are the
+    first held lanes' workspaces (what scoring every workspace and a stable sort chose),
+    drawn without scoring every workspace's history; with fewer, the rest are the newest
+    ended (a guard: the same rows as before this shortcut)."""
+    import asyncio
+
+    from lanemon.lanes import GatedWork, Scheduler
+    from lanemon.ui.lanes.timeline import LanesTimeline
+
+    tl = LanesTimeline()
+    qtbot.addWidget(tl)
+    tl.resize(800, 400)
+    tl.show()
+    k = tl.max_rows()
+    s = Scheduler()
+
+    async def go():
+        await s.burst("reservations", ["done"], 0.0)
+        await s.join()
+        gate = GatedWork()
+        await s.burst("reservations", [f"w{i:04d}" for i in range(3 * k)][::-1], gate)
+        await asyncio.sleep(0.01)
+        many = s.snapshot(limit=20)
+        tl.draw(many, s.clock(), {})
+        rows_many = tl.rows
+        gate.open()
+        await s.join()
+        gate2 = GatedWork()
+        await s.burst("cafe", ["w0001"], gate2)
+        await asyncio.sleep(0.01)
+        few = s.snapshot(limit=20)
+        tl.draw(few, s.clock(), {})
+        gate2.open()
+        await s.join()
+        return many, rows_many, tl.rows
+
+    many, rows_many, rows_few = asyncio.run(go())
+    assert len(many.scheduled) == 3 * k
+    assert rows_many == tuple(sorted(f"w{i:04d}" for i in range(k)))
+    assert "w0001" in rows_few and len(rows_few) == k      # the running one, then the newest ended

@@ -36,6 +36,7 @@ BENCHES: dict[str, str] = {
     "ui": "lanemon.bench.ui",
     "stalls": "lanemon.bench.stalls",
     "history": "lanemon.bench.history",
+    "burst": "lanemon.bench.burst",
     "store": "lanemon.bench.store",
     "agents": "lanemon.bench.agents",
     "probe": "lanemon.bench.probe",

@@ -156,6 +156,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from bisect import insort
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from itertools import islice
@@ -399,7 +400,10 @@ class Scheduler:
         self.queues: dict[str, ReservationQueue] = {
             q.name: ReservationQueue(self, q) for q in self._queue_list}
         self._live: dict[int, _Job] = {}
-        self._history: dict[str, deque[RunSpan]] = {}
+        # workspace -> its runs, oldest first: an immutable tuple, replaced on each change,
+        # so a snapshot takes it as it is (a tuple per workspace per snapshot cost ~5 ms
+        # at 10,000 workspaces)
+        self._history: dict[str, tuple[RunSpan, ...]] = {}
         self._history_order: deque[RunSpan] = deque()  # runs counted, oldest first
         self._history_order_ws: deque[str] = deque()   # ... and their workspaces
         self._history_uncounted: set[str] = set()  # workspaces whose one run is kept uncounted
@@ -407,7 +411,9 @@ class Scheduler:
         # snapshot caches, rebuilt only after a change: history (None after a
         # run ended) and the sorted workspaces (keyed by their count: they only grow)
         self._history_views: MappingProxyType | None = None
-        self._history_tuples: dict[str, tuple[RunSpan, ...]] = {}  # per workspace, while unchanged
+        self._history_keys: list[str] = []  # sorted workspaces of _history (keys only grow)
+        self._history_dirty: set[str] = set()  # workspaces whose runs changed since the last view
+        self._history_last: dict[str, tuple[RunSpan, ...]] | None = None  # the last view's dict
         self._workspace_views: tuple[str, ...] = ()
         self._next_id = 0
         # a store shared by processes hands out the job ids (``reserve_ids``, optional in the
@@ -778,16 +784,19 @@ class Scheduler:
                          started_at=job.started_at, ended_at=now, state=state)
             hist = self._history.get(ws)
             if hist is None:
-                hist = self._history[ws] = deque(maxlen=self.history_limit)
-            elif self._history_uncounted and ws in self._history_uncounted:
-                self._history_uncounted.discard(ws)  # its one kept run is older than all counted
-                hist.popleft()
-            hist.append(span)  # beyond history_limit, the oldest goes (its order entry goes stale)
+                self._history[ws] = (span,)
+            else:
+                if self._history_uncounted and ws in self._history_uncounted:
+                    self._history_uncounted.discard(ws)  # its one kept run is older than all counted
+                    hist = hist[1:]
+                if len(hist) >= self.history_limit:  # the oldest goes (its order entry goes stale)
+                    hist = hist[len(hist) - self.history_limit + 1:]
+                self._history[ws] = (*hist, span)
             order = self._history_order
             order.append(span)
             self._history_order_ws.append(ws)
             self._history_views = None
-            self._history_tuples.pop(ws, None)
+            self._history_dirty.add(ws)
             if len(order) > self.history_total:
                 self._forget_run()
         self.events.emit("finished", ws, q.name, jid, state, started)
@@ -1256,8 +1265,8 @@ class Scheduler:
         h = self._history[ws]
         if h[0] is old:  # else it already left with history_limit: nothing to drop
             if len(h) > 1:
-                h.popleft()
-                self._history_tuples.pop(ws, None)
+                self._history[ws] = h[1:]
+                self._history_dirty.add(ws)
             else:
                 self._history_uncounted.add(ws)
 
@@ -1341,6 +1350,11 @@ class Scheduler:
             available_errors=self.available_errors,
         )
 
+    @property
+    def live_jobs(self) -> int:
+        """Jobs queued or running now (cheap: a pacer reads it every few ms)."""
+        return len(self._live)
+
     def stats(self) -> dict[str, int]:
         """Sizes of what the scheduler keeps (public observation for tests, a
         bench or a memory check): ``live`` jobs; finished jobs kept in the
@@ -1387,16 +1401,31 @@ class Scheduler:
         )
 
     def _history_view(self) -> MappingProxyType:
-        """workspace -> its recent runs; rebuilt only after a run ended."""
+        """workspace -> its recent runs (sorted by workspace); rebuilt only after a run
+        ended, from the workspaces whose runs changed: the last view copied with their
+        (immutable) tuples replaced, or (a workspace added) the sorted keys updated in
+        place and the dict made again -- each at C speed (``map``/``zip``/``update``): no
+        Python loop over 10,000 workspaces per snapshot. An unchanged workspace's tuple
+        is the same object in successive views (a UI compares them by identity)."""
         h = self._history_views
         if h is None:
-            cache = self._history_tuples
-            out = {}
-            for ws in sorted(self._history):
-                t = cache.get(ws)
-                if t is None:
-                    t = cache[ws] = tuple(self._history[ws])
-                out[ws] = t
+            hist = self._history
+            last = self._history_last
+            dirty = self._history_dirty
+            if last is not None and len(last) == len(hist):
+                out = last.copy()
+                out.update(zip(dirty, map(hist.__getitem__, dirty)))
+            else:                             # keys are only ever added
+                keys = self._history_keys
+                added = hist.keys() - last.keys() if last is not None else ()
+                if last is None or len(added) > len(keys) // 8 + 16:
+                    keys = self._history_keys = sorted(hist)
+                else:
+                    for ws in added:
+                        insort(keys, ws)
+                out = dict(zip(keys, map(hist.__getitem__, keys)))
+            dirty.clear()
+            self._history_last = out
             h = self._history_views = MappingProxyType(out)
         return h
 

@@ -36,6 +36,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
+from lanemon.lanes.deadlines import for_loop
+
 __all__ = [
     "StopRequested", "WorkFailed", "RunContext", "Work",
     "SimulatedWork", "GatedWork", "CpuWork", "as_work", "ZERO_WORK",
@@ -83,7 +85,9 @@ class RunContext:
         requested on a lane this run holds (or a lane is lost).
 
         True when a stop was requested.  No polling: the lanes wake the wait
-        (``ProjectLanes.add_stop_waiter``); a single timer covers the timeout.
+        (``ProjectLanes.add_stop_waiter``); the timeout is a deadline in the loop's
+        one heap (``lanemon.lanes.deadlines``: one loop timer for all the runs that
+        wait, fired in batches, never early, at most ~4 ms late).
         """
         if self.stop_requested():
             return True
@@ -94,11 +98,12 @@ class RunContext:
         tokens = self._tokens
         for t in tokens:
             t.lanes.add_stop_waiter(t, fut)
-        timer = loop.call_later(timeout, _resolve, fut)
+        deadlines = for_loop(loop)
+        entry = deadlines.add(timeout, _resolve, fut)
         try:
             await fut
         finally:
-            timer.cancel()
+            deadlines.cancel(entry)
             for t in tokens:
                 t.lanes.remove_stop_waiter(t, fut)
         return self.stop_requested()

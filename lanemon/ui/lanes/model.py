@@ -18,7 +18,7 @@ re-selects the chosen job by id after each update.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
@@ -111,8 +111,11 @@ class _RowsModel(QAbstractTableModel):
         self._visible_rows = rows
 
     # --- updating in place -------------------------------------------------------------
-    def set_rows(self, rows: list[tuple], keys: list, now: float) -> None:
+    def set_rows(self, rows: Sequence[tuple], keys: Sequence, now: float) -> None:
         """Replace the rows; only the shown cells whose rendering changed are announced.
+        ``rows`` and ``keys`` are kept as given (not copied): the caller hands over
+        sequences it no longer changes; ``rows`` may make each row when it is asked for
+        (only the rows shown are: the workspaces table of 10,000 workspaces).
 
         A row that is the same object as before is unchanged but for its time
         text (live rows); a different row object is compared cell by cell
@@ -121,20 +124,16 @@ class _RowsModel(QAbstractTableModel):
         whole table. The row count grows or shrinks at the end.
         """
         self.now = now
-        old = self._rows
-        n_old, n_new = len(old), len(rows)
+        n_old, n_new = len(self._rows), len(rows)
         if n_new < n_old:
             self.beginRemoveRows(QModelIndex(), n_new, n_old - 1)
-            self._rows = old[:n_new]
-            self._keys = self._keys[:n_new]
+            self._rows, self._keys = rows, keys
             self.endRemoveRows()
         elif n_new > n_old:
             self.beginInsertRows(QModelIndex(), n_old, n_new - 1)
-            self._rows = old + list(rows[n_old:])
-            self._keys = self._keys + list(keys[n_old:])
+            self._rows, self._keys = rows, keys
             self.endInsertRows()
-        self._rows = list(rows)
-        self._keys = list(keys)
+        self._rows, self._keys = rows, keys
         self._announce(n_old)
 
     def tick(self, now: float, announce: bool = True) -> None:

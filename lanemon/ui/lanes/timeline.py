@@ -221,26 +221,35 @@ class LanesTimeline(QWidget):
         horizon = now - w
         self._origin = now
         self._shift_px = 0
-        score: dict[str, float] = {}
-        running = {}
-        for lane in snap.scheduled:
-            score[lane.workspace] = now + 1.0
-            running[lane.workspace] = lane
-        waiting = []
-        for qv in snap.queues.values():
-            for j in qv.waiting:
-                waiting.append(j)
+        max_rows = self.max_rows()
+        sched = snap.scheduled
+        waiting = [j for qv in snap.queues.values() for j in qv.waiting]
+        going = snap.running
+        if len(sched) >= max_rows:
+            # as many held lanes as rows (a burst: thousands): the rows are the first held
+            # lanes' workspaces, exactly what the sort below keeps (it is stable, held lanes
+            # are scored first and highest, no finished run scores over now), without a
+            # pass over every lane, running run and workspace's history, and a sort
+            head = sched[:max_rows]
+            running = {lane.workspace: lane for lane in head}
+            chosen = list(running)
+        else:
+            score: dict[str, float] = {}
+            running = {}
+            for lane in sched:
+                score[lane.workspace] = now + 1.0
+                running[lane.workspace] = lane
+            for j in waiting:
                 if j.workspace not in score:
                     score[j.workspace] = now
-        going = snap.running
-        for ws in going:
-            score[ws] = now + 1.0
-        for ws, spans in snap.history.items():
-            if spans and ws not in score:
-                end = spans[-1].ended_at
-                if end > horizon:
-                    score[ws] = end
-        chosen = sorted(score, key=score.__getitem__, reverse=True)[:self.max_rows()]
+            for ws in going:
+                score[ws] = now + 1.0
+            for ws, spans in snap.history.items():
+                if spans and ws not in score:
+                    end = spans[-1].ended_at
+                    if end > horizon:
+                        score[ws] = end
+            chosen = sorted(score, key=score.__getitem__, reverse=True)[:max_rows]
         rows = tuple(sorted(chosen))
         self.total_workspaces = len(snap.workspaces)
         if rows != self.rows:

@@ -24,7 +24,9 @@ The user's pick is the user's: the job and workspace fields ("Act on") change
 only when the user picks a row or types; a table update that moves rows under
 the current row never changes them. A burst is submitted in chunks
 (``BURST_CHUNK`` jobs and ``BURST_BUDGET_S`` per loop turn at most) with its
-progress said; a second click on Burst stops it. From the window a job's final
+progress said; a second click on Burst stops it. From a burst's start until fewer
+than ``gc_pace.LIVE_MIN`` jobs are live, the collector is paced (``gc_pace.paced``:
+young passes every 30 ms by the loop, never a full pass). From the window a job's final
 save has at most one hold; Release lets every hold of the picked job go.
 
 "Max runs at once in one workspace" comes from the domain's
@@ -65,7 +67,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from functools import partial
+from operator import attrgetter
 
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QFont, QFontMetrics
@@ -95,9 +99,10 @@ from lanemon.ui.lanes.timeline import LanesTimeline
 from lanemon.work.slicing import yield_to_timers
 
 TEXT_FPS = 4           # tables, titles and counters (at once after a control was used)
-WS_STEP = 1500         # workspaces table rows built per tick
 BURST_CHUNK = 200      # a burst submits at most this many jobs per loop turn ...
-BURST_BUDGET_S = 0.006  # ... and stops a turn's chunk after this long (a frame is 16.7 ms)
+BURST_BUDGET_S = 0.004  # ... and stops a turn's chunk after this long (a frame is 16.7 ms);
+BURST_MIN_CHUNK = 16   # the chunk halves (down to this) when the loop's pass between two
+BURST_AWAY_S = 0.008   # chunks took longer than this (the tasks a chunk started run there)
 MIN_JOB_ROWS = 12      # jobs per list (running / waiting / recent) read per frame, at least
 LEDGER_ROWS = 50       # ledger rows shown (the newest; the count in the title is complete)
 
@@ -221,9 +226,8 @@ class LanesView(LiveView):
         self._syncing = False
         self.ticks = 0                       # clock-only refreshes
         self._burst: asyncio.Task | None = None
-        self._owners: dict | None = None     # workspace -> its scheduled lane, while rows are built
-        self._pending_rows: list[LaneRow] = []
         self.burst_chunks: list[int] = []    # the last burst: jobs submitted per loop turn
+        self.pacer: gc_pace.Paced | None = None  # the collector paced while a burst's jobs live
 
         # --- parts ---------------------------------------------------------------------------
         # text that changes several times a second: LiveLabels (no window re-layout per change)
@@ -316,6 +320,8 @@ class LanesView(LiveView):
         if follower is not None:            # (its task was cancelled with the view's tasks)
             await follower.close()
         await self.scheduler.aclose("window closed")
+        if self.pacer is not None:
+            self.pacer.close()
         self._unsubscribe()
         self.checker.unsubscribe()
 
@@ -388,8 +394,8 @@ class LanesView(LiveView):
         paint of what it changed):
 
         1. read the snapshot;
-        2. the workspaces table, ``WS_STEP`` workspaces per tick (its rows are shown
-           at the last of those ticks);
+        2. the workspaces table (its rows made when the table asks for them: the rows in
+           view);
         3. its title and the counters strip;
         4. each queue's table and title, one queue per tick;
         5. the timeline's bars.
@@ -402,10 +408,8 @@ class LanesView(LiveView):
         clock moves (``frame_motion``). ``refresh_now()`` does every step at once."""
         if self.replaying and self._replayed is None:
             return (self._show_no_lanes,)
-        parts = 1 + len(self._snap.workspaces) // WS_STEP if self._snap is not None else 1
         return (self._read,
-                *(partial(self._step, partial(self._lane_rows_part, k, k == parts - 1))
-                  for k in range(parts)),
+                partial(self._step, self._lane_rows_step),
                 partial(self._step, self._show_titles),
                 *(partial(self._step, partial(self._show_queue, q)) for q in self.scheduler.queues),
                 *((partial(self._step, self._show_ledger),)
@@ -463,50 +467,16 @@ class LanesView(LiveView):
         row = max(1, t.verticalHeader().defaultSectionSize())
         return max(t.viewport().height(), 0) // row + 1
 
-    def _lane_rows_part(self, k: int, final: bool, now: float) -> None:
-        """Step 2, part ``k``: the rows of workspaces ``k * WS_STEP`` … (the last part: all
-        that remain), from ``_snap``; the last part shows them all in the table."""
+    def _lane_rows_step(self, now: float) -> None:
+        """Step 2: the workspaces table shows ``_snap``'s workspaces. Their rows are made
+        when asked for (``_LaneRows``): the table asks for the rows it shows, so a refresh
+        costs the rows in view, not 10,000 (a burst over 9,999 workspaces took 1,500 rows
+        per tick at 5-17 ms and made the refresh ~25 ticks long)."""
         snap = self._snap
-        if k == 0 or self._owners is None:
-            self._owners = {lane.workspace: lane for lane in snap.scheduled}
-            self._pending_rows = []
-        owners = self._owners
-        holders = snap.holders
-        occupancy = snap.occupancy
-        history = snap.history
-        rows = self._pending_rows
-        cache = self._lane_rows
-        wss = snap.workspaces
-        start = len(rows)
-        for ws in wss[start:] if final else wss[start:(k + 1) * WS_STEP]:
-            lane = owners.get(ws)
-            spans = history.get(ws)
-            busy = occupancy.get(ws, ())
-            holder = holders.get(ws)
-            c = cache.get(ws)
-            if c is not None and c[0] is lane and c[1] is busy and c[2] is spans and c[4] == holder:
-                rows.append(c[3])
-                continue
-            last = spans[-1] if spans else None
-            if lane is not None:
-                owner = parse_owner(lane.owner)
-                rows.append(LaneRow(ws, owner.queue, owner.job_id, lane.epoch, lane.claimed_at, lane.stop_reason,
-                                    lane.stop_requested,
-                                    f"#{last.job_id} {last.state}" if last else "",
-                                    last.state if last else None, busy,
-                                    holder.agent if holder else None, holder.lease_until if holder else None))
-            else:
-                rows.append(LaneRow(ws, None, None, None, None, None, False,
-                                    f"#{last.job_id} {last.state}" if last else "",
-                                    last.state if last else None, busy))
-            cache[ws] = (lane, busy, spans, rows[-1], holder)
-        if not final:
-            return
-        self._owners = None
-        self._pending_rows = []
+        rows = _LaneRows(snap, self._lane_rows)
         self._syncing = True     # rows moving under the current row are not a user's pick
         try:
-            self.lanes_model.set_rows(rows, list(snap.workspaces), now)
+            self.lanes_model.set_rows(rows, snap.workspaces, now)
         finally:
             self._syncing = False
         self._sync_busy_button()
@@ -846,7 +816,10 @@ class LanesView(LiveView):
     def add_burst(self) -> asyncio.Task | None:
         """Submit N jobs over ws-01 … ws-M **in chunks**: at most ``BURST_CHUNK`` jobs and
         about ``BURST_BUDGET_S`` per loop turn, then the loop's due timers (the frame, the
-        heartbeat) run before the next chunk; the notice shows the progress. Clicking
+        heartbeat) run before the next chunk; the notice shows the progress. The chunk
+        adapts to the time measured between chunks (the loop's pass, where the tasks the
+        chunk started take their first steps): over ``BURST_AWAY_S`` it halves (to
+        ``BURST_MIN_CHUNK`` at least), else it grows by a quarter up to ``BURST_CHUNK``. Clicking
         Burst while a burst is under way stops it: the jobs queued so far stay."""
         if self._burst is not None and not self._burst.done():
             self._burst.cancel()
@@ -862,27 +835,33 @@ class LanesView(LiveView):
             self._burst = self._spawn(
                 self.follower.submit([_spec(ws, q, work) for ws in wss]),
                 lambda ids: self._say(f"Burst: {len(ids):,} jobs (#{ids[0]}–#{ids[-1]}) submitted to the store "
-                                      f"over {len(set(wss)):,} workspaces in {QUEUE_LABELS.get(q, q)}."))
+                                      f"over {wss.distinct:,} workspaces in {QUEUE_LABELS.get(q, q)}."))
             return self._burst
         self._burst = self._spawn(
             self._burst_in_chunks(q, wss, work),
             lambda ids: self._say(f"Burst: {len(ids):,} jobs (#{ids[0]}–#{ids[-1]}) over "
-                                  f"{len(set(wss)):,} workspaces in {QUEUE_LABELS.get(q, q)}."))
+                                  f"{wss.distinct:,} workspaces in {QUEUE_LABELS.get(q, q)}."))
         return self._burst
 
-    async def _burst_in_chunks(self, q: str, wss: list[str], work) -> list[int]:
+    async def _burst_in_chunks(self, q: str, wss: Sequence[str], work) -> list[int]:
         chunks = self.burst_chunks = []
         ids: list[int] = []
         n = len(wss)
         submit = self.scheduler.submit
         clock = time.perf_counter
+        sched = self.scheduler
+        if n >= gc_pace.LIVE_MIN and (self.pacer is None or not self.pacer.active):
+            # what the burst's jobs make while they run (history, records) stays out of the
+            # collector's full passes too, until the jobs drain (README "Hours of use")
+            self.pacer = gc_pace.paced(lambda: sched.live_jobs)
         try:
             # what a burst makes lives for seconds: frozen chunk by chunk, out of the collector's
             # full passes (each walked it all with the loop stopped: 130-190 ms at 99,999 jobs)
+            size = BURST_CHUNK
             with gc_pace.bulk() as bulk:
                 while len(ids) < n:
                     t0 = clock()
-                    end = min(n, len(ids) + BURST_CHUNK)
+                    end = min(n, len(ids) + size)
                     done = len(ids)
                     while len(ids) < end:
                         ids.append(await submit(q, wss[len(ids)], work))
@@ -892,7 +871,12 @@ class LanesView(LiveView):
                     bulk.chunk_done()
                     if len(ids) < n:
                         self._say(f"Burst: {len(ids):,} of {n:,} jobs queued… (Burst again stops it)")
+                        t_away = clock()
                         await yield_to_timers()
+                        if clock() - t_away > BURST_AWAY_S:
+                            size = max(BURST_MIN_CHUNK, size // 2)
+                        else:
+                            size = min(BURST_CHUNK, size + size // 4 + 1)
         except asyncio.CancelledError:
             self._say(f"Burst stopped: {len(ids):,} of {n:,} jobs queued (they stay queued).",
                       error=True)
@@ -997,6 +981,58 @@ class LanesView(LiveView):
             self.scheduler.clear_busy(ws, "outside")
             self._say(f"{ws} is free again: its next job may start.")
         self._sync_busy_button()
+
+
+class _LaneRows(Sequence):
+    """The workspaces table's rows of one snapshot, each made when asked for (and kept in
+    ``cache``, ws -> (lane, busy, spans, row, holder), while its parts are the same
+    objects: an unchanged workspace's row is the same object from snapshot to snapshot,
+    which is what the model compares)."""
+
+    __slots__ = ("_snap", "_cache", "_owners")
+
+    def __init__(self, snap, cache: dict) -> None:
+        self._snap = snap
+        self._cache = cache
+        self._owners: dict | None = None
+
+    def __len__(self) -> int:
+        return len(self._snap.workspaces)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        snap = self._snap
+        ws = snap.workspaces[i]
+        owners = self._owners
+        if owners is None:
+            sched = snap.scheduled
+            owners = self._owners = dict(zip(map(_workspace_of, sched), sched))
+        lane = owners.get(ws)
+        spans = snap.history.get(ws)
+        busy = snap.occupancy.get(ws, ())
+        holder = snap.holders.get(ws)
+        cache = self._cache
+        c = cache.get(ws)
+        if c is not None and c[0] is lane and c[1] is busy and c[2] is spans and c[4] == holder:
+            return c[3]
+        last = spans[-1] if spans else None
+        if lane is not None:
+            owner = parse_owner(lane.owner)
+            row = LaneRow(ws, owner.queue, owner.job_id, lane.epoch, lane.claimed_at, lane.stop_reason,
+                          lane.stop_requested,
+                          f"#{last.job_id} {last.state}" if last else "",
+                          last.state if last else None, busy,
+                          holder.agent if holder else None, holder.lease_until if holder else None)
+        else:
+            row = LaneRow(ws, None, None, None, None, None, False,
+                          f"#{last.job_id} {last.state}" if last else "",
+                          last.state if last else None, busy)
+        cache[ws] = (lane, busy, spans, row, holder)
+        return row
+
+
+_workspace_of = attrgetter("workspace")
 
 
 def _spec(ws: str, queue: str, work):

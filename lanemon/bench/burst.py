@@ -1,0 +1,258 @@
+"""``lanemon bench burst``: a 99,999-job burst without a freeze longer than a frame?
+
+The full window runs offscreen on qasync (1280×800), its start-up measurements
+done, the Lanes & queues tab shown. A burst of ``JOBS`` simulated jobs of
+``JOB_S`` each over ``WORKSPACES`` workspaces is asked for from the Lanes
+controls, as a user does (the burst fields, then the Burst button), **twice**,
+each time until every job ended (the burst "drains").
+
+For each burst it prints, from the click until the burst drained:
+
+- the heartbeat's longest lag and its p99 (the window's own 10 ms heartbeat,
+  every tick in that span) -- while the jobs are submitted, and until drained;
+- the collector's longest pass per generation (``gc.callbacks``, wall clock);
+- the longest pieces of loop work seen (``where``: each burst chunk, each lanes
+  refresh step, each deadline batch, each collector pass over 4 ms, timed with
+  ``perf_counter``) and, for the longest lags, what overlapped them;
+
+and the process's resident memory before the first burst, after each drain.
+
+Floor: a bare qasync loop with the window's heartbeat (``lanemon.bench.floor``),
+``FLOOR_S`` just before each burst, the window quiet meanwhile: its longest lag
+and p99 are the machine's own at that moment.
+
+Goals (issue 19, Deliver 6): the longest lag over the floor's longest lag
+≤ 16.7 ms (a frame), the p99 ≤ 16.7 ms; memory: the blocks in use
+(``sys.getallocatedblocks``: the objects alive, whatever the allocator keeps)
+after the second drain at most ``BLOCKS_GOAL`` over after the first (nothing
+per burst stays), and RSS after the second drain within ``MEMORY_GOAL_MB`` of
+before the first. The lanes have no Reset: what stays after a drain is the
+bounded caches of finished jobs (``KEEP_FINISHED`` records, ``HISTORY_TOTAL``
+runs) and the allocator's arenas, which CPython gives back to the system only
+when wholly empty: the finished jobs' survivors are spread over the ~90 MB of
+arenas 100,000 live jobs took (a scheduler alone: 23.5 MB in use in 94 MB of
+arenas after the drain, ``sys._debugmallocstats``). At the end the frozen
+objects are unfrozen and a full pass counts the garbage cycles freezing had
+kept (0: nothing leaked through freezing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import sys
+import time
+from functools import partial
+
+import numpy as np
+
+from lanemon.bench._common import load_text
+from lanemon.bench._window import bare_loop, floor_segment, run_window, settled
+from lanemon.bench.goals import Goal
+
+JOBS = 99_999
+WORKSPACES = 9_999
+JOB_S = 0.5            # each job's simulated work: 10 jobs per workspace, 5 s of runs in a row
+BURSTS = 2
+FLOOR_S = 2.0
+FRAME_MS = 16.7
+MEMORY_GOAL_MB = 10.0
+BLOCKS_GOAL = 10_000   # memory blocks (objects) a second burst may leave beyond the first's
+SLOW_MS = 4.0          # pieces of loop work at least this long are kept for ``where``
+DRAIN_TIMEOUT_S = 180.0
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+class _Where:
+    """Long pieces of loop work, timed: (start, ms, label)."""
+
+    def __init__(self) -> None:
+        self.slow: list[tuple[float, float, str]] = []
+        self.gc_max: dict[int, float] = {0: 0.0, 1: 0.0, 2: 0.0}
+        self.gc_count: dict[int, int] = {0: 0, 1: 0, 2: 0}
+        self._gc_t0 = 0.0
+        self._undo: list = []
+
+    def on_gc(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._gc_t0 = time.perf_counter()
+            return
+        ms = (time.perf_counter() - self._gc_t0) * 1000.0
+        g = info["generation"]
+        self.gc_count[g] += 1
+        if ms > self.gc_max[g]:
+            self.gc_max[g] = ms
+        if ms >= SLOW_MS:
+            self.slow.append((self._gc_t0, ms, f"gc gen{g}"))
+
+    def wrap(self, owner, name: str, label) -> None:
+        """Time every call of ``owner.name`` (an instance or a class attribute)."""
+        real = getattr(owner, name)
+        slow = self.slow
+
+        def timed(*args, **kw):
+            t0 = time.perf_counter()
+            try:
+                return real(*args, **kw)
+            finally:
+                ms = (time.perf_counter() - t0) * 1000.0
+                if ms >= SLOW_MS:
+                    slow.append((t0, ms, label(args) if callable(label) else label))
+
+        setattr(owner, name, timed)
+        self._undo.append((owner, name, real))
+
+    def install(self, view) -> None:
+        from lanemon.lanes.deadlines import Deadlines
+
+        gc.callbacks.append(self.on_gc)
+        self.wrap(Deadlines, "_fire", "deadline batch")
+        self.wrap(view, "_read", "lanes refresh: snapshot")
+        self.wrap(view, "_step", lambda a: "lanes refresh: " + _name(a[0]))
+        self.wrap(view.scheduler, "submit", "one submit")
+
+    def uninstall(self) -> None:
+        gc.callbacks.remove(self.on_gc)
+        for owner, name, real in reversed(self._undo):
+            if isinstance(owner, type):
+                setattr(owner, name, real)
+            else:
+                delattr(owner, name)
+
+    def overlapping(self, t_end: float, lag_ms: float) -> list[str]:
+        t_start = t_end - lag_ms / 1000.0 - 0.010
+        return [f"{label} {ms:.1f}" for t0, ms, label in self.slow if t0 <= t_end and t0 + ms / 1000 >= t_start]
+
+
+def _name(show) -> str:
+    f = show.func if isinstance(show, partial) else show
+    return getattr(f, "__name__", repr(f)).lstrip("_")
+
+
+async def _burst(win, view, where: _Where, out, i: int) -> dict:
+    s = view.scheduler
+    t0 = time.perf_counter()
+    submitted0 = s.jobs_submitted
+    await view.add_burst()        # what the Burst button calls (its task: the ids)
+    t_sub = time.perf_counter()
+    try:
+        await asyncio.wait_for(s.join(), DRAIN_TIMEOUT_S)
+    except TimeoutError:
+        raise RuntimeError(f"burst {i}: {s.live_jobs} jobs still live after {DRAIN_TIMEOUT_S:g} s") from None
+    t_end = time.perf_counter()
+    await asyncio.sleep(0.5)      # the refresh of the last changes, counted too
+    t_after = time.perf_counter()
+    hb = win.heartbeat
+    sub = hb.in_range(t0, t_sub, one_after=True)
+    all_ = hb.in_range(t0, t_after, one_after=True)
+    t, lag = hb.between(0, hb.count)
+    sel = (t >= t0) & (t <= t_after)
+    tt, ll = t[sel], lag[sel]
+    top = np.argsort(ll)[-3:][::-1]
+    spikes = [(float(ll[k]), where.overlapping(float(tt[k]), float(ll[k]))) for k in top]
+    return {"jobs": s.jobs_submitted - submitted0, "submit_s": t_sub - t0, "drain_s": t_end - t0,
+            "sub_max": float(sub.max()), "sub_p99": float(np.percentile(sub, 99)),
+            "max": float(all_.max()), "p99": float(np.percentile(all_, 99)), "ticks": int(all_.size),
+            "chunks": len(view.burst_chunks), "spikes": spikes}
+
+
+async def _scenario(win, out):
+    await settled(win)
+    win.show_view("lanes")
+    view = win.views["lanes"]
+    c = view.controls
+    c.kind_box.setCurrentText("simulated")
+    c.length.setValue(JOB_S)
+    c.burst_jobs.setValue(JOBS)
+    c.burst_ws.setValue(WORKSPACES)
+    await asyncio.sleep(1.0)
+    bare = bare_loop(win, 0.3)
+    where = _Where()
+    results, floors, mem = [], [], {"before": None, "after": []}
+    try:
+        gc.collect()
+        mem["before"] = _rss_mb()
+        mem["blocks"] = [sys.getallocatedblocks()]
+        where.install(view)
+        for i in range(1, BURSTS + 1):
+            seg = np.asarray(floor_segment(win, bare, FLOOR_S))
+            floors.append((float(seg.max()), float(np.percentile(seg, 99))))
+            await asyncio.sleep(0.3)
+            where.slow.clear()
+            for g in where.gc_max:
+                where.gc_max[g] = 0.0
+                where.gc_count[g] = 0
+            r = await _burst(win, view, where, out, i)
+            r["gc_max"] = dict(where.gc_max)
+            r["gc_count"] = dict(where.gc_count)
+            r["slowest"] = sorted(where.slow, key=lambda x: -x[1])[:6]
+            r["os_load"] = os.getloadavg()[0]
+            results.append(r)
+            mem["after"].append(_rss_mb())
+            mem["blocks"].append(sys.getallocatedblocks())
+        # what the freezing kept that a full pass would have freed (reference cycles that
+        # became garbage after they were frozen): 0 says nothing leaked through freezing
+        mem["frozen"] = gc.get_freeze_count()
+        gc.unfreeze()
+        mem["cycles"] = gc.collect()
+        mem["unfrozen"] = _rss_mb()
+    finally:
+        where.uninstall()
+        bare.close()
+    return results, floors, mem
+
+
+def run(out) -> dict:
+    out(f"full window offscreen, 1280x800, qasync; Lanes & queues shown; a burst of {JOBS:,} simulated "
+        f"jobs of {JOB_S * 1000:.0f} ms over {WORKSPACES:,} workspaces from its controls, {BURSTS} times, "
+        f"each until drained; heartbeat 10 ms; floor: a bare qasync loop, {FLOOR_S:g} s before each; "
+        f"{load_text()}")
+    results, floors, mem = run_window(lambda win: _scenario(win, out))
+    goals = []
+    figures: dict = {"jobs": JOBS, "workspaces": WORKSPACES, "jobS": JOB_S, "bursts": []}
+    for i, (r, (fmax, fp99)) in enumerate(zip(results, floors), 1):
+        gcs = ", ".join(f"gen{g} {r['gc_max'][g]:.1f} ms ({r['gc_count'][g]} passes)" for g in (0, 1, 2))
+        out(f"burst {i}: {r['jobs']:,} jobs submitted in {r['submit_s']:.1f} s ({r['chunks']} chunks), "
+            f"drained at {r['drain_s']:.1f} s, {r['ticks']} ticks; load {r['os_load']:.2f}")
+        out(f"  while submitted: longest lag {r['sub_max']:.1f} ms, p99 {r['sub_p99']:.1f} ms")
+        out(f"  until drained:   longest lag {r['max']:.1f} ms (floor {fmax:.1f}, {r['max'] - fmax:+.1f}), "
+            f"p99 {r['p99']:.1f} ms (floor {fp99:.1f})")
+        out(f"  collector's longest pass: {gcs}")
+        out("  slowest loop work: " + "; ".join(f"{label} {ms:.1f} ms" for _, ms, label in r["slowest"]))
+        for lag, what in r["spikes"]:
+            out(f"  lag {lag:.1f} ms overlapped: {', '.join(what) or 'nothing timed (Qt, paint, other)'}")
+        goals.append(Goal(f"burst {i}: longest lag over the idle floor", r["max"], FRAME_MS, floor=fmax))
+        goals.append(Goal(f"burst {i}: heartbeat p99 until drained", r["p99"], FRAME_MS))
+        figures["bursts"].append({
+            "submitS": round(r["submit_s"], 2), "drainS": round(r["drain_s"], 2), "chunks": r["chunks"],
+            "submitMaxMs": round(r["sub_max"], 1), "submitP99Ms": round(r["sub_p99"], 1),
+            "maxMs": round(r["max"], 1), "p99Ms": round(r["p99"], 1), "floorMaxMs": round(fmax, 1),
+            "floorP99Ms": round(fp99, 1), "gcMaxMs": {str(g): round(v, 1) for g, v in r["gc_max"].items()},
+            "gcPasses": {str(g): v for g, v in r["gc_count"].items()}})
+    before, after = mem["before"], mem["after"]
+    out(f"memory (RSS): before {before:.0f} MB, after each drain "
+        + ", ".join(f"{a:.0f} MB ({a - before:+.1f})" for a in after))
+    b = mem["blocks"]
+    if len(b) > 2:
+        goals.append(Goal("objects kept by a second burst (blocks in use, after drain 2 - 1)",
+                          b[-1] - b[1], BLOCKS_GOAL, unit="blocks"))
+    goals.append(Goal("memory (RSS) after the last drain over before the first", after[-1] - before,
+                      MEMORY_GOAL_MB, unit="MB"))
+    out("memory blocks in use (sys.getallocatedblocks: the objects, whatever the arenas): before "
+        f"{b[0]:,}, after each drain " + ", ".join(f"{x:,} ({x - b[0]:+,})" for x in b[1:]))
+    figures["allocatedBlocks"] = b
+    out(f"frozen objects after the bursts: {mem['frozen']:,}; a full pass after unfreezing them "
+        f"found {mem['cycles']:,} in garbage cycles; RSS then {mem['unfrozen']:.0f} MB")
+    figures["rssMb"] = {"before": round(before, 1), "after": [round(a, 1) for a in after],
+                        "unfrozen": round(mem["unfrozen"], 1)}
+    figures["frozenObjects"] = mem["frozen"]
+    figures["garbageCyclesFound"] = mem["cycles"]
+    for g in goals:
+        out(g.line())
+    figures["goals"] = [g.as_dict() for g in goals]
+    return figures
