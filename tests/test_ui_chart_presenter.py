@@ -103,3 +103,40 @@ def test_presenter_mode_on_a_1024_projector_keeps_the_results_beside_the_job(qtb
     rc, wide, errors = run_window(scenario, size=(1008, 728))
     assert rc == 0 and errors == []
     assert wide is True
+
+
+def test_a_presenter_toggle_restyles_the_runs_shading_in_place(qtbot):
+    """The runs in view keep their shading and labels through F5, restyled where they are:
+    they were all removed and made again on the next frame (the toggle's paint showed the
+    chart without them, and 130 runs in view cost ~10 ms of removal in the toggle and as
+    much again after it). Fails on the code that removed them."""
+    from PySide6.QtGui import QColor
+    from PySide6.QtWidgets import QGraphicsRectItem
+
+    from lanemon.ui.kit import theme
+
+    def shading(win):
+        return [it for it in win.chart.plot.getPlotItem().items
+                if type(it) is QGraphicsRectItem and it.zValue() == -10]
+
+    async def scenario(win):
+        c = win.controller
+        for _ in range(3):
+            rec = c.start_whole(20_000)
+            await wait_until(lambda rec=rec: not rec.running, 30)
+        await wait_until(lambda: len(shading(win)) == 3, 10)
+        before = shading(win)
+        win.talk.set_presenter(True)
+        after = shading(win)
+        labels = [it for it in win.chart.plot.getPlotItem().items
+                  if it.zValue() == 20 and it.text().startswith("#")]
+        colours = {lab.brush().color().name() for lab in labels}
+        background = QColor(theme.BG).name()        # presenter mode's, while in it
+        win.talk.set_presenter(False)
+        return before, after, colours, background
+
+    rc, (before, after, colours, background), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert len(before) == 3
+    assert after == before                  # the same items, still in the plot
+    assert colours == {background}          # every label's plate in the new background

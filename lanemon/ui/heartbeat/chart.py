@@ -201,6 +201,8 @@ class HeartbeatChart(QWidget):
         # InfiniteLines and a rect, ~1 ms of Python per frame to move); its left and right
         # edges are the run's start and end, its top and bottom lie outside the view
         self._regions: dict[int, tuple[QGraphicsRectItem, Label]] = {}
+        self._region_kind: dict[object, str] = {}   # a run's kind by its key (phases and own stalls: none)
+        self._region_styles: dict[str | None, tuple] = {}   # _region_style's, for the current look
         self._ref_lines: list[tuple[QGraphicsLineItem, Label, float]] = []   # line, label, where (0..1 of x)
         self._paused_at: float | None = None
         self._drawn = None                 # what the curve was last drawn from
@@ -593,13 +595,17 @@ class HeartbeatChart(QWidget):
             self._ref_lines.append((line, label, where))
         self._place_ref_labels()
         self.paused_label.update()   # its colours are read at paint time
-        for region, label in self._regions.values():   # made again, in the new colours, on the next frame
-            self.plot.removeItem(region)
-            self.plot.removeItem(label)
-        self._regions.clear()
+        self._region_styles.clear()
+        # in place: removing and making again hundreds of items in view cost the toggle
+        # ~10 ms per 300 runs shown, and the next frame as much again
+        for key, (region, label) in self._regions.items():
+            kind = self._region_kind.get(key)
+            if kind is None:
+                self._style_phase_region(region, label)
+            else:
+                self._style_run_region(kind, region, label)
         for label in self._block_labels.values():
-            self.plot.removeItem(label)
-        self._block_labels.clear()
+            self._style_block_label(label)
         if self.programs is not None:
             self.programs.restyle()
         self._legend_shown = None
@@ -722,6 +728,7 @@ class HeartbeatChart(QWidget):
                 placed.append((t0 - now, text))
         for rid in [r for r in self._regions if r not in seen]:
             region, label = self._regions.pop(rid)
+            self._region_kind.pop(rid, None)
             self.plot.removeItem(region)
             self.plot.removeItem(label)
         blocks = set()
@@ -749,14 +756,18 @@ class HeartbeatChart(QWidget):
         return any(s.t_done is None or s.t_done > t0 - margin for s in self._own)
 
     def _new_block_label(self, text: str) -> Label:
-        label = Label(text, theme.REF_LONG, fill=self._label_fill(200))
+        label = Label(text)
+        self._style_block_label(label)
+        label.setZValue(20)
+        self.plot.addItem(label, ignoreBounds=True)
+        return label
+
+    def _style_block_label(self, label: Label) -> None:
+        label.set_colors(theme.REF_LONG, self._label_fill(200))
         font = QFont(self.font())
         font.setPointSizeF(theme.pt(10))
         font.setBold(True)
         label.setFont(font)
-        label.setZValue(20)
-        self.plot.addItem(label, ignoreBounds=True)
-        return label
 
     def _layout_labels(self, placed) -> None:
         """Left to right, each label takes the highest row where it does not overlap; else hides."""
@@ -797,39 +808,60 @@ class HeartbeatChart(QWidget):
         if rect != region.rect():
             region.setRect(rect)
 
-    def _make_region(self, brush, pen) -> QGraphicsRectItem:
-        region = QGraphicsRectItem()
-        region.setBrush(brush)
-        region.setPen(pen)
-        return region
-
     def _new_phase_region(self, key, text: str) -> None:
-        region = self._make_region(pg.mkBrush(*theme.PHASE_FILL), pg.mkPen(*theme.PHASE_EDGE, width=1))
+        region = QGraphicsRectItem()
         region.setZValue(-11)
-        label = Label(text.replace(" worker", "\nworker"), theme.MUTED, fill=self._label_fill(190))
-        font = QFont(self.font())
-        font.setPointSizeF(theme.pt(9))
-        label.setFont(font)
+        label = Label(text.replace(" worker", "\nworker"))
+        self._style_phase_region(region, label)
         label.setZValue(19)
         self.plot.addItem(region, ignoreBounds=True)
         self.plot.addItem(label, ignoreBounds=True)
         self._regions[key] = (region, label)
 
-    def _new_region(self, rec):
-        region = self._make_region(pg.mkBrush(theme.kind_color(rec.kind, 60)),
-                                   pg.mkPen(theme.kind_color(rec.kind, 160), width=1))
-        region.setZValue(-10)
-        color = theme.kind_color(rec.kind)
-        label = Label("", color if theme.is_dark() else color.darker(120), fill=self._label_fill(190))
-        font = QFont(self.font())
-        font.setPointSizeF(theme.pt(10))
-        font.setBold(True)
+    def _style_phase_region(self, region: QGraphicsRectItem, label: Label) -> None:
+        brush, pen, color, fill, font = self._region_style(None)
+        region.setBrush(brush)
+        region.setPen(pen)
+        label.set_colors(color, fill)
         label.setFont(font)
+
+    def _region_style(self, kind: str | None) -> tuple:
+        """(brush, pen, text colour, plate, font) of a run of ``kind``'s shading and label
+        (``None``: a phase or an own stall), made once per look (``_apply_colors`` forgets them)."""
+        style = self._region_styles.get(kind)
+        if style is None:
+            font = QFont(self.font())
+            if kind is None:
+                font.setPointSizeF(theme.pt(9))
+                style = (pg.mkBrush(*theme.PHASE_FILL), pg.mkPen(*theme.PHASE_EDGE, width=1),
+                         QColor(theme.MUTED), self._label_fill(190), font)
+            else:
+                font.setPointSizeF(theme.pt(10))
+                font.setBold(True)
+                color = theme.kind_color(kind)
+                style = (pg.mkBrush(theme.kind_color(kind, 60)), pg.mkPen(theme.kind_color(kind, 160), width=1),
+                         color if theme.is_dark() else color.darker(120), self._label_fill(190), font)
+            self._region_styles[kind] = style
+        return style
+
+    def _new_region(self, rec):
+        region = QGraphicsRectItem()
+        region.setZValue(-10)
+        label = Label("")
+        self._style_run_region(rec.kind, region, label)
         label.setZValue(20)
         self.plot.addItem(region, ignoreBounds=True)
         self.plot.addItem(label, ignoreBounds=True)
         self._regions[rec.id] = (region, label)
+        self._region_kind[rec.id] = rec.kind
         return region, label
+
+    def _style_run_region(self, kind: str, region: QGraphicsRectItem, label: Label) -> None:
+        brush, pen, color, fill, font = self._region_style(kind)
+        region.setBrush(brush)
+        region.setPen(pen)
+        label.set_colors(color, fill)
+        label.setFont(font)
 
     def _update_text(self, lag: np.ndarray, left_out: bool = False) -> None:
         s = lag_stats(lag)

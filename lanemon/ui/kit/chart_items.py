@@ -115,6 +115,11 @@ class Label(QGraphicsRectItem):
         self._text.setFont(font)
         self._relayout()
 
+    def set_colors(self, color, fill: QColor | None = None) -> None:
+        """The text in ``color``, the plate in ``fill`` (``None``: no plate), in place."""
+        self._text.setBrush(QBrush(QColor(color)))
+        self.setBrush(QBrush(fill) if fill is not None else QBrush(Qt.BrushStyle.NoBrush))
+
     def size(self) -> tuple[float, float]:
         """Width and height on screen, in pixels (plate included)."""
         r = self.rect()
