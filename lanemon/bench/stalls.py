@@ -48,9 +48,10 @@ async def _timed(window, act) -> tuple[float, float]:
     return took, float(lags.max()) if lags.size else 0.0
 
 
-async def _toggle(window) -> tuple[float, float, float]:
-    """(ms of the change's turn, ms of its release's turn, the heartbeat's longest lag in
-    ``WATCH_S``) of one presenter toggle."""
+async def toggle_turns(window, watch_s: float = WATCH_S) -> tuple[float, float, float]:
+    """(ms of the change's turn, ms of its release's turn -- layout and paint --, the
+    heartbeat's longest lag from the call until ``watch_s`` after the paint) of one
+    presenter toggle."""
     from lanemon.ui.kit.paint_hold import held, release_costs_ms
     from lanemon.ui.tools.testing import wait_until
 
@@ -60,7 +61,7 @@ async def _toggle(window) -> tuple[float, float, float]:
     _paint_pending()                    # the posted events the change caused: same turn
     change = (time.perf_counter() - t0) * 1000.0
     await wait_until(lambda: not held(window), 5.0, step_s=0.001)
-    await asyncio.sleep(WATCH_S)
+    await asyncio.sleep(watch_s)
     release = release_costs_ms[-1] if len(release_costs_ms) > releases else 0.0
     lags = window.heartbeat.in_range(t0, time.perf_counter(), one_after=False)
     return change, release, float(lags.max()) if lags.size else 0.0
@@ -79,7 +80,7 @@ def run(out) -> dict:
         await asyncio.sleep(GAP_S)
         toggles = []
         for _ in range(TOGGLES):
-            toggles.append(await _toggle(window))
+            toggles.append(await toggle_turns(window))
             await asyncio.sleep(GAP_S)
         return first, toggles
 
