@@ -162,3 +162,21 @@ def test_an_own_stall_scrolled_out_of_view_is_no_longer_drawn_but_still_known(ch
     assert "presenter mode" not in [label.text() for label in _labels(c)]
     assert [s[0] for s in c.own_spans(hb.t)] == ["presenter mode"]   # remembered all the same
     assert "max 0.5" in _header(c) and not c.own_left_out
+
+
+def test_a_runs_label_is_never_hidden_to_make_room_for_the_windows_own(chart):
+    """At 1024x768 in presenter mode the chart has two label rows: "window start-up" and
+    "presenter mode" took both, and the whole run right after them lost its label, the one
+    the talk is about (fails with the labels laid out left to right whatever their kind)."""
+    c, hb, clock, phases = chart
+    c.resize(900, 150)                           # a short chart: few label rows
+    phases.append(SimpleNamespace(label="window start-up", t_start=990.5, t_end=990.9))
+    with c.own_stall("presenter mode"):
+        clock.t = 990.6
+    run = SimpleNamespace(id=1, kind="whole", label="whole", status="done", t_start=991.0,
+                          t_end=991.4, stats=SimpleNamespace(max=400.0))
+    c.controller.records.append(run)
+    clock.t = 1000.0
+    c.redraw()
+    shown = [label.text() for label in _labels(c)]
+    assert any(text.startswith("#1 whole") for text in shown), shown

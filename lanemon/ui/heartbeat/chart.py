@@ -88,6 +88,9 @@ MAX_OWN_STALLS = 64                            # own stalls remembered (older on
 MAX_OWN_BLOCKS = 64                            # watchdog blocks remembered (likewise)
 
 
+LABEL_RUN, LABEL_BLOCK, LABEL_PHASE = 0, 1, 2   # label priorities on the chart, first placed first
+
+
 @dataclass
 class OwnStall:
     """A stretch of loop time the window took for itself (``HeartbeatChart.own_stall``)."""
@@ -681,7 +684,7 @@ class HeartbeatChart(QWidget):
         """Shade each run (and each self-measurement) in view; lay their labels out in rows."""
         w = self._window_s
         seen = set()
-        placed = []   # (x0, label) for the label layout, any order
+        placed = []   # (x0, label, priority) for the label layout, any order (LABEL_RUN first)
         for rec in reversed(self.controller.records):
             end = rec.t_end if rec.t_end is not None else now
             if end < now - w:
@@ -697,7 +700,7 @@ class HeartbeatChart(QWidget):
             elif rec.status != "running":
                 text += f"\n{rec.status}"
             label.set_text(text)
-            placed.append((x0, label))
+            placed.append((x0, label, LABEL_RUN))
         explained: list[tuple[float, float]] = []   # the window's own stalls, labelled already
         for i, ph in enumerate(self.controller.phases):
             end = ph.t_end if ph.t_end is not None else now
@@ -711,7 +714,7 @@ class HeartbeatChart(QWidget):
                 self._new_phase_region(key, ph.label)
             region, label = self._regions[key]
             self._set_region(region, ph.t_start - now, end - now)
-            placed.append((ph.t_start - now, label))
+            placed.append((ph.t_start - now, label, LABEL_PHASE))
         if self._own and self._own_in_view(now - w):
             t, _lag = self.heartbeat.recent(w, now)
             for i, (label, t0, t1) in enumerate(self.own_spans(t)[:len(self._own)]):
@@ -725,7 +728,7 @@ class HeartbeatChart(QWidget):
                     self._new_phase_region(key, label)
                 region, text = self._regions[key]
                 self._set_region(region, t0 - now, max(end - now, t0 - now + w / 400))
-                placed.append((t0 - now, text))
+                placed.append((t0 - now, text, LABEL_PHASE))
         for rid in [r for r in self._regions if r not in seen]:
             region, label = self._regions.pop(rid)
             self._region_kind.pop(rid, None)
@@ -743,7 +746,7 @@ class HeartbeatChart(QWidget):
             label = self._block_labels.get(bid)
             if label is None:
                 label = self._block_labels[bid] = self._new_block_label(self.own_block_text(block))
-            placed.append((block.t_start - now, label))
+            placed.append((block.t_start - now, label, LABEL_BLOCK))
         for bid in [b for b in self._block_labels if b not in blocks]:
             self.plot.removeItem(self._block_labels.pop(bid))
         self._layout_labels(placed)
@@ -770,7 +773,10 @@ class HeartbeatChart(QWidget):
         label.setFont(font)
 
     def _layout_labels(self, placed) -> None:
-        """Left to right, each label takes the highest row where it does not overlap; else hides."""
+        """By priority (runs, then unexplained blocks, then phases and the window's own
+        stalls), left to right within one, each label takes the highest row where it overlaps
+        no label placed before it; else it hides. A run's label is never hidden to make room
+        for a start-up's or a toggle's."""
         if not placed:      # nothing in view (an idle frame): no row to work out
             return
         w = self._window_s
@@ -779,23 +785,23 @@ class HeartbeatChart(QWidget):
         # a row is as tall as the tallest label (large type: taller than 15% of the chart)
         span = self._top - self._scale.bottom
         px_y = span / max(1.0, self._vb_size[1])
-        tallest = max((label.size()[1] for _, label in placed), default=0.0)
+        tallest = max((label.size()[1] for _, label, _ in placed), default=0.0)
         row_h = max(0.15 * span, (tallest + 2) * px_y)
         rows = max(1, min(LABEL_ROWS, int(0.75 * span / row_h)))
-        rows_right = [-1e9] * rows
+        taken: list[list[tuple[float, float]]] = [[] for _ in range(rows)]   # (x0, x1) per row
         # the reference lines' labels stay where they are: a run label takes another row
         # rather than cover one (x0, x1, y0, y1 in view units; a reference label sits on its line)
         fixed = [(r.pos().x(), r.pos().x() + r.size()[0] * per_px, r.pos().y(), r.pos().y() + r.size()[1] * px_y)
                  for _line, r, _where in self._ref_lines if r.isVisible()]
-        for x0, label in sorted(placed, key=lambda p: p[0]):
+        for x0, label, _priority in sorted(placed, key=lambda p: (p[2], p[0])):
             width = label.size()[0] * per_px
             height = label.size()[1] * px_y
             x = min(max(x0, -w), -width)   # keep the whole label inside the chart
             for row in range(rows):
                 y = self._top - 0.01 * span - row_h * row
-                if rows_right[row] <= x and not any(
+                if not any(x < t1 and t0 < x + width for t0, t1 in taken[row]) and not any(
                         x < fx1 and fx0 < x + width and y - height < fy1 and fy0 < y for fx0, fx1, fy0, fy1 in fixed):
-                    rows_right[row] = x + width
+                    taken[row].append((x, x + width))
                     label.setPos(x, y)
                     label.setVisible(True)
                     break
