@@ -24,8 +24,8 @@ the release always paints, synchronously.)
 mark of the change, so it covers the paint too. Holds nest: a ``with`` on a window held
 already (an outer hold, or a release still to come) adds only its ``after`` to that
 hold's. An exception inside the ``with`` passes through; the release comes
-all the same. A window deleted before its release is left alone (the queued call goes
-with it).
+all the same. A window deleted before its release is left alone (the hold and its timer
+go with it, ``after`` is not called).
 
 ``release_costs_ms`` keeps what the last releases took (their layout and paint, ms of
 wall clock, newest last): the second of the two stalls, for ``lanemon bench stalls``.
