@@ -91,3 +91,21 @@ def test_a_timer_due_when_the_hold_ends_runs_before_the_paint(qtbot):
     qtbot.waitUntil(lambda: not held(top) and bool(seen), timeout=2000)
     assert seen == [0]                      # the tick ran, then the one paint
     assert paints.n == 1
+
+
+def test_before_release_runs_in_the_release_before_its_paint_or_now_when_not_held(qtbot):
+    from lanemon.ui.kit.paint_hold import before_release
+
+    top, label = _window(qtbot)
+    paints = _Paints(top)
+    ran = []
+    before_release(label, lambda: ran.append(("now", paints.n)))
+    assert ran == [("now", 0)]                          # not held: at once
+    with paint_hold(label):
+        label.setText("changed")
+        before_release(label, lambda: ran.append(("release", paints.n, held(top))))
+        assert len(ran) == 1                            # not inside the change's turn
+    assert len(ran) == 1                                # nor right after it
+    qtbot.waitUntil(lambda: not held(top), timeout=2000)
+    assert ran[1] == ("release", 0, True)               # in the release, before its one paint
+    assert paints.n == 1

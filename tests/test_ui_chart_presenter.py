@@ -126,7 +126,10 @@ def test_a_presenter_toggle_restyles_the_runs_shading_in_place(qtbot):
             await wait_until(lambda rec=rec: not rec.running, 30)
         await wait_until(lambda: len(shading(win)) == 3, 10)
         before = shading(win)
+        from lanemon.ui.kit.paint_hold import held
+
         win.talk.set_presenter(True)
+        await wait_until(lambda: not held(win), 5)  # the chart's new look comes with the paint
         after = shading(win)
         labels = [it for it in win.chart.plot.getPlotItem().items
                   if it.zValue() == 20 and it.text().startswith("#")]

@@ -159,10 +159,14 @@ def test_f11_full_screen_f1_overlay_f5_presenter(qtbot):
         key(win, Qt.Key.Key_F1)
         seen["f1_closes"] = not overlay.isVisible()
 
+        from lanemon.ui.kit.paint_hold import held
+
         key(win, Qt.Key.Key_F5)
+        await wait_until(lambda: not held(win), 5)      # the chart's fonts come with the paint
         seen["presenter"] = (win.talk.presenter, theme.font_scale(), theme.palette_name(),
                              win.chart.title.font().pointSizeF())
         key(win, Qt.Key.Key_F5)
+        await wait_until(lambda: not held(win), 5)
         seen["plain"] = (win.talk.presenter, theme.font_scale(), theme.palette_name(),
                          win.chart.title.font().pointSizeF())
         return seen

@@ -58,6 +58,7 @@ from lanemon.ui.heartbeat.timer import DEFAULT_PERIOD_MS, Heartbeat
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.live_label import LiveLabel
 from lanemon.ui.kit.live_view import LiveView
+from lanemon.ui.kit.paint_hold import before_release
 from lanemon.ui.kit.status_bar import StatusBar
 from lanemon.ui.runs.controller import RunController
 from lanemon.ui.runs.panel import RunsPanel
@@ -344,7 +345,8 @@ class MainWindow(QMainWindow):
 
     def set_font_scale(self, scale: float) -> None:
         """The font scale and the current palette on the window: the visible parts (the
-        chart, the bars, the current tab's view: its sheet and fonts) now; each hidden tab (its
+        chart, the bars, the current tab's view: its sheet and fonts) now (the chart's and the
+        replay bar's fonts, inside a ``paint_hold``, at its release, in the paint's turn); each hidden tab (its
         view's sheet and fonts) in the idle time after (one per ``HIDDEN_RESTYLE_GAP_MS``)
         or when it is shown, if sooner: restyling is the slow part, and a hidden view draws
         nothing until shown."""
@@ -352,8 +354,8 @@ class MainWindow(QMainWindow):
         theme.apply(app, scale, self, (self.tabs,), self._regions())
         self._style_warning()
         for place in self._chart_places():
-            if place.isVisibleTo(self):
-                place.apply_fonts()
+            if place.isVisibleTo(self):          # in the paint's turn when a paint_hold is on
+                before_release(self, place.apply_fonts)
         current = self.tabs.currentWidget()
         for key, view in self.views.items():
             if self._pages[key] is current:
