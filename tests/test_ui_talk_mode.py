@@ -565,21 +565,21 @@ def test_the_presenter_toggles_own_stall_mark_covers_its_paint_a_loop_turn_later
     qtbot.waitExposed(win)
     qtbot.wait(200)
 
-    class LastPaint(QObject):
-        t = 0.0
+    class Paints(QObject):
+        at: list[float] = []
 
         def eventFilter(self, obj, event):
             if obj is win and event.type() == QEvent.Type.Paint:
-                LastPaint.t = time.perf_counter()
+                Paints.at.append(time.perf_counter())
             return False
 
-    spy = LastPaint()
+    spy = Paints()
     win.installEventFilter(spy)
     for on in (True, False):
         t0 = time.perf_counter()
         win.talk.set_presenter(on)
-        qtbot.waitUntil(lambda t0=t0: LastPaint.t > t0, timeout=2000)
-        painted = LastPaint.t
+        qtbot.waitUntil(lambda t0=t0: any(t > t0 for t in Paints.at), timeout=2000)
+        painted = min(t for t in Paints.at if t > t0)   # the toggle's paint (a chart frame may follow)
         marks = [s for s in win.chart.own_marks() if s.label == "presenter mode" and s.t_start >= t0]
         assert len(marks) == 1
         assert marks[0].t_done is not None and marks[0].t_done >= painted
