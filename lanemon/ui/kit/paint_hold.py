@@ -103,15 +103,20 @@ class _Hold(QObject):
             self._after.append(after)
 
 
+def _hold_of(widget: QWidget) -> _Hold | None:
+    """The hold on ``widget``'s window (inside a ``paint_hold`` or before its release)."""
+    return widget.window().findChild(_Hold, _HOLD_NAME)
+
+
 def held(widget: QWidget) -> bool:
     """Is ``widget``'s window held (inside a ``paint_hold`` or before its release)?"""
-    return widget.window().findChild(_Hold, _HOLD_NAME) is not None
+    return _hold_of(widget) is not None
 
 
 def before_release(widget: QWidget, fn: Callable[[], None]) -> None:
     """``fn()`` at the start of the release of ``widget``'s window, before its layout and
     paint; now if the window is not held (see the module's docstring)."""
-    hold = widget.window().findChild(_Hold, _HOLD_NAME)
+    hold = _hold_of(widget)
     if hold is None:
         fn()
     else:
@@ -122,13 +127,12 @@ def before_release(widget: QWidget, fn: Callable[[], None]) -> None:
 def paint_hold(widget: QWidget, after: Callable[[], None] | None = None) -> Iterator[None]:
     """No paint of ``widget``'s window inside the block nor in the queued calls it caused;
     then the layout, then one paint, then ``after()`` (see the module's docstring)."""
-    window = widget.window()
-    outer = window.findChild(_Hold, _HOLD_NAME)
+    outer = _hold_of(widget)
     if outer is not None:                           # an outer hold, or a release to come
         outer.also_after(after)
         yield
         return
-    hold = _Hold(window)
+    hold = _Hold(widget.window())
     hold.also_after(after)
     try:
         yield
