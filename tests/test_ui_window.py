@@ -15,7 +15,7 @@ from procs import gone, release
 
 from lanemon.bench._common import child_processes
 from lanemon.ui.tools.testing import run_window, wait_until
-from lanemon.work import hash_range, live_worker_pids, warm_pool
+from lanemon.work import hash_range, live_worker_pids, warm_pool, worker_processes
 
 
 @pytest.fixture(autouse=True)
@@ -303,7 +303,11 @@ def test_a_hung_worker_run_is_cancelled_from_the_window_and_worker_runs_work_aga
 
 def test_esc_cancels_a_worker_run_in_flight_and_is_free_otherwise(qtbot):
     """Esc stops the run in flight, except while a layer over the window (the shortcut list)
-    holds the focus: that Esc closes the layer; with nothing in flight Esc is not taken."""
+    holds the focus: that Esc closes the layer; with nothing in flight Esc is not taken.
+
+    The warm pool is up first (the start-up measurement started it): Esc stops the cold
+    worker of the run, never the pool's. (The check was once "no worker alive at all", which
+    failed whenever the start-up measurement had started the pool by then.)"""
     from PySide6.QtCore import Qt
     from PySide6.QtTest import QTest
     from PySide6.QtWidgets import QApplication
@@ -311,14 +315,20 @@ def test_esc_cancels_a_worker_run_in_flight_and_is_free_otherwise(qtbot):
     def esc():
         QTest.keyClick(QApplication.focusWidget(), Qt.Key.Key_Escape)
 
+    def cold_pids() -> list[int]:
+        return [w.pid for w in worker_processes() if w.kind == "cold"]
+
     async def scenario(win):
         c = win.controller
+        await wait_until(lambda: c.machine.warm_roundtrip_ms is not None or c.machine.errors, 60)
         win.activateWindow()
         await wait_until(lambda: QApplication.activeWindow() is win, 10)
         win.chart.setFocus()
         await wait_until(lambda: QApplication.focusWidget() is win.chart, 10)
         rec = c.start_worker(2_000_000_000, "cold")
         await wait_until(lambda: win.runs_panel.cancel_btn.isEnabled(), 10)
+        await wait_until(lambda: bool(cold_pids()), 20)
+        cold = cold_pids()
         win.talk.toggle_overlay()                  # F1: the shortcut list over the window
         await wait_until(lambda: win.talk.overlay.isVisible(), 5)
         esc()                                      # closes the list, not the run
@@ -329,13 +339,15 @@ def test_esc_cancels_a_worker_run_in_flight_and_is_free_otherwise(qtbot):
         await wait_until(lambda: not rec.running, 20)
         await wait_until(lambda: not win.runs_panel.cancel_btn.isEnabled(), 10)
         idle_esc = win.runs_panel.esc_cancels
-        return rec, still_running, idle_esc, live_worker_pids()
+        return rec, still_running, idle_esc, cold, cold_pids(), warm_pool().pids()
 
-    rc, (rec, still_running, idle_esc, pids), errors = run_window(scenario)
+    rc, (rec, still_running, idle_esc, cold, cold_after, warm), errors = run_window(scenario)
     assert rc == 0 and errors == []
     assert still_running
     assert rec.status == "cancelled"
-    assert pids == []                  # the cold process was stopped
+    assert cold and cold_after == []   # the run's cold process was stopped ...
+    assert all(gone(pid) for pid in cold)
+    assert warm                        # ... and the warm pool was left alone
     assert not idle_esc                # with nothing in flight, Esc is left to the rest of the window
 
 
