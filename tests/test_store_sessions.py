@@ -232,11 +232,14 @@ async def test_sessions_taking_at_once_never_get_one_job_twice(request, engine):
         await store.close()
 
 
+TAKER = {"role": "lanes", "lanes": "store"}    # what ``lanemon agent`` registers with
+
+
 @pytest.mark.parametrize("engine", ENGINES)
-async def test_take_jobs_leaves_the_workspaces_whose_lane_another_session_holds(request, engine):
-    """Jobs of a workspace whose lane another session holds are not taken (they would wait
-    for that lane); once the lane's lease runs out they are. Jobs another session only
-    reserved keep no workspace: the first session to take must not get all the work."""
+async def test_take_jobs_leaves_the_workspaces_another_session_uses(request, engine):
+    """Jobs of a workspace whose lane another session holds, or whose jobs another session
+    reserved, are not taken (they would wait for that lane), unless this session uses the
+    workspace too; once the lane's lease runs out (or the reservations are given back) they are."""
     store = await open_test_store(request, engine, lease=2.0)
     other = await _second(store, "b")
     try:
@@ -245,15 +248,111 @@ async def test_take_jobs_leaves_the_workspaces_whose_lane_another_session_holds(
         lanes = store.lanes("scheduled", clock=lambda: 0.0, emit=None)
         assert await lanes.aclaim("c", "me") is not None                                      # "c" held
         theirs = await other.take_jobs(["reservations"], 10)
-        assert [j.record.id for j in theirs] == [ids[1], ids[2], ids[4], ids[6]]   # "a" too: not "c"
+        assert [j.record.id for j in theirs] == [ids[2], ids[6]]      # not "a" (reserved), not "c" (held)
         mine = await store.take_jobs(["reservations"], 10)
-        assert [j.record.id for j in mine] == [ids[3], ids[5]]                   # its own "c"
+        assert [j.record.id for j in mine] == [ids[1], ids[3], ids[4], ids[5]]   # its own "a" and "c"
         await store.give_back_jobs()
         await other.give_back_jobs()
         other.backend.clock_skew = 3.0      # past the lane's lease: "c" is free again
         assert [j.record.id for j in await other.take_jobs(["reservations"], 10)] == ids
     finally:
         await other.close()
+        await store.close()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_each_taking_session_reserves_its_fair_share_of_the_workspaces(request, engine):
+    """With S live sessions that say they take jobs (``lanemon agent``'s info), a session takes
+    jobs from at most ceil(W / S) of the W workspaces with queued jobs, its own first: the first
+    to take does not get all the work (the code before: one session reserved every workspace).
+    Sessions that say nothing are not counted; a gone one (not seen for the stale leases) neither."""
+    store = await open_test_store(request, engine, lease=2.0)
+    takers = [await _second(store, f"agent-{i}", info=TAKER) for i in range(3)]
+    try:
+        wss = [f"w{i}" for i in range(7)]
+        ids = await store.submit([JobSpec(wss[i % 7], "reservations") for i in range(28)])   # 4 jobs each
+        ws_of = dict(zip(ids, (wss[i % 7] for i in range(28))))
+
+        def workspaces(jobs) -> list[str]:
+            return sorted({ws_of[j.record.id] for j in jobs})
+
+        first = await takers[0].take_jobs(["reservations"], 32)
+        assert workspaces(first) == ["w0", "w1", "w2"]        # ceil(7 / 3): the three lowest
+        assert len(first) == 12                               # every job of them
+        second = await takers[1].take_jobs(["reservations"], 32)
+        assert workspaces(second) == ["w3", "w4", "w5"]
+        third = await takers[2].take_jobs(["reservations"], 32)
+        assert workspaces(third) == ["w6"]                    # what is left
+        # the store's own session says nothing: it is not counted, and shares with nobody
+        assert await store.take_jobs(["reservations"], 32) == []     # (every workspace is in use)
+
+        # more jobs of a taken workspace go to the session that has it
+        more = await store.submit([JobSpec("w1", "reservations"), JobSpec("w7", "reservations")])
+        ws_of.update(zip(more, ("w1", "w7")))
+        assert [j.record.id for j in await takers[0].take_jobs(["reservations"], 32)] == [more[0]]
+        assert [j.record.id for j in await takers[2].take_jobs(["reservations"], 32)] == [more[1]]   # w6, w7
+
+        # one session gone (not seen for the stale leases, never renewed): 2 takers share 8
+        for t in takers:
+            await t.give_back_jobs()
+        for t in takers[:2]:
+            t.backend.clock_skew = 7.0      # > 3 leases after takers[2]'s last heartbeat
+            await t.backend.renew()
+        got = await takers[0].take_jobs(["reservations"], 32)
+        assert workspaces(got) == ["w0", "w1", "w2", "w3"]    # ceil(8 / 2)
+    finally:
+        for t in takers:
+            await t.close()
+        await store.close()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_takers_taking_at_once_never_share_a_workspace(request, engine):
+    """Eight taking sessions take at once, again and again (real connections: on PostgreSQL
+    their statements run in parallel in the server): no workspace ever has jobs reserved by two
+    of them, and every job is reserved once. (Without the row lock of each picked workspace,
+    takes started together all picked the same lowest workspaces: 1.7 refused claims per job.)"""
+    store = await open_test_store(request, engine, lease=30.0)
+    takers = [await _second(store, f"agent-{i}", info=TAKER) for i in range(8)]
+    try:
+        ids: list[int] = []
+        for round_ in range(6):
+            ids += await store.submit([JobSpec(f"r{round_}w{i % 40}", "reservations") for i in range(200)])
+            got = await asyncio.gather(*(t.take_jobs(["reservations"], 32) for t in takers))
+            owner_of_ws: dict[str, set[str]] = {}
+            for t, jobs in zip(takers, got):
+                for j in jobs:
+                    owner_of_ws.setdefault(j.record.workspace, set()).add(t.session)
+            assert all(len(o) == 1 for o in owner_of_ws.values()), owner_of_ws
+            assert sum(1 for jobs in got if jobs) >= 2        # (they did share the work)
+            every = sorted(j.record.id for jobs in got for j in jobs)
+            assert len(every) == len(set(every)) and set(every) <= set(ids)
+            for t in takers:
+                await t.give_back_jobs()
+    finally:
+        for t in takers:
+            await t.close()
+        await store.close()
+
+
+@pytest.mark.parametrize("engine", ["postgresql"])
+async def test_a_take_in_flight_keeps_its_workspaces_from_a_take_beside_it(request, engine):
+    """Forced interleaving: while another transaction holds the row of a workspace's first
+    queued job (a take in flight picked it), a take beside it leaves that workspace."""
+    import psycopg
+
+    store = await open_test_store(request, engine)
+    taker = await _second(store, "agent-1", info=TAKER)
+    try:
+        ids = await store.submit([JobSpec(ws, "reservations") for ws in ("a", "b", "a", "b", "c")])
+        async with await psycopg.AsyncConnection.connect(store.url.text.split("?")[0]) as conn:
+            async with conn.transaction():
+                await conn.execute("SELECT 1 FROM lanemon.jobs WHERE id = %s FOR UPDATE", (ids[0],))   # "a"
+                got = await taker.take_jobs(["reservations"], 10)
+                assert [j.record.id for j in got] == [ids[1], ids[3], ids[4]]        # "b" and "c" only
+        assert [j.record.id for j in await taker.take_jobs(["reservations"], 10)] == [ids[0], ids[2]]
+    finally:
+        await taker.close()
         await store.close()
 
 

@@ -131,11 +131,26 @@ class SqlStore:
 
     async def take_jobs(self, queues: list[str], limit: int = 32) -> list[StoredJob]:
         """**Reserve** up to ``limit`` queued jobs of ``queues`` for this session, in id order:
-        jobs no session holds, or whose reservation ran out, none of a workspace whose lane
-        another session holds (its jobs would wait for that lane; graphile-worker skips the jobs
-        of a locked named queue the same way). Jobs another session merely reserved do not keep a
-        workspace from others: one session reserving jobs of every workspace would otherwise take
-        all the work. One atomic statement: two sessions taking at once never get one job.
+        jobs no session holds, or whose reservation ran out, from this session's **fair share**
+        of the workspaces:
+
+        - never a workspace whose lane another session holds (its jobs would wait for that lane;
+          graphile-worker skips the jobs of a locked named queue the same way), nor one whose
+          jobs another session reserved, unless this session uses it too (holds one of its
+          lanes or reserved one of its jobs): two sessions taking jobs of one workspace wait
+          on each other's lanes (with 8 agents 1.7 refused claims per job);
+        - at most ``ceil(W / S)`` workspaces: W the workspaces with queued jobs in ``queues``,
+          S this session and the other live taking sessions (``info`` role ``lanes`` with store
+          lanes, seen within ``STALE_SESSION_LEASES`` leases: ``lanemon agent`` registers so).
+          This session's own workspaces count first, then the others by their lowest queued
+          job. So the first agent to take does not reserve a job of every workspace and keep
+          all the work; an agent over its share (more agents joined) takes no new jobs from
+          its excess workspaces, which pass to the others once the jobs it holds there ran.
+          Sessions that do not say they take (no such ``info``) are not counted: they share
+          with nobody.
+
+        One atomic statement: two sessions taking at once never get one job (two may pick
+        one free workspace at once: then one of them waits on the other's lane, as before).
         A reservation lasts one lease (store clock), is
         renewed by the keeper while the job is still ``queued``, ends when the job is saved
         (``running`` or any other state), at ``give_back_jobs()`` and at ``close()``; a session

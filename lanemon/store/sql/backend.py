@@ -94,14 +94,16 @@ Rules every backend enforces
 * **take_jobs(queues, limit)**: reserves up to ``limit`` jobs in state
   ``queued`` of those queues that no session holds (``taken_by`` NULL) or
   whose reservation ran out (``taken_until <= now``), lowest ids first, for
-  this session until ``now + lease``, **skipping every job of a workspace
-  whose lane another session holds** (lease not run out): those jobs would
-  wait for that lane (with 8 agents each job cost 3-4 refused claims and
-  their wake-ups when they all reserved in id order). Jobs another session
-  only *reserved* do not keep a workspace from the others: skipping those
-  too let the first session to take reserve a job of every workspace and
-  then all the work (one agent of six ran all 240 jobs over 10 workspaces).
-  In one atomic statement (SQLite: one
+  this session until ``now + lease``, from this session's **fair share of
+  the workspaces** (``SqlStore.take_jobs`` says it whole): never a workspace
+  whose lane another session holds or whose jobs another session reserved,
+  unless this session uses it too (those jobs would wait for the other's
+  lane: with 8 agents each job cost 1.7-3.8 refused claims and their
+  wake-ups when they all reserved in id order), and at most
+  ceil(workspaces with queued jobs / live taking sessions) workspaces, its
+  own first: without that cap the first session to take reserved a job of
+  every workspace and then all the work (one agent of six ran all 240 jobs
+  over 10 workspaces). In one atomic statement (SQLite: one
   ``UPDATE ... RETURNING`` inside ``BEGIN IMMEDIATE``; PostgreSQL: the rows
   picked ``FOR UPDATE SKIP LOCKED``): two sessions never hold one job's
   reservation at once. ``renew`` extends this session's reservations of

@@ -83,6 +83,7 @@ from lanemon.lanes.records import Reservation, State, transition_allowed
 from lanemon.store.sql.backend import (
     MAX_ATTEMPTS,
     SCHEMA_VERSION,
+    STALE_SESSION_LEASES,
     STATS_KEYS,
     JobSpec,
     LaneRow,
@@ -443,14 +444,37 @@ _SQL = {
     "add": "SELECT * FROM lanemon.add_jobs(%s::text[], %s::text[], %s::float8[], %s::float8[], "
            "%s::boolean[], %s::float8)",
     # (one statement, sent by the client: the schema's older take_jobs function, which knows no
-    # workspace in use elsewhere, stays for stores made before and is no longer called)
-    "take": "WITH t AS MATERIALIZED (SELECT lanemon.clock(%(skew)s::float8) AS now) "
+    # workspace in use elsewhere and no share, stays for stores made before and is no longer called).
+    # The fair share (``SqlStore.take_jobs``): the workspaces with queued jobs, divided by the live
+    # taking sessions; this session's own workspaces first, then those nobody uses, lowest job first.
+    "take": "WITH t AS MATERIALIZED (SELECT lanemon.clock(%(skew)s::float8) AS now), "
+            "used AS MATERIALIZED ("
+            "SELECT l.workspace, l.session = %(me)s::text AS mine, true AS lane FROM lanemon.lanes l "
+            "WHERE l.lease_until > (SELECT now FROM t) "
+            "UNION SELECT r.workspace, r.taken_by = %(me)s::text, false FROM lanemon.jobs r "
+            "WHERE r.state = 'queued' AND r.taken_by IS NOT NULL AND r.taken_until > (SELECT now FROM t)), "
+            "queued AS MATERIALIZED (SELECT q.workspace, min(q.id) AS first FROM lanemon.jobs q "
+            "WHERE q.state = 'queued' AND q.queue = ANY (%(queues)s::text[]) GROUP BY q.workspace), "
+            "takers AS (SELECT count(*) + 1 AS n FROM lanemon.sessions s WHERE s.session <> %(me)s::text "
+            "AND s.info->>'role' = 'lanes' AND coalesce(s.info->>'lanes', 'store') = 'store' "
+            "AND s.last_seen > (SELECT now FROM t) - %(stale)s::float8), "
+            # each workspace picked is locked through its first queued job's row (SKIP LOCKED): takes
+            # running at once pick different workspaces (their snapshots do not see each other's
+            # reservations; the row lock, and its recheck once the other committed, do)
+            "allowed AS (SELECT q.workspace FROM queued q JOIN lanemon.jobs w ON w.id = q.first "
+            "WHERE q.workspace NOT IN (SELECT u.workspace FROM used u WHERE u.lane AND NOT u.mine) "
+            "AND (q.workspace IN (SELECT u.workspace FROM used u WHERE u.mine) "
+            "OR q.workspace NOT IN (SELECT u.workspace FROM used u WHERE NOT u.mine)) "
+            "AND w.state = 'queued' AND (w.taken_by IS NULL OR w.taken_by = %(me)s::text "
+            "OR w.taken_until <= (SELECT now FROM t)) "
+            "ORDER BY q.workspace IN (SELECT u.workspace FROM used u WHERE u.mine) DESC, q.first "
+            "LIMIT greatest(1, ceil((SELECT count(*) FROM queued)::float8 / (SELECT n FROM takers)))::integer "
+            "FOR UPDATE OF w SKIP LOCKED) "
             "UPDATE lanemon.jobs j SET taken_by = %(me)s::text, taken_until = (SELECT now FROM t) + %(lease)s::float8 "
             "WHERE j.id IN (SELECT f.id FROM lanemon.jobs f WHERE f.state = 'queued' "
             "AND f.queue = ANY (%(queues)s::text[]) "
             "AND (f.taken_by IS NULL OR f.taken_until <= (SELECT now FROM t)) "
-            "AND f.workspace NOT IN (SELECT l.workspace FROM lanemon.lanes l "
-            "WHERE l.session <> %(me)s::text AND l.lease_until > (SELECT now FROM t)) "
+            "AND f.workspace IN (SELECT a.workspace FROM allowed a) "
             "ORDER BY f.id LIMIT %(limit)s::integer FOR UPDATE OF f SKIP LOCKED) "
             f"RETURNING {', '.join('j.' + c.strip() for c in QUEUED_COLS.split(','))}",
     "give_back": "WITH g AS (UPDATE lanemon.jobs SET taken_by = NULL, taken_until = NULL "
@@ -750,9 +774,11 @@ class PostgresBackend(BackendSession):
 
     async def take_jobs(self, queues: list[str], limit: int) -> list[StoredJob]:
         """Reserve up to ``limit`` queued jobs of ``queues`` for this session (one statement:
-        ``FOR UPDATE SKIP LOCKED``), none of a workspace whose lane another session holds; in id order."""
+        ``FOR UPDATE SKIP LOCKED``), from its fair share of the workspaces (``SqlStore.take_jobs``);
+        in id order."""
         rows = await self._call(_SQL["take"], {"queues": list(queues), "limit": limit, "me": self.session,
-                                               "lease": self.lease, "skew": self.clock_skew})
+                                               "lease": self.lease, "skew": self.clock_skew,
+                                               "stale": STALE_SESSION_LEASES * self.lease})
         return sorted((stored_job(r) for r in rows), key=lambda j: j.record.id)
 
     async def give_back_jobs(self) -> int:

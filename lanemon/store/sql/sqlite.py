@@ -424,18 +424,18 @@ class SqliteBackend(BackendSession):
 
     async def take_jobs(self, queues: list[str], limit: int) -> list[StoredJob]:
         """Reserve up to ``limit`` queued jobs of ``queues`` that no session holds (or whose
-        reservation ran out), none of a workspace whose lane another session holds, for this session,
-        until ``now + lease``; in id order. A look without the write lock first: nothing to
-        take takes no lock."""
+        reservation ran out), from this session's fair share of the workspaces
+        (``SqlStore.take_jobs``), for this session, until ``now + lease``; in id order. A look
+        without the write lock first: nothing free to take takes no lock."""
         db = self._require()
-        marks = ", ".join("?" * len(queues))
-        free = (f"state='queued' AND queue IN ({marks}) AND (taken_by IS NULL OR taken_until <= ?) "
-                "AND workspace NOT IN (SELECT workspace FROM lanes WHERE session <> ? AND lease_until > ?)")
+        marks = ", ".join(f":q{i}" for i in range(len(queues)))
+        queue_of = {f"q{i}": q for i, q in enumerate(queues)}
         me = self.session
         try:
             now = self._now()
-            if db.execute(f"SELECT 1 FROM jobs WHERE {free} LIMIT 1",
-                          (*queues, now, me, now)).fetchone() is None:
+            if db.execute(f"SELECT 1 FROM jobs WHERE state='queued' AND queue IN ({marks}) "
+                          "AND (taken_by IS NULL OR taken_until <= :now) LIMIT 1",
+                          {**queue_of, "now": now}).fetchone() is None:
                 return []
         except sqlite3.Error as exc:
             message = _explain(self.path, exc)
@@ -443,9 +443,9 @@ class SqliteBackend(BackendSession):
             raise StoreError(message) from None
         with self._tx() as cur:
             now = self._now()
-            rows = cur.execute(f"UPDATE jobs SET taken_by=?, taken_until=? WHERE id IN (SELECT id FROM jobs "
-                               f"WHERE {free} ORDER BY id LIMIT ?) RETURNING {QUEUED_COLS}",
-                               (me, now + self.lease, *queues, now, me, now, limit)).fetchall()
+            rows = cur.execute(_TAKE.format(marks=marks),
+                               {**queue_of, "me": me, "now": now, "until": now + self.lease, "limit": limit,
+                                "alive": now - STALE_SESSION_LEASES * self.lease}).fetchall()
         return sorted((stored_job(r) for r in rows), key=lambda j: j.record.id)
 
     async def give_back_jobs(self) -> int:
@@ -483,6 +483,30 @@ def _take_ids(cur: sqlite3.Cursor, n: int) -> list[int]:
     top = cur.execute("UPDATE meta SET value = max(CAST(value AS INTEGER), (SELECT coalesce(max(id), 0) FROM jobs)) "
                       "+ ? WHERE key='job_id' RETURNING CAST(value AS INTEGER)", (n,)).fetchone()[0]
     return list(range(top - n + 1, top + 1))
+
+
+#: ``take_jobs``'s one statement (``{marks}``: the queues' named parameters). The fair share
+#: (``SqlStore.take_jobs``): the workspaces with queued jobs divided by the live taking sessions;
+#: this session's own workspaces first, then those nobody uses, lowest job first.
+_TAKE = (
+    "WITH used AS (SELECT workspace, session = :me AS mine, 1 AS lane FROM lanes WHERE lease_until > :now "
+    "UNION SELECT workspace, taken_by = :me, 0 FROM jobs "
+    "WHERE state='queued' AND taken_by IS NOT NULL AND taken_until > :now), "
+    "queued AS (SELECT workspace, min(id) AS first FROM jobs WHERE state='queued' AND queue IN ({marks}) "
+    "GROUP BY workspace), "
+    "takers AS (SELECT count(*) + 1 AS n FROM sessions WHERE session <> :me "
+    "AND json_extract(info, '$.role') = 'lanes' AND coalesce(json_extract(info, '$.lanes'), 'store') = 'store' "
+    "AND last_seen > :alive), "
+    "allowed AS (SELECT workspace FROM queued "
+    "WHERE workspace NOT IN (SELECT workspace FROM used WHERE lane AND NOT mine) "
+    "AND (workspace IN (SELECT workspace FROM used WHERE mine) "
+    "OR workspace NOT IN (SELECT workspace FROM used WHERE NOT mine)) "
+    "ORDER BY workspace IN (SELECT workspace FROM used WHERE mine) DESC, first "
+    "LIMIT max(1, ((SELECT count(*) FROM queued) + (SELECT n FROM takers) - 1) / (SELECT n FROM takers))) "
+    "UPDATE jobs SET taken_by = :me, taken_until = :until WHERE id IN (SELECT id FROM jobs "
+    "WHERE state='queued' AND queue IN ({marks}) AND (taken_by IS NULL OR taken_until <= :now) "
+    "AND workspace IN (SELECT workspace FROM allowed) ORDER BY id LIMIT :limit) "
+    f"RETURNING {QUEUED_COLS}")
 
 
 def _give_back(cur: sqlite3.Cursor, session: str) -> int:
