@@ -356,6 +356,47 @@ async def test_a_take_in_flight_keeps_its_workspaces_from_a_take_beside_it(reque
         await store.close()
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_take_shares_out_the_head_of_the_queues_only(request, engine, monkeypatch):
+    """Only the first ``TAKE_HEAD`` queued jobs (in id order, over the queues) are shared out: a
+    take's cost stays bounded; the jobs behind them are taken once they come to the head."""
+    import lanemon.store.sql.postgres as pg
+    import lanemon.store.sql.sqlite as sq
+
+    for module in (pg, sq):
+        monkeypatch.setattr(module, "TAKE_HEAD", 4)
+    store = await open_test_store(request, engine)
+    taker = await _second(store, "agent-1", info=TAKER)
+    try:
+        ids = await store.submit([JobSpec(ws, q) for ws, q in (("a", "cafe"), ("b", "reservations"),
+                                                              ("c", "cafe"), ("d", "reservations"),
+                                                              ("e", "cafe"), ("f", "reservations"))])
+        got = await taker.take_jobs(["reservations", "cafe"], 10)
+        assert [j.record.id for j in got] == ids[:4]
+        for j in got:   # they run: the head moves on
+            await store.records(writer="a", fenced=False).save(j.record._replace(state=State.RUNNING, attempts=1))
+        assert [j.record.id for j in await taker.take_jobs(["reservations", "cafe"], 10)] == ids[4:]
+    finally:
+        await taker.close()
+        await store.close()
+
+
+async def test_a_big_submit_to_a_new_postgresql_store_leaves_the_planner_statistics(request):
+    """``take_jobs``'s plan chosen without statistics read every queued job per workspace
+    picked (3 s a take at 50,000 jobs): a submit of ``ANALYZE_AFTER`` jobs or more to a table
+    whose statistics know fewer rows analyzes it."""
+    from lanemon.store.sql.postgres import ANALYZE_AFTER
+
+    store = await open_test_store(request, "postgresql")
+    try:
+        await store.submit([JobSpec(f"w{i % 50}", "reservations") for i in range(ANALYZE_AFTER)])
+        rows = (await store.backend.read([("SELECT reltuples FROM pg_class WHERE oid = "
+                                           "'lanemon.jobs'::regclass", ())]))[1][0]
+        assert rows[0][0] >= ANALYZE_AFTER
+    finally:
+        await store.close()
+
+
 async def test_a_reservation_is_no_news_for_the_change_feed(request):
     store = await open_test_store(request, "sqlite")
     try:

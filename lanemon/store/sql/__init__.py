@@ -139,8 +139,10 @@ class SqlStore:
           jobs another session reserved, unless this session uses it too (holds one of its
           lanes or reserved one of its jobs): two sessions taking jobs of one workspace wait
           on each other's lanes (with 8 agents 1.7 refused claims per job);
-        - at most ``ceil(W / S)`` workspaces: W the workspaces with queued jobs in ``queues``,
-          S this session and the other live taking sessions (``info`` role ``lanes`` with store
+        - at most ``ceil(W / S)`` workspaces: W the workspaces with queued jobs at the head of
+          ``queues`` (their first ``TAKE_HEAD`` queued jobs in id order, jobs beyond it are taken
+          when they come to the head: a take's cost stays bounded, 1-4 ms however long the
+          queues), S this session and the other live taking sessions (``info`` role ``lanes`` with store
           lanes, seen within ``STALE_SESSION_LEASES`` leases: ``lanemon agent`` registers so).
           This session's own workspaces count first, then the others by their lowest queued
           job. So the first agent to take does not reserve a job of every workspace and keep

@@ -100,8 +100,8 @@ Rules every backend enforces
   unless this session uses it too (those jobs would wait for the other's
   lane: with 8 agents each job cost 1.7-3.8 refused claims and their
   wake-ups when they all reserved in id order), and at most
-  ceil(workspaces with queued jobs / live taking sessions) workspaces, its
-  own first: without that cap the first session to take reserved a job of
+  ceil(workspaces at the head of the queues / live taking sessions)
+  workspaces, its own first: without that cap the first session to take reserved a job of
   every workspace and then all the work (one agent of six ran all 240 jobs
   over 10 workspaces). In one atomic statement (SQLite: one
   ``UPDATE ... RETURNING`` inside ``BEGIN IMMEDIATE``; PostgreSQL: the rows
@@ -134,7 +134,7 @@ from typing import Any, Protocol
 from lanemon.lanes.records import Reservation
 
 __all__ = [
-    "Backend", "JobSpec", "LaneRow", "MAX_ATTEMPTS", "SCHEMA_VERSION", "STALE_SESSION_LEASES",
+    "Backend", "JobSpec", "LaneRow", "MAX_ATTEMPTS", "SCHEMA_VERSION", "STALE_SESSION_LEASES", "TAKE_HEAD",
     "SaveOutcome", "SessionRow", "StoredJob", "STATS_KEYS",
 ]
 
@@ -143,6 +143,10 @@ SCHEMA_VERSION = 3
 
 #: SQLite: a session row not renewed for this many leases is dropped by ``reap``
 STALE_SESSION_LEASES = 3
+#: ``take_jobs`` shares out the workspaces of the first this many queued jobs (the head of the
+#: queues, in id order): a take's cost stays bounded however long the queues are (it need be no
+#: more than the takers times a take's batch, 8 x 32)
+TAKE_HEAD = 512
 
 #: a job reaped from a dead owner is re-queued while its attempts are below this
 MAX_ATTEMPTS = 3

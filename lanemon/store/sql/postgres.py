@@ -74,6 +74,7 @@ connection for the lanes it still holds.
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import Any
 
 import psycopg
@@ -85,6 +86,7 @@ from lanemon.store.sql.backend import (
     SCHEMA_VERSION,
     STALE_SESSION_LEASES,
     STATS_KEYS,
+    TAKE_HEAD,
     JobSpec,
     LaneRow,
     SaveOutcome,
@@ -121,6 +123,8 @@ POOL_MIN, POOL_MAX = 1, 4
 
 #: advisory lock (two-int key space, apart from the sessions' bigint keys) held while making the schema
 _INIT_LOCK = "pg_advisory_xact_lock(1818324581, 1)"
+#: ``add_jobs`` of at least this many jobs analyzes the jobs table when its statistics know fewer rows
+ANALYZE_AFTER = 1000
 #: the two-int key space's class of the per-lane claim locks (``claim_lane``: claims of one lane take turns)
 _CLAIM_LOCK_CLASS = 1818324582
 
@@ -447,14 +451,30 @@ _SQL = {
     # workspace in use elsewhere and no share, stays for stores made before and is no longer called).
     # The fair share (``SqlStore.take_jobs``): the workspaces with queued jobs, divided by the live
     # taking sessions; this session's own workspaces first, then those nobody uses, lowest job first.
-    "take": "WITH t AS MATERIALIZED (SELECT lanemon.clock(%(skew)s::float8) AS now), "
-            "used AS MATERIALIZED ("
+    "give_back": "WITH g AS (UPDATE lanemon.jobs SET taken_by = NULL, taken_until = NULL "
+                 "WHERE taken_by = %s::text RETURNING 1) SELECT count(*) FROM g",
+    "clock": "SELECT lanemon.clock(%s::float8)",
+    "load": f"SELECT {JOB_COLS} FROM lanemon.jobs WHERE id = %s::bigint",
+    "lanes": f"SELECT {LANE_COLS} FROM lanemon.lanes ORDER BY name, workspace",
+}
+
+#: ``take_jobs``'s one statement (``{head}``: one ``SELECT`` per queue, :func:`_take_sql`). The fair
+#: share (``SqlStore.take_jobs``): the workspaces at the head of the queues divided by the live taking
+#: sessions; this session's own workspaces first, then those nobody uses, lowest job first.
+_TAKE = (
+            "WITH t AS MATERIALIZED (SELECT lanemon.clock(%(skew)s::float8) AS now), "
+            # who uses each workspace: a lane held, a job reserved (this session or others)
+            "used AS MATERIALIZED (SELECT u.workspace, bool_or(u.mine) AS mine, bool_or(NOT u.mine) AS other, "
+            "bool_or(u.lane AND NOT u.mine) AS other_lane FROM ("
             "SELECT l.workspace, l.session = %(me)s::text AS mine, true AS lane FROM lanemon.lanes l "
             "WHERE l.lease_until > (SELECT now FROM t) "
-            "UNION SELECT r.workspace, r.taken_by = %(me)s::text, false FROM lanemon.jobs r "
-            "WHERE r.state = 'queued' AND r.taken_by IS NOT NULL AND r.taken_until > (SELECT now FROM t)), "
-            "queued AS MATERIALIZED (SELECT q.workspace, min(q.id) AS first FROM lanemon.jobs q "
-            "WHERE q.state = 'queued' AND q.queue = ANY (%(queues)s::text[]) GROUP BY q.workspace), "
+            "UNION ALL SELECT r.workspace, r.taken_by = %(me)s::text, false FROM lanemon.jobs r "
+            "WHERE r.taken_by IS NOT NULL AND r.state = 'queued' AND r.taken_until > (SELECT now FROM t)"
+            ") u GROUP BY u.workspace), "
+            # the head of the queues: their first TAKE_HEAD queued jobs (each queue's read in id order
+            # from the (state, queue, id) index, however many jobs ended before them), and its workspaces
+            "head AS MATERIALIZED (SELECT h.id, h.workspace FROM ({head}) h ORDER BY h.id LIMIT %(head)s::integer), "
+            "queued AS MATERIALIZED (SELECT h.workspace, min(h.id) AS first FROM head h GROUP BY h.workspace), "
             "takers AS (SELECT count(*) + 1 AS n FROM lanemon.sessions s WHERE s.session <> %(me)s::text "
             "AND s.info->>'role' = 'lanes' AND coalesce(s.info->>'lanes', 'store') = 'store' "
             "AND s.last_seen > (SELECT now FROM t) - %(stale)s::float8), "
@@ -462,27 +482,32 @@ _SQL = {
             # running at once pick different workspaces (their snapshots do not see each other's
             # reservations; the row lock, and its recheck once the other committed, do)
             "allowed AS (SELECT q.workspace FROM queued q JOIN lanemon.jobs w ON w.id = q.first "
-            "WHERE q.workspace NOT IN (SELECT u.workspace FROM used u WHERE u.lane AND NOT u.mine) "
-            "AND (q.workspace IN (SELECT u.workspace FROM used u WHERE u.mine) "
-            "OR q.workspace NOT IN (SELECT u.workspace FROM used u WHERE NOT u.mine)) "
+            "LEFT JOIN used u ON u.workspace = q.workspace "
+            "WHERE (u.workspace IS NULL OR u.mine AND NOT u.other_lane) "
             "AND w.state = 'queued' AND (w.taken_by IS NULL OR w.taken_by = %(me)s::text "
             "OR w.taken_until <= (SELECT now FROM t)) "
-            "ORDER BY q.workspace IN (SELECT u.workspace FROM used u WHERE u.mine) DESC, q.first "
+            "ORDER BY u.workspace IS NOT NULL DESC, q.first "
             "LIMIT greatest(1, ceil((SELECT count(*) FROM queued)::float8 / (SELECT n FROM takers)))::integer "
             "FOR UPDATE OF w SKIP LOCKED) "
             "UPDATE lanemon.jobs j SET taken_by = %(me)s::text, taken_until = (SELECT now FROM t) + %(lease)s::float8 "
-            "WHERE j.id IN (SELECT f.id FROM lanemon.jobs f WHERE f.state = 'queued' "
-            "AND f.queue = ANY (%(queues)s::text[]) "
-            "AND (f.taken_by IS NULL OR f.taken_until <= (SELECT now FROM t)) "
-            "AND f.workspace IN (SELECT a.workspace FROM allowed a) "
+            # (NOT .. NOT IN: a hashed subplan whatever the planner guesses; an IN became a nested
+            # loop over every queued job when the jobs table had no statistics yet: 3 s at 50,000)
+            "WHERE j.id IN (SELECT f.id FROM lanemon.jobs f WHERE f.id = ANY (ARRAY("
+            "SELECT h.id FROM head h WHERE NOT h.workspace NOT IN (SELECT a.workspace FROM allowed a))) "
+            "AND f.state = 'queued' AND (f.taken_by IS NULL OR f.taken_until <= (SELECT now FROM t)) "
             "ORDER BY f.id LIMIT %(limit)s::integer FOR UPDATE OF f SKIP LOCKED) "
-            f"RETURNING {', '.join('j.' + c.strip() for c in QUEUED_COLS.split(','))}",
-    "give_back": "WITH g AS (UPDATE lanemon.jobs SET taken_by = NULL, taken_until = NULL "
-                 "WHERE taken_by = %s::text RETURNING 1) SELECT count(*) FROM g",
-    "clock": "SELECT lanemon.clock(%s::float8)",
-    "load": f"SELECT {JOB_COLS} FROM lanemon.jobs WHERE id = %s::bigint",
-    "lanes": f"SELECT {LANE_COLS} FROM lanemon.lanes ORDER BY name, workspace",
-}
+            f"RETURNING {', '.join('j.' + c.strip() for c in QUEUED_COLS.split(','))}")
+
+
+@functools.lru_cache(maxsize=16)
+def _take_sql(n_queues: int) -> str:
+    """``_TAKE`` for ``n_queues`` queues ``%(q0)s``..: the first ``%(head)s`` queued jobs of each, read
+    in id order from the ``(state, queue, id)`` index (a branch per queue: the planner knows each
+    queue's rows; one ``= ANY`` read the whole table in id order for a queue with no job)."""
+    return _TAKE.replace("{head}", " UNION ALL ".join(
+        f"(SELECT q.id, q.workspace FROM lanemon.jobs q WHERE q.state = 'queued' AND q.queue = %(q{i})s::text "
+        f"ORDER BY q.state, q.queue, q.id LIMIT %(head)s::integer)" for i in range(n_queues)))
+
 
 #: for each state written, the stored states it may follow ("new": no row yet): records.transition_allowed
 _ALLOWED_FROM = {new: ["new" if prev is None else prev.value for prev in (None, *State)
@@ -776,9 +801,10 @@ class PostgresBackend(BackendSession):
         """Reserve up to ``limit`` queued jobs of ``queues`` for this session (one statement:
         ``FOR UPDATE SKIP LOCKED``), from its fair share of the workspaces (``SqlStore.take_jobs``);
         in id order."""
-        rows = await self._call(_SQL["take"], {"queues": list(queues), "limit": limit, "me": self.session,
-                                               "lease": self.lease, "skew": self.clock_skew,
-                                               "stale": STALE_SESSION_LEASES * self.lease})
+        params = {f"q{i}": q for i, q in enumerate(queues)}
+        params.update(limit=limit, me=self.session, lease=self.lease, skew=self.clock_skew,
+                      stale=STALE_SESSION_LEASES * self.lease, head=TAKE_HEAD)
+        rows = await self._call(_take_sql(len(queues)), params)
         return sorted((stored_job(r) for r in rows), key=lambda j: j.record.id)
 
     async def give_back_jobs(self) -> int:
@@ -844,9 +870,18 @@ class PostgresBackend(BackendSession):
         return [r[0] for r in rows]
 
     async def add_jobs(self, specs: list[JobSpec]) -> list[int]:
+        """Add queued jobs; after a batch of at least :data:`ANALYZE_AFTER` that outnumbers the
+        rows the planner's statistics know of (a new store: none), the jobs table is analyzed
+        (``take_jobs``'s plan chosen without statistics read every queued job once per picked
+        workspace: 3 s a take at 50,000 jobs, 10 ms with them; autovacuum comes a minute later)."""
         rows = await self._call(_SQL["add"], ([s.workspace for s in specs], [s.queue for s in specs],
                                               [float(s.seconds) for s in specs], [float(s.cpu_ms) for s in specs],
                                               [bool(s.fail) for s in specs], self.clock_skew))
+        if len(specs) >= ANALYZE_AFTER:
+            (known,) = await self._call("SELECT reltuples FROM pg_class WHERE oid = 'lanemon.jobs'::regclass",
+                                        fetch="one")
+            if known < len(specs):
+                await self._call("ANALYZE lanemon.jobs", fetch=False)
         return [r[0] for r in rows]
 
     # -- everything --------------------------------------------------------------------

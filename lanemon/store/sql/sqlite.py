@@ -32,6 +32,7 @@ from lanemon.store.sql.backend import (
     SCHEMA_VERSION,
     STALE_SESSION_LEASES,
     STATS_KEYS,
+    TAKE_HEAD,
     JobSpec,
     LaneRow,
     SaveOutcome,
@@ -443,9 +444,9 @@ class SqliteBackend(BackendSession):
             raise StoreError(message) from None
         with self._tx() as cur:
             now = self._now()
-            rows = cur.execute(_TAKE.format(marks=marks),
+            rows = cur.execute(_TAKE.format(head=_head(len(queues))),
                                {**queue_of, "me": me, "now": now, "until": now + self.lease, "limit": limit,
-                                "alive": now - STALE_SESSION_LEASES * self.lease}).fetchall()
+                                "alive": now - STALE_SESSION_LEASES * self.lease, "head": TAKE_HEAD}).fetchall()
         return sorted((stored_job(r) for r in rows), key=lambda j: j.record.id)
 
     async def give_back_jobs(self) -> int:
@@ -485,28 +486,35 @@ def _take_ids(cur: sqlite3.Cursor, n: int) -> list[int]:
     return list(range(top - n + 1, top + 1))
 
 
-#: ``take_jobs``'s one statement (``{marks}``: the queues' named parameters). The fair share
-#: (``SqlStore.take_jobs``): the workspaces with queued jobs divided by the live taking sessions;
-#: this session's own workspaces first, then those nobody uses, lowest job first.
+#: ``take_jobs``'s one statement (``{head}``: one ``SELECT`` per queue, :func:`_head`). The fair share
+#: (``SqlStore.take_jobs``): the workspaces at the head of the queues divided by the live taking
+#: sessions; this session's own workspaces first, then those nobody uses, lowest job first.
 _TAKE = (
-    "WITH used AS (SELECT workspace, session = :me AS mine, 1 AS lane FROM lanes WHERE lease_until > :now "
-    "UNION SELECT workspace, taken_by = :me, 0 FROM jobs "
-    "WHERE state='queued' AND taken_by IS NOT NULL AND taken_until > :now), "
-    "queued AS (SELECT workspace, min(id) AS first FROM jobs WHERE state='queued' AND queue IN ({marks}) "
-    "GROUP BY workspace), "
-    "takers AS (SELECT count(*) + 1 AS n FROM sessions WHERE session <> :me "
+    "WITH used AS (SELECT workspace, max(mine) AS mine, max(lane * (1 - mine)) AS other_lane "
+    "FROM (SELECT workspace, session = :me AS mine, 1 AS lane FROM lanes WHERE lease_until > :now "
+    "UNION ALL SELECT workspace, taken_by = :me, 0 FROM jobs INDEXED BY jobs_taken "
+    "WHERE taken_by IS NOT NULL AND state='queued' AND taken_until > :now) GROUP BY workspace), "
+    "head AS MATERIALIZED (SELECT id, workspace, taken_by, taken_until FROM ({head}) ORDER BY id LIMIT :head), "
+    "queued AS (SELECT workspace, min(id) AS first FROM head GROUP BY workspace), "
+    "takers AS MATERIALIZED (SELECT count(*) + 1 AS n FROM sessions WHERE session <> :me "
     "AND json_extract(info, '$.role') = 'lanes' AND coalesce(json_extract(info, '$.lanes'), 'store') = 'store' "
     "AND last_seen > :alive), "
-    "allowed AS (SELECT workspace FROM queued "
-    "WHERE workspace NOT IN (SELECT workspace FROM used WHERE lane AND NOT mine) "
-    "AND (workspace IN (SELECT workspace FROM used WHERE mine) "
-    "OR workspace NOT IN (SELECT workspace FROM used WHERE NOT mine)) "
-    "ORDER BY workspace IN (SELECT workspace FROM used WHERE mine) DESC, first "
+    "allowed AS (SELECT q.workspace FROM queued q LEFT JOIN used u ON u.workspace = q.workspace "
+    "WHERE u.workspace IS NULL OR u.mine AND NOT u.other_lane "
+    "ORDER BY u.workspace IS NOT NULL DESC, q.first "
     "LIMIT max(1, ((SELECT count(*) FROM queued) + (SELECT n FROM takers) - 1) / (SELECT n FROM takers))) "
-    "UPDATE jobs SET taken_by = :me, taken_until = :until WHERE id IN (SELECT id FROM jobs "
-    "WHERE state='queued' AND queue IN ({marks}) AND (taken_by IS NULL OR taken_until <= :now) "
-    "AND workspace IN (SELECT workspace FROM allowed) ORDER BY id LIMIT :limit) "
+    "UPDATE jobs SET taken_by = :me, taken_until = :until WHERE id IN (SELECT id FROM head "
+    "WHERE (taken_by IS NULL OR taken_until <= :now) AND workspace IN (SELECT workspace FROM allowed) "
+    "ORDER BY id LIMIT :limit) "
     f"RETURNING {QUEUED_COLS}")
+
+
+def _head(n_queues: int) -> str:
+    """The first ``:head`` queued jobs of each queue ``:q0``.. (each read in id order from the
+    ``(state, queue, id)`` index, however many jobs ended before them), as one ``UNION ALL``."""
+    return " UNION ALL ".join(
+        f"SELECT * FROM (SELECT id, workspace, taken_by, taken_until FROM jobs "
+        f"WHERE state='queued' AND queue = :q{i} ORDER BY state, queue, id LIMIT :head)" for i in range(n_queues))
 
 
 def _give_back(cur: sqlite3.Cursor, session: str) -> int:
