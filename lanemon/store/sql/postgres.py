@@ -481,14 +481,17 @@ _TAKE = (
             # each workspace picked is locked through its first queued job's row (SKIP LOCKED): takes
             # running at once pick different workspaces (their snapshots do not see each other's
             # reservations; the row lock, and its recheck once the other committed, do)
-            "allowed AS (SELECT q.workspace FROM queued q JOIN lanemon.jobs w ON w.id = q.first "
-            "LEFT JOIN used u ON u.workspace = q.workspace "
+            "share AS MATERIALIZED (SELECT greatest(1, ceil((SELECT count(*) FROM queued)::float8 "
+            "/ (SELECT n FROM takers)))::integer AS k), "
+            # (the candidates in order, twice the share: a take beside this one may hold some)
+            "candidate AS MATERIALIZED (SELECT q.workspace, q.first, u.workspace IS NOT NULL AS mine "
+            "FROM queued q LEFT JOIN used u ON u.workspace = q.workspace "
             "WHERE (u.workspace IS NULL OR u.mine AND NOT u.other_lane) "
-            "AND w.state = 'queued' AND (w.taken_by IS NULL OR w.taken_by = %(me)s::text "
+            "ORDER BY u.workspace IS NOT NULL DESC, q.first LIMIT 2 * (SELECT k FROM share)), "
+            "allowed AS (SELECT c.workspace FROM candidate c JOIN lanemon.jobs w ON w.id = c.first "
+            "WHERE w.state = 'queued' AND (w.taken_by IS NULL OR w.taken_by = %(me)s::text "
             "OR w.taken_until <= (SELECT now FROM t)) "
-            "ORDER BY u.workspace IS NOT NULL DESC, q.first "
-            "LIMIT greatest(1, ceil((SELECT count(*) FROM queued)::float8 / (SELECT n FROM takers)))::integer "
-            "FOR UPDATE OF w SKIP LOCKED) "
+            "ORDER BY c.mine DESC, c.first LIMIT (SELECT k FROM share) FOR UPDATE OF w SKIP LOCKED) "
             "UPDATE lanemon.jobs j SET taken_by = %(me)s::text, taken_until = (SELECT now FROM t) + %(lease)s::float8 "
             # (NOT .. NOT IN: a hashed subplan whatever the planner guesses; an IN became a nested
             # loop over every queued job when the jobs table had no statistics yet: 3 s at 50,000)
