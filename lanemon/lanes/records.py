@@ -262,6 +262,18 @@ class RecordStore:
         return {"records": len(self._records), "finished": len(self._finished_ids),
                 "keep_finished": self.keep_finished, "forgotten": self.forgotten}
 
+    def forget_finished(self) -> int:
+        """Drop every terminal record kept (a scheduler's ``reset``); the live ones
+        (``queued``, ``running``) stay. Returns how many went, counted in ``forgotten``;
+        a forgotten record is gone as one that left the window is (see "Bounded memory")."""
+        records = self._records
+        gone = [rid for rid, rec in records.items() if rec.state in TERMINAL]
+        for rid in gone:
+            del records[rid]
+        self._finished_ids = deque()
+        self.forgotten += len(gone)
+        return len(gone)
+
     # -- controls -------------------------------------------------------------
     def hold(self, *, id: int | None = None, workspace: str | None = None,
              queue: str | None = None, state: State | str | None = None,
