@@ -173,11 +173,12 @@ async def _scenario(win, out):
     await asyncio.sleep(1.0)
     bare = bare_loop(win, 0.3)
     where = _Where()
-    results, floors, mem = [], [], {"before": None, "after": []}
+    results, floors, mem = [], [], {"before": None, "after": [], "reset": [], "frozen_after": []}
     try:
         gc.collect()
         mem["before"] = _rss_mb()
         mem["blocks"] = [sys.getallocatedblocks()]
+        mem["frozen_before"] = gc.get_freeze_count()
         where.install(view)
         for i in range(1, BURSTS + 1):
             seg = np.asarray(floor_segment(win, bare, FLOOR_S))
@@ -194,7 +195,14 @@ async def _scenario(win, out):
             r["os_load"] = os.getloadavg()[0]
             results.append(r)
             mem["after"].append(_rss_mb())
+            # Reset, as a user does (the button's call), then what the process holds
+            t_reset = time.perf_counter()
+            await view.reset()
+            r["reset_s"] = time.perf_counter() - t_reset
+            await asyncio.sleep(0.5)      # the tab's refresh of the empty state
+            mem["reset"].append(_rss_mb())
             mem["blocks"].append(sys.getallocatedblocks())
+            mem["frozen_after"].append(gc.get_freeze_count())
         # what the freezing kept that a full pass would have freed (reference cycles that
         # became garbage after they were frozen): 0 says nothing leaked through freezing
         mem["frozen"] = gc.get_freeze_count()
@@ -234,21 +242,26 @@ def run(out) -> dict:
             "maxMs": round(r["max"], 1), "p99Ms": round(r["p99"], 1), "floorMaxMs": round(fmax, 1),
             "floorP99Ms": round(fp99, 1), "gcMaxMs": {str(g): round(v, 1) for g, v in r["gc_max"].items()},
             "gcPasses": {str(g): v for g, v in r["gc_count"].items()}})
-    before, after = mem["before"], mem["after"]
-    out(f"memory (RSS): before {before:.0f} MB, after each drain "
-        + ", ".join(f"{a:.0f} MB ({a - before:+.1f})" for a in after))
+    before, after, reset = mem["before"], mem["after"], mem["reset"]
+    out(f"memory (RSS): before {before:.1f} MB; after each drain "
+        + ", ".join(f"{a:.1f} MB ({a - before:+.1f})" for a in after)
+        + "; after each Reset " + ", ".join(f"{a:.1f} MB ({a - before:+.1f})" for a in reset)
+        + "; Reset took " + ", ".join(f"{r['reset_s'] * 1000:.0f} ms" for r in results))
     b = mem["blocks"]
     if len(b) > 2:
-        goals.append(Goal("objects kept by a second burst (blocks in use, after drain 2 - 1)",
+        goals.append(Goal("objects kept by a second burst (blocks in use, after Reset 2 - 1)",
                           b[-1] - b[1], BLOCKS_GOAL, unit="blocks"))
-    goals.append(Goal("memory (RSS) after the last drain over before the first", after[-1] - before,
+    goals.append(Goal("memory (RSS) after the last Reset over before the first burst", reset[-1] - before,
                       MEMORY_GOAL_MB, unit="MB"))
     out("memory blocks in use (sys.getallocatedblocks: the objects, whatever the arenas): before "
-        f"{b[0]:,}, after each drain " + ", ".join(f"{x:,} ({x - b[0]:+,})" for x in b[1:]))
+        f"{b[0]:,}, after each Reset " + ", ".join(f"{x:,} ({x - b[0]:+,})" for x in b[1:]))
+    out(f"frozen objects (gc.freeze): before {mem['frozen_before']:,}, after each Reset "
+        + ", ".join(f"{x:,}" for x in mem["frozen_after"]))
     figures["allocatedBlocks"] = b
     out(f"frozen objects after the bursts: {mem['frozen']:,}; a full pass after unfreezing them "
         f"found {mem['cycles']:,} in garbage cycles; RSS then {mem['unfrozen']:.0f} MB")
     figures["rssMb"] = {"before": round(before, 1), "after": [round(a, 1) for a in after],
+                        "afterReset": [round(a, 1) for a in reset],
                         "unfrozen": round(mem["unfrozen"], 1)}
     figures["frozenObjects"] = mem["frozen"]
     figures["garbageCyclesFound"] = mem["cycles"]

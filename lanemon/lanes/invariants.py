@@ -232,6 +232,10 @@ class InvariantChecker:
         the finished IDs); ``violations`` found before stay reported."""
         self.max_active = self.runs = self.jobs_seen = self.jobs_finished = 0
         self._done = deque(maxlen=self.keep_finished)
+        # new dicts: one keeps the table of the most entries it ever held
+        self._jobs = dict(self._jobs)
+        self._ws = dict(self._ws)
+        self.active = dict(self.active)
         if self._jobs:
             self._bad(f"reset with {len(self._jobs)} jobs still live, e.g. {sorted(self._jobs)[:5]}")
 

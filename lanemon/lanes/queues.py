@@ -1355,8 +1355,16 @@ class Scheduler:
             await yield_to_timers()
 
     def _forget_finished(self) -> None:
-        """Reset's steps 3 and 4 (see ``reset``); live jobs are not touched."""
+        """Reset's steps 3 and 4 (see ``reset``); live jobs are not touched. The job tables
+        are made anew: a dict keeps the table of the most entries it ever held (a
+        99,999-job burst's ``_live`` and ``waiting``: megabytes each)."""
+        self._live = dict(self._live)
+        if not len(self.record_lock):
+            self.record_lock = RecordLock()
         for q in self._queue_list:
+            q.waiting = dict(q.waiting)
+            q.running = dict(q.running)
+            q.by_ws = dict(q.by_ws)
             q.recent.clear()
             q.submitted = len(q.waiting) + len(q.running)
             q.finished = dict.fromkeys(TERMINAL, 0)

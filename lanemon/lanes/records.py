@@ -266,13 +266,13 @@ class RecordStore:
         """Drop every terminal record kept (a scheduler's ``reset``); the live ones
         (``queued``, ``running``) stay. Returns how many went, counted in ``forgotten``;
         a forgotten record is gone as one that left the window is (see "Bounded memory")."""
-        records = self._records
-        gone = [rid for rid, rec in records.items() if rec.state in TERMINAL]
-        for rid in gone:
-            del records[rid]
+        before = len(self._records)
+        # a new dict: one keeps the table of the most entries it ever held
+        self._records = {rid: rec for rid, rec in self._records.items() if rec.state not in TERMINAL}
         self._finished_ids = deque()
-        self.forgotten += len(gone)
-        return len(gone)
+        gone = before - len(self._records)
+        self.forgotten += gone
+        return gone
 
     # -- controls -------------------------------------------------------------
     def hold(self, *, id: int | None = None, workspace: str | None = None,
