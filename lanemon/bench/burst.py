@@ -61,6 +61,9 @@ MEMORY_GOAL_MB = 10.0
 BLOCKS_GOAL = 10_000   # memory blocks (objects) a second burst may leave beyond the first's
 SLOW_MS = 4.0          # pieces of loop work at least this long are kept for ``where``
 DRAIN_TIMEOUT_S = 180.0
+FLOOD_RATE = 9_999.0   # the Counters tab's arrival flood: arrivals per simulated second ...
+FLOOD_SPEED = 9.0      # ... at this speed ...
+FLOOD_S = 4.0          # ... for this long, then Stop and Reset
 
 
 def _rss_mb() -> float:
@@ -161,6 +164,29 @@ async def _burst(win, view, where: _Where, out, i: int) -> dict:
             "chunks": len(view.burst_chunks), "spikes": spikes}
 
 
+async def _flood(win) -> dict:
+    """The Counters tab's arrival flood (issue 19, finding 9), as a user runs it: arrivals
+    ``FLOOD_RATE``/s at ``FLOOD_SPEED``x, Start, ``FLOOD_S`` s, Stop, Reset; RSS before, at
+    Stop and after the Reset (what the user's Reset gives back)."""
+    win.show_view("counters")
+    view = win.views["counters"]
+    form = view.form
+    form.arrival_rate.setValue(FLOOD_RATE)
+    form.speed.setValue(FLOOD_SPEED)
+    await asyncio.sleep(1.0)
+    got = {"before": _rss_mb()}
+    view.start_btn.click()
+    await asyncio.sleep(FLOOD_S)
+    got["stop"] = _rss_mb()
+    view.stop_btn.click()
+    await asyncio.sleep(0.5)
+    view.reset_btn.click()
+    await asyncio.sleep(1.0)
+    got["reset"] = _rss_mb()
+    got["load"] = os.getloadavg()[0]
+    return got
+
+
 async def _scenario(win, out):
     await settled(win)
     win.show_view("lanes")
@@ -203,6 +229,7 @@ async def _scenario(win, out):
             mem["reset"].append(_rss_mb())
             mem["blocks"].append(sys.getallocatedblocks())
             mem["frozen_after"].append(gc.get_freeze_count())
+        mem["flood"] = await _flood(win)
         # what the freezing kept that a full pass would have freed (reference cycles that
         # became garbage after they were frozen): 0 says nothing leaked through freezing
         mem["frozen"] = gc.get_freeze_count()
@@ -258,6 +285,13 @@ def run(out) -> dict:
     out(f"frozen objects (gc.freeze): before {mem['frozen_before']:,}, after each Reset "
         + ", ".join(f"{x:,}" for x in mem["frozen_after"]))
     figures["allocatedBlocks"] = b
+    fl = mem["flood"]
+    out(f"Counters arrival flood ({FLOOD_RATE:,.0f}/s at {FLOOD_SPEED:g}x, {FLOOD_S:g} s, Stop, Reset): RSS "
+        f"before {fl['before']:.1f} MB, at Stop {fl['stop']:.1f} MB ({fl['stop'] - fl['before']:+.1f}), after "
+        f"Reset {fl['reset']:.1f} MB ({fl['reset'] - fl['before']:+.1f}); load {fl['load']:.2f}")
+    goals.append(Goal("memory (RSS) after the flood's Reset over before its Start", fl["reset"] - fl["before"],
+                      MEMORY_GOAL_MB, unit="MB"))
+    figures["floodRssMb"] = {k: round(fl[k], 1) for k in ("before", "stop", "reset")}
     out(f"frozen objects after the bursts: {mem['frozen']:,}; a full pass after unfreezing them "
         f"found {mem['cycles']:,} in garbage cycles; RSS then {mem['unfrozen']:.0f} MB")
     figures["rssMb"] = {"before": round(before, 1), "after": [round(a, 1) for a in after],

@@ -940,6 +940,8 @@ class LanesView(LiveView):
         (the next refresh draws the empty state)."""
         self._lane_rows.clear()
         self._job_rows.clear()
+        for t in (self.lanes_table, *self.queue_tables.values()):
+            t.itemDelegate().clear()     # the cells' laid-out texts (job numbers, workspaces)
         if not self.replaying:
             self._snap = None
         self.request_refresh()
