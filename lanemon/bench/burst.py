@@ -37,7 +37,7 @@ an arena (1 MiB) back to the system only when it is wholly empty, and the few
 thousand objects the running window made meanwhile and keeps (laid-out texts,
 chart and watchdog records, Qt wrappers) are spread over every arena the burst
 took (``sys._debugmallocstats``: 37 arenas more after the Reset as after the
-drain); glibc's ``malloc_trim`` gives back 3-5 MB. At the end the frozen objects
+drain); glibc's ``malloc_trim`` gives back 1-5 MB. At the end the frozen objects
 are unfrozen and a full pass counts the garbage cycles freezing had kept (0:
 nothing leaked through freezing).
 """
