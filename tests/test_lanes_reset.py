@@ -184,3 +184,27 @@ def test_a_cancelled_reset_forgets_nothing_and_the_jobs_go_on():
         assert s.snapshot().counts.jobs_finished == s.snapshot().counts.jobs_submitted
 
     asyncio.run(main())
+
+
+def test_lanes_keep_no_workspace_name_once_no_lane_is_held():
+    """A drained burst's lanes (views observed) kept thousands of workspace names in their
+    change log until the next ``views()``; now none once the last lane is released."""
+    import sys
+
+    from lanemon.lanes import ProjectLanes
+
+    lanes = ProjectLanes("q")
+    lanes.views()                                  # observed: claims and releases are logged
+    names = ["".join(("ws-", str(i))) for i in range(3_000)]   # distinct objects
+    probe = names[1_234]
+    base = sys.getrefcount(probe)
+    tokens = [lanes.claim(ws, f"q#{i}") for i, ws in enumerate(names)]
+    for t in tokens:
+        assert lanes.release(t)
+    del tokens
+    assert sys.getrefcount(probe) == base          # nothing kept the name
+    assert lanes.views() == () and len(lanes) == 0
+    t = lanes.claim(probe, "q#x")                  # and the views still follow changes
+    assert [v.workspace for v in lanes.views()] == [probe]
+    lanes.release(t)
+    assert lanes.views() == ()
