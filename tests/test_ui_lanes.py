@@ -715,3 +715,67 @@ def test_the_timeline_with_more_held_lanes_than_rows_shows_the_first_held(qtbot)
     assert len(many.scheduled) == 3 * k
     assert rows_many == tuple(sorted(f"w{i:04d}" for i in range(k)))
     assert "w0001" in rows_few and len(rows_few) == k      # the running one, then the newest ended
+
+
+def test_reset_ends_every_job_and_the_tab_shows_the_empty_state(qtbot):
+    """Finding 9 (issue 19): the Lanes tab's Reset (Alt+R) stops a burst under way, ends
+    every job and drops the finished ones: the tables, the timeline and the counters show
+    the empty state, and nothing keeps a finished job (a weak reference to one's work dies).
+    """
+    import gc
+    import weakref
+
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QApplication
+
+    from lanemon.lanes import GatedWork
+
+    async def scenario(win):
+        win.show_view("lanes")
+        view = win.views["lanes"]
+        c = view.controls
+        s = view.scheduler
+        win.activateWindow()
+        await wait_until(lambda: win.isVisible() and QApplication.activeWindow() is win, 10)
+        done_work = GatedWork()
+        done_work.open()
+        done_id = await s.submit("reservations", "ws-01", done_work)
+        await wait_until(lambda: _label(view, "reservations", done_id) == "succeeded", 10)
+        finished = weakref.ref(done_work)
+        del done_work
+        await _add(view, "ws-02", "cafe", 30.0)          # running
+        c.length.setValue(30.0)
+        c.burst_jobs.setValue(5_000)
+        c.burst_ws.setValue(40)
+        c.burst_button.click()                           # a burst under way
+        await wait_until(lambda: s.jobs_submitted > 300 and view.lanes_model.rowCount() > 10
+                         and sum(view.timeline.counts.values()) > 10, 30)
+        before = (view.lanes_model.rowCount(), sum(m.rowCount() for m in view.queue_models.values()),
+                  sum(view.timeline.counts.values()))
+        QTest.keyClick(win, Qt.Key.Key_R, Qt.KeyboardModifier.AltModifier)   # Reset
+        await wait_until(lambda: c.notice.text().startswith("Reset:"), 60)
+        await wait_until(lambda: view.lanes_model.rowCount() == 0, 10)
+        await wait_until(lambda: all(m.rowCount() == 0 for m in view.queue_models.values()), 10)
+        await wait_until(lambda: not view.timeline.rows, 10)     # (the refresh's last step)
+        gc.collect()
+        after = dict(
+            live=s.live_jobs, records=len(s.store), finished_alive=finished() is not None,
+            job=s.job(done_id), rows=view.lanes_model.rowCount(),
+            bars=sum(view.timeline.counts.values()), timeline_rows=len(view.timeline.rows),
+            counters=view.counters.text(), violations=list(view.checker.violations),
+            burst_running=view._burst is not None and not view._burst.done(),
+            said=c.notice.text(), submitted_then=s.jobs_submitted)
+        jid = await _add(view, "ws-09", "reservations", 0.0)   # it takes jobs again
+        await wait_until(lambda: _label(view, "reservations", jid) == "succeeded", 10)
+        return before, after, jid > done_id
+
+    rc, (before, after, newer), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert before[0] > 0 and before[1] > 0 and before[2] > 0          # there was something to drop
+    assert after["live"] == 0 and after["records"] == 0 and after["job"] is None
+    assert not after["finished_alive"] and not after["burst_running"]
+    assert after["rows"] == 0 and after["bars"] == 0 and after["timeline_rows"] == 0
+    assert "jobs 0/0" in after["counters"] and "max runs at once per workspace 0" in after["counters"]
+    assert after["violations"] == [] and after["submitted_then"] == 0
+    assert after["said"].startswith("Reset:") and "ended" in after["said"]
+    assert newer

@@ -9,7 +9,8 @@ Public API (see each module's docstring for the exact contract):
   fenced saves; holds and injected failures), ``SaveHold``.
 - :mod:`.queues`       ``Scheduler`` (the two queues ``reservations`` and
   ``cafe`` sharing ``scheduled_lanes``; ``aclose()`` ends promptly whatever is
-  held or running), ``ReservationQueue``, ``SchedulerClosed``.
+  held or running; ``reset()`` ends every job and forgets the finished ones, so
+  their memory can go), ``ReservationQueue``, ``SchedulerClosed``, ``ResetRefused``.
 - :mod:`.work`         pluggable work: ``SimulatedWork``, ``GatedWork``,
   ``CpuWork`` (placed by ``lanemon.work.place``), ``RunContext``.
 - :mod:`.occupancy`    ``Occupancy``: outside reasons that make a workspace busy.
@@ -28,6 +29,7 @@ store=...)`` takes another engine's.
 Hours of use cost bounded memory: the store, the scheduler's finished history
 and the checker keep a window of finished jobs (``KEEP_FINISHED``,
 ``HISTORY_TOTAL``, the constructors' parameters); live jobs are always kept.
+``Scheduler.reset()`` drops all of it (and ends the live jobs first).
 """
 
 from .events import Event, EventHub
@@ -35,7 +37,15 @@ from .invariants import InvariantChecker
 from .lanes import LaneToken, LaneView, ProjectLanes
 from .occupancy import Occupancy
 from .owners import Owner, owner_name, parse_owner
-from .queues import HISTORY_TOTAL, QUEUE_NAMES, Phase, ReservationQueue, Scheduler, SchedulerClosed
+from .queues import (
+    HISTORY_TOTAL,
+    QUEUE_NAMES,
+    Phase,
+    ReservationQueue,
+    ResetRefused,
+    Scheduler,
+    SchedulerClosed,
+)
 from .record_lock import RecordLock
 from .records import (
     KEEP_FINISHED,
@@ -64,7 +74,7 @@ from .work import (
 __all__ = [
     "Event", "EventHub", "InvariantChecker", "LaneToken", "LaneView", "ProjectLanes",
     "Occupancy", "Owner", "owner_name", "parse_owner", "QUEUE_NAMES", "Phase", "ReservationQueue",
-    "Scheduler", "SchedulerClosed",
+    "Scheduler", "SchedulerClosed", "ResetRefused",
     "HISTORY_TOTAL", "KEEP_FINISHED", "RecordLock",
     "TERMINAL", "InvalidTransition", "RecordStore", "Reservation", "SaveError", "SaveFailed",
     "SaveHold", "StaleWrite", "State", "Counts", "JobView", "QueueView", "RunSpan", "Snapshot",

@@ -19,7 +19,7 @@ Guaranteed: a deadline is never resolved before its time; it is resolved at most
 about ``BATCH_S`` (plus the loop's own lateness, plus one loop pass per
 ``MAX_PER_FIRE`` deadlines due before it) after it; a cancelled deadline is
 never resolved and its future is no longer referenced (cancelled entries are
-dropped from the heap once they are half of it). At most one loop timer is pending
+dropped from the heap once they are half of it, or all of it). At most one loop timer is pending
 per loop, none when no deadline is. Refused: nothing; ``for_loop`` keeps one
 instance per loop (weakly: a closed and dropped loop takes it along).
 """
@@ -76,9 +76,12 @@ class Deadlines:
             self._heap = [e for e in heap if e[2] is not None]
             heapq.heapify(self._heap)
             self._dead = 0
-        if len(self._heap) == self._dead and self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        if len(self._heap) == self._dead:      # every deadline cancelled: none kept
+            self._heap = []
+            self._dead = 0
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
 
     def _arm(self) -> None:
         heap = self._heap

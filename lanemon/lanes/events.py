@@ -50,6 +50,9 @@ Event kinds (``Event.kind``)
                    no terminal write, no ``finished`` event
 ``claim_failed``   claiming a job's lanes raised (a store error): it stays
                    waiting (``detail`` = error)
+``reset``          ``Scheduler.reset`` ended every live job and forgot the
+                   finished ones (``detail`` = the jobs it ended): a view of a
+                   job or run from before is stale
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ checks, as changes happen:
 * every job finishes exactly once; a terminal record is written at most once
   per job; no record is written for a job that already finished.
 
+A ``reset`` event (``Scheduler.reset``) starts the figures again; a job still live
+then is a violation.
+
 ``check()`` (call it when the scheduler is idle) adds the end-state checks:
 every job seen finished; no run active; no lane held; no record-lock entry,
 waiting or live job left.  ``violations`` lists the problems found (at most
@@ -77,7 +80,8 @@ class InvariantChecker:
         self._seq = 0
         self._holder = scheduler.scheduled_lanes.holder
         self._handlers = {"saved": self._on_saved, "started": self._on_started,
-                          "finished": self._on_finished, "unsaved": self._on_unsaved}
+                          "finished": self._on_finished, "unsaved": self._on_unsaved,
+                          "reset": self._on_reset}
         self._adopt(scheduler.snapshot())
         self.unsubscribe = scheduler.subscribe(self.on_event)
 
@@ -221,6 +225,19 @@ class InvariantChecker:
             w[0] -= 1
         else:
             del self._ws[ws]
+
+    def _on_reset(self, _ev: Event) -> None:
+        """The scheduler was reset (every job it had ended, its history forgotten): the
+        figures start again (``max_active``, ``runs``, ``jobs_seen``, ``jobs_finished``,
+        the finished IDs); ``violations`` found before stay reported."""
+        self.max_active = self.runs = self.jobs_seen = self.jobs_finished = 0
+        self._done = deque(maxlen=self.keep_finished)
+        # new dicts: one keeps the table of the most entries it ever held
+        self._jobs = dict(self._jobs)
+        self._ws = dict(self._ws)
+        self.active = dict(self.active)
+        if self._jobs:
+            self._bad(f"reset with {len(self._jobs)} jobs still live, e.g. {sorted(self._jobs)[:5]}")
 
     def check(self) -> list[str]:
         s = self.scheduler

@@ -192,10 +192,17 @@ class ProjectLanes:
                 # (the very token this lane handed out, or an equal one of this lane)
                 if current is token or (current is not None and token.lanes is self
                                         and current.epoch == token.epoch):
-                    del self._held[ws]
+                    held = self._held
+                    del held[ws]
                     self._views = None
                     if self._observed:
-                        self._changes.append(ws)
+                        changes = self._changes
+                        changes.append(ws)
+                        # bounded as in claim; and none kept once no lane is held (the last
+                        # release of a burst: thousands of names the next views() need not see)
+                        if not held or len(changes) > 4 * len(held) + 1024:
+                            changes.clear()
+                            self._lost_changes = True
                     if self._lane_views or self._marks:  # (most lanes have neither)
                         self._drop(ws)
                     return True

@@ -159,7 +159,9 @@ import time
 from bisect import insort
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from itertools import islice
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
 
@@ -175,7 +177,7 @@ from .snapshot import Counts, JobView, QueueView, RunSpan, Snapshot
 from .work import RunContext, StopRequested, as_work
 
 __all__ = ["Scheduler", "ReservationQueue", "QUEUE_NAMES", "Phase", "SchedulerClosed",
-           "HISTORY_TOTAL"]
+           "ResetRefused", "HISTORY_TOTAL", "RESET_BATCH", "RESET_BUDGET_S"]
 
 #: runs kept in the scheduler's history over all workspaces (see "Bounded memory")
 HISTORY_TOTAL = 20_000
@@ -196,10 +198,22 @@ _SUCCEEDED = State.SUCCEEDED
 _FAILED = State.FAILED
 _CANCELLED = State.CANCELLED
 _span = RunSpan.__new__  # a RunSpan by field name, without the class call's keyword dict
+_seq_of = attrgetter("seq")
 
 
 class SchedulerClosed(RuntimeError):
-    """Refused: the scheduler was closed (``aclose``); it takes no new job."""
+    """Refused: the scheduler was closed (``aclose``), or a ``reset`` is ending its jobs;
+    it takes no new job (until the reset ends)."""
+
+
+class ResetRefused(RuntimeError):
+    """Refused: a ``reset`` is already under way."""
+
+
+#: a reset ends at most this many jobs per loop turn ...
+RESET_BATCH = 200
+#: ... and stops a turn's batch after this long (a frame is 16.7 ms)
+RESET_BUDGET_S = 0.004
 
 
 class Phase:
@@ -427,7 +441,10 @@ class Scheduler:
         self._seq = 0
         self._idle: asyncio.Future | None = None
         self._loop_ref: asyncio.AbstractEventLoop | None = None
-        self._closing: str | None = None     # aclose's reason, once closing
+        self._closing: str | None = None     # aclose's (or a reset's) reason, while no job starts
+        self._aclosed = False                # aclose began: closed for good
+        self._resetting = False              # a reset is ending the live jobs
+        self._counts_base: Counts | None = None  # the engines' counts at the last reset
         self._unsubmitted: set[int] = set()  # IDs drawn by submits whose queued save failed
         self.unsaved_finals = 0
         self.available_errors = 0
@@ -891,7 +908,7 @@ class Scheduler:
         False (nothing done) when the job is already live here or the record is not
         ``queued`` or not of ``queue``; :class:`SchedulerClosed` once ``aclose`` began."""
         if self._closing is not None:
-            raise SchedulerClosed(f"the scheduler is closed ({self._closing}): no new job")
+            raise self._refused()
         q = self._queue_by_name[queue]
         jid = record.id
         if jid in self._live or record.state is not _QUEUED or record.queue != queue:
@@ -953,7 +970,7 @@ class Scheduler:
 
     async def _submit(self, q: _Queue, workspace: str, work: Any) -> int:
         if self._closing is not None:
-            raise SchedulerClosed(f"the scheduler is closed ({self._closing}): no new job")
+            raise self._refused()
         work = as_work(work)
         if self._reserve_ids is None:
             self._next_id += 1
@@ -1048,9 +1065,10 @@ class Scheduler:
         local event of its workspace. A look claims nothing that is held."""
         while True:
             await asyncio.sleep(period)
-            if self._closing is not None:
+            if self._aclosed:
                 return
-            self.kick()
+            if self._closing is None:
+                self.kick()
 
     def request_stop(self, workspace: str, reason: str | None = "stop") -> bool:
         """Ask whatever runs in ``workspace`` (either queue) to stop.
@@ -1073,7 +1091,10 @@ class Scheduler:
     # -- save controls (delegated to the store) ---------------------------------------
     def hold_save(self, **criteria: Any):
         """Hold matching saves open (see ``RecordStore.hold``); e.g.
-        ``hold_save(id=7, terminal=True)`` holds job 7's final save."""
+        ``hold_save(id=7, terminal=True)`` holds job 7's final save. Refused
+        (:class:`SchedulerClosed`) while a ``reset`` runs."""
+        if self._resetting:
+            raise self._refused()
         return self.store.hold(**criteria)
 
     def release_holds(self, job_id: int | None = None, armed: bool = False) -> int:
@@ -1187,7 +1208,18 @@ class Scheduler:
     @property
     def closed(self) -> bool:
         """True once ``aclose`` began: no job starts any more."""
-        return self._closing is not None
+        return self._aclosed
+
+    @property
+    def resetting(self) -> bool:
+        """True while a ``reset`` ends the live jobs (no job starts, ``submit`` is refused)."""
+        return self._resetting
+
+    def _refused(self) -> SchedulerClosed:
+        if self._resetting and not self._aclosed:
+            return SchedulerClosed(f"the scheduler is resetting ({self._closing}): no new job "
+                                   "until the reset ends")
+        return SchedulerClosed(f"the scheduler is closed ({self._closing}): no new job")
 
     async def aclose(self, reason: str = "scheduler closed") -> None:
         """End every job promptly, whatever is held or running; see "Tasks and
@@ -1197,9 +1229,16 @@ class Scheduler:
         A save that never completes by itself (a ``before_write`` hook that
         never returns) keeps it waiting: cancel the caller to give up; the jobs
         then end as unsaved finals.  Calling it again is harmless."""
-        if self._closing is None:
+        if self._closing is None or self._resetting:
             self._closing = str(reason)
+        self._aclosed = True
         self.store.close_holds()
+        await self._end_live()
+
+    async def _end_live(self) -> None:
+        """End every live job (``_closing`` is set: none starts): waiting ones saved
+        cancelled, running ones' tasks cancelled, claims and stop requests awaited;
+        returns once none is live (see "Tasks and shutdown")."""
         while True:
             for q in self._queue_list:
                 for job in list(q.waiting.values()):
@@ -1222,6 +1261,135 @@ class Scheduler:
                     await self._run(j, orphaned=True)
             if not orphans and not any(q.waiting for q in self._queue_list):
                 return
+
+    async def reset(self, reason: str = "reset", *, budget_s: float = RESET_BUDGET_S,
+                    batch: int = RESET_BATCH) -> int:
+        """Start afresh: end every live job, then forget every finished one, so that
+        their memory can go; returns how many live jobs it ended.
+
+        Guaranteed, in this order:
+
+        1. from its first step until it returns no job starts and ``submit`` /
+           ``adopt`` raise :class:`SchedulerClosed` (``resetting`` is true);
+           ``hold_save`` is refused the same way and every hold is released;
+        2. the live jobs end as on ``aclose`` (see "Tasks and shutdown"): waiting ones
+           saved ``cancelled`` ("cancelled while queued (<reason>)"), running ones'
+           tasks cancelled ("task cancelled (<reason>)"), each with its final save
+           before its lanes go and its ``finished`` event; adopted waiting jobs are
+           dropped, left ``queued`` in the store. The work is spread over loop turns:
+           at most ``batch`` jobs and about ``budget_s`` seconds per turn, then every
+           timer already due runs (a frame, a heartbeat) before the next turn;
+        3. then the finished history goes: the queues' recent jobs, every
+           workspace's runs, the workspaces seen (those still busy outside stay:
+           their occupancy is not history), the snapshot caches, and the store's
+           terminal records when the store can forget them (``forget_finished``:
+           the memory engine; a store shared by processes keeps its records);
+        4. the counts start again from zero (``Counts``, the queues' tallies,
+           ``jobs_submitted`` ...); the lanes' epochs and the job IDs go on growing
+           (an ID or token from before the reset is never taken for a new one's:
+           ``cancel`` of an old ID says ``"finished"``);
+        5. a ``reset`` event (``detail`` = the jobs it ended) tells subscribers that
+           every view of a job or run from before is gone; ``snapshot()`` is empty.
+
+        Afterwards the scheduler takes jobs again, as new.
+
+        Refused: on a closed scheduler (:class:`SchedulerClosed`), and while another
+        reset is under way (:class:`ResetRefused`). If ``aclose`` begins during a
+        reset, the jobs end with its reason and the scheduler stays closed; if the
+        caller is cancelled, the reset stops where it is (nothing is forgotten) and the
+        jobs not ended yet go on (waiting ones are looked at again)."""
+        if self._resetting:
+            raise ResetRefused("a reset is already under way")
+        if self._closing is not None:
+            raise self._refused()
+        self._closing = str(reason)
+        self._resetting = True
+        ended0 = self.jobs_finished + self.taken_elsewhere
+        forget = False
+        try:
+            for h in self.store.holds():
+                h.release()
+            await self._end_waiting_in_turns(budget_s, batch)
+            await self._end_live()
+            forget = True
+        finally:
+            self._resetting = False
+            if not self._aclosed:
+                self._closing = None
+                if not forget:
+                    self.kick()      # the jobs left waiting go on
+        ended = self.jobs_finished + self.taken_elsewhere - ended0
+        self._forget_finished()
+        self.events.emit("reset", None, None, None, None, ended)
+        return ended
+
+    async def _end_waiting_in_turns(self, budget_s: float, batch: int) -> None:
+        """Reset's step 2, spread over loop turns: the waiting jobs saved cancelled,
+        then the started jobs' tasks cancelled, ``batch`` jobs and ``budget_s`` per turn
+        at most (a 99,999-job burst's waiting jobs ended at once held the loop for
+        seconds, and each cancelled task is a wake-up in the loop's next pass)."""
+        from lanemon.work.slicing import yield_to_timers
+
+        clock = time.perf_counter
+        waiting = [j for q in self._queue_list for j in q.waiting.values()]
+        waiting.sort(key=_seq_of)      # the oldest first, over both queues
+        i = 0
+        while i < len(waiting):
+            t0 = clock()
+            end = min(len(waiting), i + batch)
+            while i < end:
+                job = waiting[i]
+                i += 1
+                if job.phase is _WAITING:
+                    await self._close_waiting(job)
+                if clock() - t0 > budget_s:
+                    break
+            await yield_to_timers()
+        del waiting
+        started = [j for j in self._live.values() if j.task is not None]
+        for k in range(0, len(started), batch):
+            for j in started[k:k + batch]:
+                t = j.task
+                if t is not None and not t.done() and j.phase is not _SAVING:
+                    t.cancel()
+            await yield_to_timers()
+
+    def _forget_finished(self) -> None:
+        """Reset's steps 3 and 4 (see ``reset``); live jobs are not touched. The job tables
+        are made anew: a dict keeps the table of the most entries it ever held (a
+        99,999-job burst's ``_live`` and ``waiting``: megabytes each)."""
+        self._live = dict(self._live)
+        if not len(self.record_lock):
+            self.record_lock = RecordLock()
+        for q in self._queue_list:
+            q.waiting = dict(q.waiting)
+            q.running = dict(q.running)
+            q.by_ws = dict(q.by_ws)
+            q.recent.clear()
+            q.submitted = len(q.waiting) + len(q.running)
+            q.finished = dict.fromkeys(TERMINAL, 0)
+        self._history = {}
+        self._history_order = deque()
+        self._history_order_ws = deque()
+        self._history_uncounted = set()
+        live_ws = {j.workspace for j in self._live.values()}
+        busy = self.occupancy.views()
+        self._workspaces = {ws: None for ws in self._workspaces if ws in live_ws or busy.get(ws)}
+        self._history_views = None
+        self._history_keys = []
+        self._history_dirty = set()
+        self._history_last = None
+        self._workspace_views = ()
+        self._unsubmitted = set()
+        forget = getattr(self.store, "forget_finished", None)
+        if forget is not None:
+            forget()
+        self.jobs_submitted = len(self._live)
+        self.jobs_finished = 0
+        self.jobs_adopted = sum(1 for j in self._live.values() if j.adopted)
+        self.unsaved_finals = self.available_errors = self.taken_elsewhere = self.claim_errors = 0
+        self._counts_base = None
+        self._counts_base = self.counts()
 
     async def _close_waiting(self, job: _Job) -> None:
         """Cancel a waiting job of a closing scheduler: saved ``cancelled``;
@@ -1337,8 +1505,9 @@ class Scheduler:
         return None if j is None else self._job_view(j)
 
     def counts(self) -> Counts:
+        """The tallies since the scheduler was made or last reset."""
         lanes = [self.scheduled_lanes, *(q.lanes for q in self._queue_list)]
-        return Counts(
+        n = Counts(
             stale_releases=sum(lane.stale_releases for lane in lanes),
             stale_writes=self.store.stale_writes,
             failed_saves=self.store.failed_saves,
@@ -1349,6 +1518,15 @@ class Scheduler:
             jobs_finished=self.jobs_finished,
             available_errors=self.available_errors,
         )
+        base = self._counts_base
+        if base is None:
+            return n
+        # the engines' and the hub's tallies only grow: counted from the last reset
+        return replace(n, stale_releases=n.stale_releases - base.stale_releases,
+                       stale_writes=n.stale_writes - base.stale_writes,
+                       failed_saves=n.failed_saves - base.failed_saves,
+                       revoked=n.revoked - base.revoked,
+                       subscriber_errors=n.subscriber_errors - base.subscriber_errors)
 
     @property
     def live_jobs(self) -> int:

@@ -262,6 +262,18 @@ class RecordStore:
         return {"records": len(self._records), "finished": len(self._finished_ids),
                 "keep_finished": self.keep_finished, "forgotten": self.forgotten}
 
+    def forget_finished(self) -> int:
+        """Drop every terminal record kept (a scheduler's ``reset``); the live ones
+        (``queued``, ``running``) stay. Returns how many went, counted in ``forgotten``;
+        a forgotten record is gone as one that left the window is (see "Bounded memory")."""
+        before = len(self._records)
+        # a new dict: one keeps the table of the most entries it ever held
+        self._records = {rid: rec for rid, rec in self._records.items() if rec.state not in TERMINAL}
+        self._finished_ids = deque()
+        gone = before - len(self._records)
+        self.forgotten += gone
+        return gone
+
     # -- controls -------------------------------------------------------------
     def hold(self, *, id: int | None = None, workspace: str | None = None,
              queue: str | None = None, state: State | str | None = None,

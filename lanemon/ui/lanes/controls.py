@@ -137,6 +137,9 @@ class LanesControls(QWidget):
         self.busy_button.setCheckable(True)
         self.busy_button.setToolTip("mark the workspace busy outside the scheduler (a program, a "
                                     "notebook, an unconfirmed result): nothing starts in it")
+        self.reset_button = QPushButton("&Reset")
+        self.reset_button.setToolTip("stop a burst, end every job (waiting: cancelled, running: "
+                                     "stopped) and forget the finished ones: the tab starts empty")
 
         # --- layout -----------------------------------------------------------------------------
         def label(text: str, buddy: QWidget) -> QLabel:
@@ -180,6 +183,7 @@ class LanesControls(QWidget):
         a.addWidget(self.hold_button, 1, 0, 1, 2)
         a.addWidget(self.release_button, 1, 2)
         a.addWidget(self.fail_button, 2, 0, 1, 2)
+        a.addWidget(self.reset_button, 2, 2)
         a.addWidget(self.stop_button, 3, 0, 1, 2)
         a.addWidget(self.busy_button, 3, 2)
         a.setColumnStretch(1, 1)
@@ -202,7 +206,7 @@ class LanesControls(QWidget):
         order = [self.workspace_box, self.queue_box, self.kind_box, self.length, self.placement_box,
                  self.fails, self.add_button, self.burst_jobs, self.burst_ws, self.burst_button,
                  self.job_box, self.cancel_button, self.hold_button, self.release_button,
-                 self.fail_button, self.stop_button, self.busy_button]
+                 self.fail_button, self.reset_button, self.stop_button, self.busy_button]
         for first, second in zip(order, order[1:]):
             QWidget.setTabOrder(first, second)
         self.kind_box.currentTextChanged.connect(self._kind_changed)

@@ -29,6 +29,12 @@ than ``gc_pace.LIVE_MIN`` jobs are live, the collector is paced (``gc_pace.paced
 young passes every 30 ms by the loop, never a full pass). From the window a job's final
 save has at most one hold; Release lets every hold of the picked job go.
 
+Reset (Alt+R) stops a burst under way and calls ``Scheduler.reset()``: every job ends
+(waiting ones cancelled, running ones stopped), the finished ones are forgotten (the
+domain drops them; the view drops what it built from them on the scheduler's ``reset``
+event), the tables, timeline and counters show the empty state, and the freed heap is
+given back to the system (``lanemon.heap.trim``).
+
 "Max runs at once in one workspace" comes from the domain's
 ``InvariantChecker`` (it follows ``started``/``finished`` events), which also
 reports any broken invariant.
@@ -50,7 +56,7 @@ and the ledger's count; a lost store is said there (in the error colour) while
 the last state stays drawn, and the tab follows again once the store is back.
 In store mode Add and Burst submit jobs to the store (``SqlStore.submit``: the
 agents take them); the controls that act on this window's own scheduler
-(cancel, holds, failures, stop, busy outside) are disabled. A URL that is
+(cancel, holds, failures, stop, busy outside, Reset) are disabled. A URL that is
 refused (malformed, unreachable) is said beside the picker; the tab keeps its
 source. The window's scheduler runs on whatever the tab shows.
 
@@ -67,6 +73,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from array import array
 from collections.abc import Sequence
 from functools import partial
 from operator import attrgetter
@@ -82,7 +89,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from lanemon import gc_pace
+from lanemon import gc_pace, heap
 from lanemon.lanes import CpuWork, InvariantChecker, Scheduler, parse_owner
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.fast_delegate import FastDelegate
@@ -121,17 +128,22 @@ class _Observer:
     it was held and let go (``held_spans``: job id -> (start, end)), so that the timeline
     keeps a held save's hatching after its release."""
 
-    __slots__ = ("held_since", "held_spans", "mark")
+    __slots__ = ("held_since", "held_spans", "mark", "on_reset")
 
-    def __init__(self, mark) -> None:
+    def __init__(self, mark, on_reset) -> None:
         self.mark = mark
+        self.on_reset = on_reset     # the scheduler was reset: what the view keeps of it goes
         self.held_since: dict[int, float] = {}
         self.held_spans: dict[int, tuple[float, float]] = {}
 
     def __call__(self, ev) -> None:
         self.mark()
         kind = ev.kind
-        if kind == "save_held":
+        if kind == "reset":
+            self.held_since.clear()
+            self.held_spans.clear()
+            self.on_reset()
+        elif kind == "save_held":
             self.held_since.setdefault(ev.job_id, ev.at)
         elif kind == "finished" or (kind == "saved" and ev.job_id in self.held_since):
             t0 = self.held_since.pop(ev.job_id, None)
@@ -213,7 +225,7 @@ class LanesView(LiveView):
         self._follow_task: asyncio.Task | None = None
         self._ledger_shown = None            # the LedgerView last shown
         self.checker = InvariantChecker(scheduler)
-        self._observer = _Observer(self.mark_dirty)
+        self._observer = _Observer(self.mark_dirty, self._forget_shown)
         self._unsubscribe = scheduler.subscribe(self._observer)
         self._snap = None
         self._live = False
@@ -226,6 +238,7 @@ class LanesView(LiveView):
         self._syncing = False
         self.ticks = 0                       # clock-only refreshes
         self._burst: asyncio.Task | None = None
+        self._resetting: asyncio.Task | None = None
         self.burst_chunks: list[int] = []    # the last burst: jobs submitted per loop turn
         self.pacer: gc_pace.Paced | None = None  # the collector paced while a burst's jobs live
 
@@ -256,6 +269,7 @@ class LanesView(LiveView):
         c.fail_button.clicked.connect(self.fail_next_save)
         c.stop_button.clicked.connect(self.request_stop)
         c.busy_button.clicked.connect(self.toggle_busy)
+        c.reset_button.clicked.connect(self.reset)
         c.workspace_box.currentTextChanged.connect(lambda _t: self._sync_busy_button())
         c.job_box.valueChanged.connect(lambda _v: self._sync_selection())
         self.lanes_table.selectionModel().currentRowChanged.connect(self._lane_row_chosen)
@@ -716,7 +730,7 @@ class LanesView(LiveView):
             self.ledger_model.set_rows([], [], 0.0)
         c = self.controls
         for w in (c.cancel_button, c.hold_button, c.release_button, c.fail_button, c.stop_button,
-                  c.busy_button, c.job_box, c.placement_box):
+                  c.busy_button, c.reset_button, c.job_box, c.placement_box):
             w.setEnabled(not store)
         if not store:   # placement is for CPU work only (as the controls set it)
             c.placement_box.setEnabled(c.kind_box.currentText() == "CPU")
@@ -843,9 +857,12 @@ class LanesView(LiveView):
                                   f"{wss.distinct:,} workspaces in {QUEUE_LABELS.get(q, q)}."))
         return self._burst
 
-    async def _burst_in_chunks(self, q: str, wss: Sequence[str], work) -> list[int]:
+    async def _burst_in_chunks(self, q: str, wss: Sequence[str], work) -> array:
+        """The burst's job IDs, in order, as an ``array("q")``: one buffer, not 99,999 int
+        objects kept alive by the task's result amid the jobs' objects (each would keep its
+        allocator's arena from going back to the system after a Reset)."""
         chunks = self.burst_chunks = []
-        ids: list[int] = []
+        ids = array("q")
         n = len(wss)
         submit = self.scheduler.submit
         clock = time.perf_counter
@@ -882,6 +899,52 @@ class LanesView(LiveView):
                       error=True)
             raise
         return ids
+
+    def reset(self) -> asyncio.Task | None:
+        """Reset (the button): a burst under way stops, then ``Scheduler.reset()`` ends every
+        job (waiting ones cancelled, running ones stopped) and forgets the finished ones; the
+        tab shows the empty state (its rows, the timeline's bars and held saves go with the
+        scheduler's ``reset`` event) and the freed heap goes back to the system
+        (``lanemon.heap.trim``). Refused (said under the controls): while following a store
+        (Reset acts on this window's own scheduler) and while a reset is under way."""
+        if self.follower is not None:
+            self._say("Reset acts on this window's own simulation: back to it first.", error=True)
+            return None
+        if self.scheduler.resetting or (self._resetting is not None and not self._resetting.done()):
+            self._say("A reset is already under way.", error=True)
+            return None
+        live = self.scheduler.live_jobs
+        self._say(f"Resetting: ending {live:,} live job{'s' * (live != 1)}…" if live else "Resetting…")
+        self._resetting = self._spawn(
+            self._reset(),
+            lambda n: self._say(f"Reset: {n:,} live job{'s' * (n != 1)} ended, the finished ones "
+                                "forgotten; the tab starts empty."))
+        return self._resetting
+
+    async def _reset(self) -> int:
+        burst, self._burst = self._burst, None
+        if burst is not None and not burst.done():
+            burst.cancel()
+            await asyncio.gather(burst, return_exceptions=True)
+        n = await self.scheduler.reset("reset from the window")
+        if self.pacer is not None:       # (no job is live: it would end itself at its next step)
+            self.pacer.close()
+            self.pacer = None
+        self.burst_chunks = []
+        heap.trim()
+        self.request_refresh()
+        return n
+
+    def _forget_shown(self) -> None:
+        """The scheduler was reset: drop the rows made from its views and the last snapshot
+        (the next refresh draws the empty state)."""
+        self._lane_rows.clear()
+        self._job_rows.clear()
+        for t in (self.lanes_table, *self.queue_tables.values()):
+            t.itemDelegate().clear()     # the cells' laid-out texts (job numbers, workspaces)
+        if not self.replaying:
+            self._snap = None
+        self.request_refresh()
 
     def cancel_job(self) -> asyncio.Task | None:
         got = self._checked(self.controls.job_id)
