@@ -68,3 +68,15 @@ def test_the_curve_has_no_gap_and_passes_through_every_point(qapp):
 def test_no_points_paint_nothing(qapp):
     img = _render([(0, W - 1)], np.empty(0, dtype=np.int64), np.empty(0))
     assert (img == 255).all()
+
+
+def test_a_few_columns_in_python_give_the_numbers_numpy_gives(qapp):
+    from lanemon.ui.heartbeat import lag_trace
+
+    for seed in range(20):
+        xs, ys = _curve(seed, 12, gaps=seed % 2 == 0)
+        lo = int(xs[0]) + seed % 5
+        hi = min(int(xs[-1]), lo + lag_trace.SMALL - 1)
+        small = lag_trace._column_spans_small(xs.tolist(), ys.tolist(), lo, hi)
+        big = lag_trace._column_spans_numpy(xs, ys, lo, hi)
+        assert [list(a) for a in small] == [a.tolist() for a in big]

@@ -138,3 +138,55 @@ def test_scale_size_and_look_changes_repaint_everything(chart, qtbot):
     painted = c.area.painted_columns
     c.redraw()
     assert c.area.painted_columns == painted
+
+
+def _screen(c) -> np.ndarray:
+    """The plot area's pixels as the window shows them (its backing store)."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtGui import QImage
+    from PySide6.QtWidgets import QApplication
+
+    QApplication.processEvents()                       # the paints asked for
+    at = c.area.mapTo(c, QPoint(0, 0))                 # (the chart is the window here)
+    shot = QApplication.primaryScreen().grabWindow(c.winId()).toImage()
+    shot = shot.copy(at.x(), at.y(), c.area.width(), c.area.height()).convertToFormat(QImage.Format.Format_RGB32)
+    return np.frombuffer(shot.constBits(), np.uint8).reshape(shot.height(), shot.bytesPerLine() // 4, 4).copy()
+
+
+def _rendered(c) -> np.ndarray:
+    """The plot area painted whole, now."""
+    from PySide6.QtGui import QImage
+
+    image = c.area.grab().toImage().convertToFormat(QImage.Format.Format_RGB32)
+    return np.frombuffer(image.constBits(), np.uint8).reshape(image.height(), image.bytesPerLine() // 4, 4).copy()
+
+
+def test_the_screen_after_many_frames_equals_the_area_painted_whole(chart):
+    """Each frame repaints only part of the screen (the curve's skyline, the spans' edges, the
+    moving labels): what is shown must still be the whole picture."""
+    from lanemon.ui.heartbeat.own_watchdog import OwnBlock
+
+    c, hb, clock, controller = chart
+    rs = np.random.RandomState(11)
+
+    def frames(n, stall_at=None):
+        for i in range(n):
+            _frames(c, hb, clock, 1, rs, stall_at=0 if i == stall_at else None)
+            _screen(c)
+
+    frames(10)
+    run = SimpleNamespace(id=1, kind="sliced", label="sliced", status="running", t_start=clock.t,
+                          t_end=None, stats=SimpleNamespace(max=0.0))
+    controller.records.append(run)
+    frames(20, stall_at=8)
+    run.status, run.t_end, run.stats = "done", clock.t, SimpleNamespace(max=400.0)
+    c.add_own_block(OwnBlock(t_start=clock.t - 1.0, duration_ms=120.0, culprit="hash_range",
+                             task=None, folded=(), samples=3))
+    frames(30)
+    controller.phases.append(SimpleNamespace(label="measuring", t_start=clock.t - 6.0, t_end=clock.t - 5.0))
+    frames(30)
+    shown = _screen(c)
+    assert c.area.update_region is not None and sum(r.width() * r.height() for r in c.area.update_region) \
+        < c.area.width() * c.area.height() // 2            # only part of it was asked for
+    differ = np.argwhere((shown != _rendered(c)).any(axis=2))
+    assert differ.size == 0, differ[:10]

@@ -25,16 +25,56 @@ pen's colour) of integer rectangles a column wide, which clip exactly.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QBrush, QPainter, QPen
+
+SMALL = 24    # at most this many columns: computed in plain Python (a frame's few new columns)
+
+
+def _interp(x: float, xs: list, ys: list, j: int) -> tuple[float, int]:
+    """``np.interp(x, xs, ys)`` for ``xs[0] <= x <= xs[-1]``, bit for bit (the same operations in
+    the same order), searching from segment ``j`` on; also the segment found."""
+    last = len(xs) - 1
+    while j < last and xs[j + 1] <= x:
+        j += 1
+    if j == last or xs[j] == x:
+        return ys[j], j
+    slope = (ys[j + 1] - ys[j]) / (xs[j + 1] - xs[j])
+    return slope * (x - xs[j]) + ys[j], j
+
+
+def _column_spans_small(xs: list, ys: list, lo: int, hi: int) -> tuple[list, list, list, list]:
+    cs, tops, bottoms, fills = [], [], [], []
+    x_first, x_last = xs[0], xs[-1]
+    j = 0
+    for c in range(max(lo, x_first), min(hi, x_last) + 1):
+        left, j = _interp(max(c - 0.5, x_first), xs, ys, j)
+        mid, j = _interp(float(c), xs, ys, j)
+        right, _ = _interp(min(c + 0.5, x_last), xs, ys, j)
+        cs.append(c)
+        tops.append(math.floor(min(left, mid, right)))
+        bottoms.append(math.floor(max(left, mid, right)))
+        fills.append(math.ceil(mid - 0.5))
+    return cs, tops, bottoms, fills
 
 
 def column_spans(xs: np.ndarray, ys: np.ndarray, lo: int, hi: int
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """For the columns ``lo..hi`` the curve through ``(xs, ys)`` spans (``xs``: integer columns,
     ascending; ``ys``: pixel rows, downwards): ``(column, first row of the curve, last row of the
-    curve, first row of the fill)``, integer arrays."""
+    curve, first row of the fill)``, integer arrays. (A few columns are computed in plain Python,
+    more with numpy: the same numbers.)"""
+    if xs.size and min(hi, int(xs[-1])) - max(lo, int(xs[0])) < SMALL:
+        return tuple(np.asarray(a, dtype=np.int64)
+                     for a in _column_spans_small(xs.tolist(), ys.tolist(), lo, hi))
+    return _column_spans_numpy(xs, ys, lo, hi)
+
+
+def _column_spans_numpy(xs: np.ndarray, ys: np.ndarray, lo: int, hi: int
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     empty = np.empty(0, dtype=np.int64)
     if xs.size == 0:
         return empty, empty, empty, empty
@@ -68,26 +108,25 @@ class LagTrace:
         self._pen = QPen(pen)
 
     def paint(self, painter: QPainter, xs: np.ndarray, ys: np.ndarray, lo: int, hi: int, base: int
-              ) -> tuple[np.ndarray, np.ndarray]:
+              ) -> tuple[list[int], list[int]]:
         """Columns ``lo..hi`` of the curve through ``(xs, ys)`` and its fill down to row ``base``
         (exclusive). Returns the columns that got something and the highest row painted in
         each (the curve's or the fill's)."""
-        c, top, bottom, fill = column_spans(xs, ys, lo, hi)
-        if c.size == 0:
-            return c, top
-        fill = np.clip(fill, -1, base)
-        keep = fill < base
-        if keep.any():
-            rects = [QRect(x, f, 1, base - f) for x, f in zip(c[keep].tolist(), fill[keep].tolist())]
-            painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(self._brush)
-            painter.drawRects(rects)
-        top = np.clip(top, -1, base)
-        bottom = np.clip(bottom, -1, base)
+        if xs.size == 0:
+            return [], []
+        if min(hi, int(xs[-1])) - max(lo, int(xs[0])) < SMALL:     # a frame's few columns
+            cs, tops, bottoms, fills = _column_spans_small(xs.tolist(), ys.tolist(), lo, hi)
+        else:
+            cs, tops, bottoms, fills = (a.tolist() for a in _column_spans_numpy(xs, ys, lo, hi))
+        if not cs:
+            return [], []
         painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(self._brush)
+        painter.drawRects([QRect(x, max(f, -1), 1, base - max(f, -1)) for x, f in zip(cs, fills) if f < base])
         painter.setBrush(self._pen.color())
-        painter.drawRects([QRect(x, t, 1, b - t + 1) for x, t, b in zip(c.tolist(), top.tolist(), bottom.tolist())])
-        return c, np.minimum(top, fill)
+        painter.drawRects([QRect(x, min(max(t, -1), base), 1, min(max(b, -1), base) - min(max(t, -1), base) + 1)
+                           for x, t, b in zip(cs, tops, bottoms)])
+        return cs, [min(t, f) for t, f in zip(tops, fills)]
 
 
 __all__ = ["LagTrace", "column_spans"]

@@ -51,7 +51,7 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 from PySide6.QtCore import QLine, QPoint, QRect, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter, QPen, QPixmap, QRegion
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import QWidget
 
 from lanemon.ui.heartbeat.lag_trace import LagTrace
@@ -199,6 +199,7 @@ class ScrollPlot(QWidget):
         self._ring: QImage | None = None
         self._tops = np.empty(0, dtype=np.int64)
         self._screen_tops: np.ndarray | None = None   # last frame's, per screen column
+        self._padded = np.empty(0, dtype=np.int64)
         self._dt = 1.0
         self._k: int | None = None           # the newest column shown (absolute)
         self._top, self._bottom = 60.0, 0.0  # the y range, view coordinates
@@ -208,8 +209,8 @@ class ScrollPlot(QWidget):
         self._ref_lines: list[tuple[QPen, QLine]] = []
         self._label_rects: list[QRect] = []  # where the moving labels were drawn last frame
         self._overlay_seen = False           # was an overlay drawn last frame?
-        #: the region the last frame asked to repaint (tests; None: none yet)
-        self.update_region: QRegion | None = None
+        #: the rectangles the last frame asked to repaint (tests; None: none yet)
+        self.update_region: list[QRect] | None = None
         self._vgrid_s: list[float] = []      # vertical grid lines, seconds ago
         self._vlines: list[QLine] = []
         self._bg = QColor(255, 255, 255)
@@ -361,16 +362,19 @@ class ScrollPlot(QWidget):
         before, self._label_rects = self._label_rects, rects
         overlay, self._overlay_seen = self._overlay_seen, self.overlay is not None
         if full or old_k is None or overlay or self._overlay_seen or before_tops is None or before_tops.size != w:
-            self.update_region = QRegion(0, 0, w, h)
+            self.update_region = [QRect(0, 0, w, h)]
             self.update()
             return
-        region = QRegion()
+        region = []
         if self._k != old_k or painted:
             # the curve's skyline, before and now, in blocks of BLOCK columns: rows from the
             # higher of the two down changed (the fill goes down to the bottom)
-            changed = np.minimum(before_tops, tops)
-            pad = (-w) % BLOCK
-            blocks = np.r_[changed, np.full(pad, h)].reshape(-1, BLOCK).min(axis=1).tolist()
+            padded = self._padded
+            if padded.size != w + (-w) % BLOCK:
+                padded = self._padded = np.empty(w + (-w) % BLOCK, dtype=np.int64)
+            padded[w:] = h
+            np.minimum(before_tops, tops, out=padded[:w])
+            blocks = padded.reshape(-1, BLOCK).min(axis=1).tolist()
             x = 0
             while x < len(blocks):
                 top = blocks[x]
@@ -378,7 +382,7 @@ class ScrollPlot(QWidget):
                 while end < len(blocks) and blocks[end] == top:
                     end += 1
                 if top < h:
-                    region += QRect(x * BLOCK, top, (end - x) * BLOCK, h - top)
+                    region.append(QRect(x * BLOCK, top, (end - x) * BLOCK, h - top))
                 x = end
         off_old, off_new = w - 1 - old_k, w - 1 - self._k
         new = self._painted_spans
@@ -388,17 +392,16 @@ class ScrollPlot(QWidget):
                 for co, cn in ((o[0], n[0]), (o[1], n[1])):
                     xo, xn = co + off_old, cn + off_new
                     if xo != xn:
-                        region += QRect(min(xo, xn), 0, abs(xo - xn) + 1, h)
+                        region.append(QRect(min(xo, xn), 0, abs(xo - xn) + 1, h))
                 continue
             for cols, off in ((o, off_old), (n, off_new)):
                 if cols is not None:
-                    region += QRect(cols[0] + off, 0, cols[1] - cols[0] + 1, h)
-        for r in (*before, *rects):
-            region += r
-        region &= QRect(0, 0, w, h)
+                    region.append(QRect(cols[0] + off, 0, cols[1] - cols[0] + 1, h))
+        region += before
+        region += rects
         self.update_region = region
-        if not region.isEmpty():
-            self.update(region)
+        for r in region:                  # Qt gathers them (and clips them to the widget)
+            self.update(r)
 
     def _span_cols(self, sp: Span) -> tuple[int, int, SpanStyle]:
         dt = self._dt
@@ -472,8 +475,8 @@ class ScrollPlot(QWidget):
         w, h = self.width(), self.height()
         n = xb - xa + 1
         p.fillRect(QRect(xa, 0, n, h), self._bg)
-        first_k = xa - (w - 1 - last)
-        self._tops[np.arange(first_k, first_k + n) % w] = h     # no curve (until painted below)
+        shift = (xa - (w - 1 - last)) % w - xa        # the piece lies in the ring in one stretch
+        self._tops[xa + shift:xa + shift + n] = h             # no curve (until painted below)
         off = w - 1 - last                        # screen x of column k: k + off
         for under in (True, False):
             if not under:
@@ -495,8 +498,10 @@ class ScrollPlot(QWidget):
             i0 = max(0, int(np.searchsorted(cols, xa - off)) - 1)
             i1 = min(cols.size, int(np.searchsorted(cols, xb - off, side="right")) + 1)
             if i1 > i0:
-                c, top = self._trace.paint(p, cols[i0:i1] + off, self.y_of(self._ys[i0:i1]), xa, xb, h)
-                self._tops[(c - off) % w] = np.maximum(top, 0)
+                cs, tops = self._trace.paint(p, cols[i0:i1] + off, self.y_of(self._ys[i0:i1]), xa, xb, h)
+                ring = self._tops
+                for c, top in zip(cs, tops):         # the ring's column of screen x: its x + shift
+                    ring[c + shift] = max(top, 0)
 
     def _rows(self) -> None:
         h = self.height()
