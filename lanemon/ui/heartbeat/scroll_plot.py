@@ -200,6 +200,9 @@ class ScrollPlot(QWidget):
         self._tops = np.empty(0, dtype=np.int64)
         self._screen_tops: np.ndarray | None = None   # last frame's, per screen column
         self._padded = np.empty(0, dtype=np.int64)
+        self._painted_screen: list[tuple[int, int]] = []   # the screen columns painted this frame
+        #: how the last frame's picture reached the screen: "whole", "skyline" or "scroll"
+        self.last_repaint = ""
         self._dt = 1.0
         self._k: int | None = None           # the newest column shown (absolute)
         self._top, self._bottom = 60.0, 0.0  # the y range, view coordinates
@@ -207,7 +210,7 @@ class ScrollPlot(QWidget):
         self._ref_views: list[tuple[float, QColor]] = []
         self._grid_rows: list[int] = []
         self._ref_lines: list[tuple[QPen, QLine]] = []
-        self._label_rects: list[QRect] = []  # where the moving labels were drawn last frame
+        self._label_rects: list[tuple[PlateLabel, QRect]] = []   # the moving labels, where drawn last frame
         self._overlay_seen = False           # was an overlay drawn last frame?
         #: the rectangles the last frame asked to repaint (tests; None: none yet)
         self.update_region: list[QRect] | None = None
@@ -358,12 +361,17 @@ class ScrollPlot(QWidget):
         ring_x = (self._k - w + 1) % w                     # the ring's column at screen x = 0
         tops = np.concatenate((self._tops[ring_x:], self._tops[:ring_x]))
         before_tops, self._screen_tops = self._screen_tops, tops
-        rects = [label.rect() for label in labels[len(self._fixed_labels):] if label.isVisible()]
-        before, self._label_rects = self._label_rects, rects
+        moving = [(label, label.rect()) for label in labels[len(self._fixed_labels):] if label.isVisible()]
+        before, self._label_rects = self._label_rects, moving
         overlay, self._overlay_seen = self._overlay_seen, self.overlay is not None
         if full or old_k is None or overlay or self._overlay_seen or before_tops is None or before_tops.size != w:
             self.update_region = [QRect(0, 0, w, h)]
+            self.last_repaint = "whole"
             self.update()
+            return
+        shift = self._k - old_k
+        if shift > 0 and self._scroll_cheaper(before_tops, tops, w, h):
+            self._scroll_screen(shift, before, moving)
             return
         region = []
         if self._k != old_k or painted:
@@ -397,11 +405,42 @@ class ScrollPlot(QWidget):
             for cols, off in ((o, off_old), (n, off_new)):
                 if cols is not None:
                     region.append(QRect(cols[0] + off, 0, cols[1] - cols[0] + 1, h))
-        region += before
-        region += rects
+        region += [r for _label, r in before]
+        region += [r for _label, r in moving]
         self.update_region = region
+        self.last_repaint = "skyline"
         for r in region:                  # Qt gathers them (and clips them to the widget)
             self.update(r)
+
+    def _scroll_cheaper(self, before_tops: np.ndarray, tops: np.ndarray, w: int, h: int) -> bool:
+        """Would the skyline repaint (rows under the curve, before and now) cover more than a
+        quarter of the area? Then moving the screen's pixels costs less."""
+        return int((h - np.minimum(before_tops, tops)).sum()) > (w * h) // 4
+
+    def _scroll_screen(self, shift: int, before: list, moving: list) -> None:
+        """Move the shown pixels ``shift`` columns left (``QWidget.scroll``: the window's
+        backing store is moved, the columns that came in are repainted) and repaint what does
+        not move with the picture: the columns painted into the ring this frame, the vertical
+        grid lines and the reference lines (fixed on screen), the fixed labels, and the moving
+        labels that moved otherwise than with the picture."""
+        w, h = self.width(), self.height()
+        rects = [QRect(xa, 0, xb - xa + 1, h) for xa, xb in self._painted_screen]
+        rects += [QRect(line.x1() - shift, 0, shift + 1, h) for line in self._vlines]
+        rects += [QRect(0, line.y1(), w, 1) for _pen, line in self._ref_lines]
+        rects += [label.rect().adjusted(-shift, 0, 0, 0) for label in self._fixed_labels if label.isVisible()]
+        was = {id(label): r for label, r in before}
+        for label, r in moving:
+            old = was.pop(id(label), None)
+            if old is None or old.translated(-shift, 0) != r:
+                rects.append(r)
+                if old is not None:
+                    rects.append(old.translated(-shift, 0))
+        rects += [r.translated(-shift, 0) for r in was.values()]   # labels no longer shown
+        self.scroll(-shift, 0)
+        for r in rects:
+            self.update(r)
+        self.update_region = [QRect(w - shift, 0, shift, h), *rects]
+        self.last_repaint = "scroll"
 
     def _span_cols(self, sp: Span) -> tuple[int, int, SpanStyle]:
         dt = self._dt
@@ -439,6 +478,7 @@ class ScrollPlot(QWidget):
         """Paint the column ranges (absolute, inclusive) into the ring, clipped to those in view;
         returns how many columns were painted."""
         merged: list[list[int]] = []
+        self._painted_screen = []
         for a, b in sorted((max(a, first), min(b, last)) for a, b in ranges):
             if a > b:
                 continue
@@ -449,6 +489,7 @@ class ScrollPlot(QWidget):
         if not merged:
             return 0
         w = self._ring.width()
+        self._painted_screen = [(a - last + w - 1, b - last + w - 1) for a, b in merged]
         count = 0
         p = QPainter(self._ring)
         try:
