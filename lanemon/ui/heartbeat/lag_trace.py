@@ -8,12 +8,12 @@ geometrically before it rasterizes it: a clipped steep segment can move by a
 pixel). Here each column is computed from the curve alone:
 
 - the curve is the piecewise-linear line through the held columns' points
-  ``(column, y)`` (pixel coordinates, y downwards; a point per held column,
-  at the column's centre); in column ``c`` it covers the rows from the
-  smallest to the largest y it takes between ``c - 0.5`` and ``c + 0.5``
-  (breakpoints lie only on column centres, so those are its values at
-  ``c - 0.5``, ``c`` and ``c + 0.5``): a vertical run of pixels that meets
-  its neighbours', so the line has no gap however steep;
+  ``(column, y)`` (pixel coordinates, y downwards; a point per held column);
+  column ``c`` draws it from ``c`` to ``c + 1`` (breakpoints lie only on
+  whole columns, so from its value at ``c`` to its value at ``c + 1``): a
+  vertical run of pixels that meets the next column's, so the line has no gap
+  however steep, and a sudden drop (the tick after a stall) is one straight
+  vertical line in the stall's column, as a step is drawn;
 - the fill under it covers the rows whose centre lies below the curve's value
   at the column's centre, down to the base (what a polygon through the same
   points fills: Qt fills the pixels whose centre is inside);
@@ -51,13 +51,12 @@ def _column_spans_small(xs: list, ys: list, lo: int, hi: int) -> tuple[list, lis
     x_first, x_last = xs[0], xs[-1]
     j = 0
     for c in range(max(lo, x_first), min(hi, x_last) + 1):
-        left, j = _interp(max(c - 0.5, x_first), xs, ys, j)
-        mid, j = _interp(float(c), xs, ys, j)
-        right, _ = _interp(min(c + 0.5, x_last), xs, ys, j)
+        here, j = _interp(float(c), xs, ys, j)
+        there, _ = _interp(float(min(c + 1, x_last)), xs, ys, j)
         cs.append(c)
-        tops.append(math.floor(min(left, mid, right)))
-        bottoms.append(math.floor(max(left, mid, right)))
-        fills.append(math.ceil(mid - 0.5))
+        tops.append(math.floor(min(here, there)))
+        bottoms.append(math.floor(max(here, there)))
+        fills.append(math.ceil(here - 0.5))
     return cs, tops, bottoms, fills
 
 
@@ -78,18 +77,17 @@ def _column_spans_numpy(xs: np.ndarray, ys: np.ndarray, lo: int, hi: int
     empty = np.empty(0, dtype=np.int64)
     if xs.size == 0:
         return empty, empty, empty, empty
-    x_first, x_last = float(xs[0]), float(xs[-1])
+    x_last = float(xs[-1])
     c = np.arange(max(lo, int(xs[0])), min(hi, int(xs[-1])) + 1, dtype=np.int64)
     if c.size == 0:
         return empty, empty, empty, empty
     cf = c.astype(np.float64)
     xf = xs.astype(np.float64)
-    left = np.interp(np.maximum(cf - 0.5, x_first), xf, ys)
-    mid = np.interp(cf, xf, ys)
-    right = np.interp(np.minimum(cf + 0.5, x_last), xf, ys)
-    top = np.floor(np.minimum(np.minimum(left, mid), right)).astype(np.int64)
-    bottom = np.floor(np.maximum(np.maximum(left, mid), right)).astype(np.int64)
-    fill = np.ceil(mid - 0.5).astype(np.int64)
+    here = np.interp(cf, xf, ys)
+    there = np.interp(np.minimum(cf + 1.0, x_last), xf, ys)
+    top = np.floor(np.minimum(here, there)).astype(np.int64)
+    bottom = np.floor(np.maximum(here, there)).astype(np.int64)
+    fill = np.ceil(here - 0.5).astype(np.int64)
     return c, top, bottom, fill
 
 
