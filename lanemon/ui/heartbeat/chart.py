@@ -3,9 +3,8 @@
 Reads the ``Heartbeat`` ring buffer and the controller's run records on its
 own ~30 fps timer (never per sample). The curve has one point per pixel
 column, the column's maximum lag (``column_max``: columns anchored to time,
-only the new ticks folded in per frame), so a stall is never hidden; as many
-points as the plot is pixels wide (plus the two partly shown columns), at most
-``MAX_POINTS``. The plot area is a plain widget over the plot's axes
+only the new ticks folded in per frame), so a stall is never hidden; a column
+per pixel of the plot's width. The plot area is a plain widget over the plot's axes
 (``scroll_plot.ScrollPlot``): x is "seconds ago", so the picture only shifts;
 it keeps a ring of pixel columns and per frame paints only the new columns
 and those where something changed (the curve's last point, a run's edge);
@@ -72,7 +71,6 @@ from lanemon.ui.kit.live_label import LiveLabel, figure_parts
 from lanemon.ui.runs.controller import RunController
 
 FPS = 30
-MAX_POINTS = 3000
 MIN_TOP_MS = 60.0          # keep both reference lines in view
 LOG_MIN_TOP_MS = 200.0     # on the log axis 60 ms is a hair above the 50 ms line: room for its label
 REF_LINES = ((1000.0 / 60.0, "16.7 ms · one frame", "REF_FRAME", 0.015, (0, 1)),   # colour: theme.<name>
@@ -688,8 +686,7 @@ class HeartbeatChart(QWidget):
         each frame adds only the ticks that came since the last. While paused no tick is
         added; on resume the ones recorded meanwhile are."""
         w = self._window_s
-        n_cols = self.area.width() if self.area.width() >= 2 else 100
-        n_cols = min(MAX_POINTS, n_cols)
+        n_cols = self.area.width() if self.area.width() >= 2 else 100   # a column per pixel
         key = (w, n_cols)
         hb = self.heartbeat
         if key != self._columns_key:
