@@ -51,13 +51,14 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 from PySide6.QtCore import QLine, QPoint, QRect, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter, QPen, QPixmap
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter, QPen, QPixmap, QTransform
 from PySide6.QtWidgets import QWidget
 
 from lanemon.ui.heartbeat.lag_trace import LagTrace
 
 PAD = 3            # pixels of plate around a label's text
-BLOCK = 32         # columns per block of the repainted skyline (fewer, larger rectangles)
+BLOCK = 128        # columns per block of the repainted skyline (few, large rectangles: each costs)
+STEP = 8           # a block's top rounded up to this many rows (neighbours merge more often)
 
 
 class SpanStyle:
@@ -197,6 +198,7 @@ class ScrollPlot(QWidget):
         self.setAttribute(Qt.WidgetAttribute.WA_NoSystemBackground, True)
         self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
         self._ring: QImage | None = None
+        self._column_image: QImage | None = None   # background and grid of one column (_column)
         self._tops = np.empty(0, dtype=np.int64)
         self._screen_tops: np.ndarray | None = None   # last frame's, per screen column
         self._padded = np.empty(0, dtype=np.int64)
@@ -269,6 +271,7 @@ class ScrollPlot(QWidget):
     def invalidate(self) -> None:
         """Paint the whole ring on the next frame (and the screen now)."""
         self._full = True
+        self._column_image = None
         self.update()
 
     # --- geometry ----------------------------------------------------------------------
@@ -382,7 +385,7 @@ class ScrollPlot(QWidget):
                 padded = self._padded = np.empty(w + (-w) % BLOCK, dtype=np.int64)
             padded[w:] = h
             np.minimum(before_tops, tops, out=padded[:w])
-            blocks = padded.reshape(-1, BLOCK).min(axis=1).tolist()
+            blocks = (padded.reshape(-1, BLOCK).min(axis=1) // STEP * STEP).tolist()
             x = 0
             while x < len(blocks):
                 top = blocks[x]
@@ -405,8 +408,11 @@ class ScrollPlot(QWidget):
             for cols, off in ((o, off_old), (n, off_new)):
                 if cols is not None:
                     region.append(QRect(cols[0] + off, 0, cols[1] - cols[0] + 1, h))
-        region += [r for _label, r in before]
-        region += [r for _label, r in moving]
+        was = {id(label): r for label, r in before}
+        for label, r in moving:                        # where each label was and is: one rectangle
+            old = was.pop(id(label), None)
+            region.append(r if old is None else r.united(old))
+        region += was.values()                         # labels no longer shown
         self.update_region = region
         self.last_repaint = "skyline"
         for r in region:                  # Qt gathers them (and clips them to the widget)
@@ -499,11 +505,9 @@ class ScrollPlot(QWidget):
                     ia = a % w
                     n = min(b - a + 1, w - ia)
                     xa = a - last + w - 1
-                    p.save()
-                    p.translate(ia - xa, 0)
+                    p.setTransform(QTransform.fromTranslate(ia - xa, 0))
                     p.setClipRect(QRect(xa, 0, n, self._ring.height()))
                     self._paint_piece(p, xa, xa + n - 1, last)
-                    p.restore()
                     self.painted_columns += n
                     count += n
                     a += n
@@ -515,24 +519,20 @@ class ScrollPlot(QWidget):
         """Everything that scrolls, for screen columns ``xa..xb`` (the painter clips to them)."""
         w, h = self.width(), self.height()
         n = xb - xa + 1
-        p.fillRect(QRect(xa, 0, n, h), self._bg)
         shift = (xa - (w - 1 - last)) % w - xa        # the piece lies in the ring in one stretch
         self._tops[xa + shift:xa + shift + n] = h             # no curve (until painted below)
         off = w - 1 - last                        # screen x of column k: k + off
-        for under in (True, False):
-            if not under:
-                for row in self._grid_rows:
-                    p.fillRect(QRect(xa, row, n, 1), self._grid)
-            for c0, c1, style in self._painted_spans.values():
-                if style.under_grid != under:
-                    continue
-                x0, x1 = c0 + off, c1 + off
-                if x1 < xa or x0 > xb:
-                    continue
-                p.fillRect(QRect(x0, 0, x1 - x0 + 1, h), style.fill)
-                p.fillRect(QRect(x0, 0, 1, h), style.edge)
-                if x1 != x0:
-                    p.fillRect(QRect(x1, 0, 1, h), style.edge)
+        here = [(c0 + off, c1 + off, style) for c0, c1, style in self._painted_spans.values()
+                if c1 + off >= xa and c0 + off <= xb]
+        if not any(style.under_grid for _x0, _x1, style in here):
+            # background and grid: a column made once per look and scale, stretched (1:1 rows)
+            p.drawImage(QRect(xa, 0, n, h), self._column())
+        else:
+            p.fillRect(QRect(xa, 0, n, h), self._bg)
+            self._paint_spans(p, here, True, h)
+            for row in self._grid_rows:
+                p.fillRect(QRect(xa, row, n, 1), self._grid)
+        self._paint_spans(p, here, False, h)
         # the fill and the curve: from the held point before xa to the one after xb
         cols = self._cols
         if cols.size:
@@ -544,8 +544,32 @@ class ScrollPlot(QWidget):
                 for c, top in zip(cs, tops):         # the ring's column of screen x: its x + shift
                     ring[c + shift] = max(top, 0)
 
+    @staticmethod
+    def _paint_spans(p: QPainter, spans: list, under_grid: bool, h: int) -> None:
+        for x0, x1, style in spans:
+            if style.under_grid != under_grid:
+                continue
+            p.fillRect(QRect(x0, 0, x1 - x0 + 1, h), style.fill)
+            p.fillRect(QRect(x0, 0, 1, h), style.edge)
+            if x1 != x0:
+                p.fillRect(QRect(x1, 0, 1, h), style.edge)
+
+    def _column(self) -> QImage:
+        """One column of background and horizontal grid (made when the look, scale or height
+        changes)."""
+        h = self.height()
+        image = self._column_image
+        if image is None or image.height() != h:
+            image = QImage(1, max(1, h), QImage.Format.Format_ARGB32_Premultiplied)
+            image.fill(self._bg)
+            for row in self._grid_rows:
+                image.setPixelColor(0, row, self._grid)
+            self._column_image = image
+        return image
+
     def _rows(self) -> None:
         h = self.height()
+        self._column_image = None
         rows = [int(math.floor(self.y_of(v))) for v in self._grid_views]
         self._grid_rows = [r for r in rows if 0 <= r < h]
         w = self.width()
