@@ -16,11 +16,13 @@ painted in a ring of pixel columns (a ``QImage`` the plot's size; column
 
 Each painted column gets everything that scrolls, in this order: the
 background, the spans of phases and own stalls, the horizontal grid, the
-runs' spans, the fill and the curve (``lag_trace``: computed column by column
-from the curve's points).
-Every column is painted by the same code whether one column or the whole
-ring is painted, and painting is clipped to whole columns, so the ring after any number of frames holds the
-same pixels as a full repaint of the same state (``tests/test_ui_chart_scroll.py``).
+runs' spans, the fill and the curve (``lag_trace``: computed column by
+column from the curve's points). Every column is painted by the same code
+whether one column or the whole ring is painted, and painting is clipped to
+whole columns, so the ring after any number of frames holds the same pixels
+as a full repaint of the same state (``tests/test_ui_chart_scroll.py``). The
+whole ring is repainted only when the y scale, the size, the look (theme),
+the columns' width (window) or the data's identity changes (``invalidate``).
 
 What does not scroll is drawn over the ring on each paint: the vertical
 "seconds ago" grid (fixed on screen, as the axis's ticks), the dashed
@@ -28,20 +30,24 @@ reference lines (16.7 and 50 ms: fixed on screen too, so their dashes do not
 crawl), the labels (texts on plates, from cached pixmaps; placed by the
 chart) and an optional overlay (the probed programs' lines).
 
-Most of the picture does not change as it scrolls: above the curve's
-highest point every column is the same background and grid, or the same
-inside of a span. So a frame asks for a repaint of only the band from the
-curve's highest point (this frame's or the last's) down, the columns between
-where each span's edge was and is, and the moving labels' old and new places
-(``update_region``); the rest of the screen keeps its pixels. The whole ring is repainted only when
-the y scale, the size, the look (theme), the columns' width (window) or the
-data's identity changes (``invalidate``).
+On screen, most of the picture does not change as it shifts: above the
+curve's highest point every column is the same background and grid, or the
+same inside of a span. So a frame asks Qt to repaint only (``update_region``,
+``last_repaint``):
+
+- "skyline": the rows under the curve's highest point, before and now, in
+  blocks of ``BLOCK`` columns; the columns between where each span's edge was
+  and is; where each moving label was and is. The rest keeps its pixels.
+- "scroll", when that skyline would cover more than a quarter of the area (a
+  tall stall's ramp in view): the screen's pixels are moved
+  (``QWidget.scroll``) and only the columns painted into the ring this frame
+  and what stays in place (vertical grid, reference lines, their labels,
+  labels not moving with the picture) are repainted.
+- "whole": after a full repaint of the ring, or while an overlay is drawn.
 
 The widget is opaque (``WA_OpaquePaintEvent``): repainting it repaints
-nothing beneath, and it lies over the plot's ``QGraphicsView`` (whose axes
-are repainted only when they change), so an idle frame costs the painting of
-a few new columns and the copy of the ring to the screen, not the
-``QGraphicsView``'s paint of every item of the plot.
+nothing beneath, and it lies over the plot's ``QGraphicsView``, whose axes
+are repainted only when they change.
 """
 
 from __future__ import annotations
@@ -51,7 +57,7 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 from PySide6.QtCore import QLine, QPoint, QRect, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter, QPen, QPixmap, QTransform
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QImage, QPainter, QPen, QPixmap, QTransform
 from PySide6.QtWidgets import QWidget
 
 from lanemon.ui.heartbeat.lag_trace import LagTrace
@@ -72,9 +78,8 @@ class SpanStyle:
         self.edge = QColor(edge)
         self.under_grid = bool(under_grid)
 
-    def brush(self):
-        """The fill (a ``QBrush``; what a test or a legend reads)."""
-        from PySide6.QtGui import QBrush
+    def brush(self) -> QBrush:
+        """The fill as a brush."""
         return QBrush(self.fill)
 
 
