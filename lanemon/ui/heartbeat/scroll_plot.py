@@ -61,6 +61,7 @@ from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QImage, QPainter,
 from PySide6.QtWidgets import QWidget
 
 from lanemon.ui.heartbeat.lag_trace import LagTrace
+from lanemon.ui.kit import theme
 
 PAD = 3            # pixels of plate around a label's text
 BLOCK = 128        # columns per block of the repainted skyline (few, large rectangles: each costs)
@@ -106,7 +107,7 @@ class PlateLabel:
     def __init__(self, text: str = "", color=None, fill: QColor | None = None,
                  anchor: tuple[float, float] = (0.0, 0.0)) -> None:
         self._text = str(text)
-        self._color = QColor(color) if color is not None else QColor(0, 0, 0)
+        self._color = QColor(theme.FG if color is None else color)
         self._fill = QColor(fill) if fill is not None else None
         self._font = QFont()
         self._anchor = anchor
@@ -171,7 +172,7 @@ class PlateLabel:
         if self._pixmap is None:
             w, h = self._size
             pm = QPixmap(max(1, int(w)), max(1, int(h)))
-            pm.fill(self._fill if self._fill is not None else QColor(0, 0, 0, 0))
+            pm.fill(self._fill if self._fill is not None else QColor(Qt.GlobalColor.transparent))
             p = QPainter(pm)
             p.setFont(self._font)
             p.setPen(self._color)
@@ -223,8 +224,8 @@ class ScrollPlot(QWidget):
         self.update_region: list[QRect] | None = None
         self._vgrid_s: list[float] = []      # vertical grid lines, seconds ago
         self._vlines: list[QLine] = []
-        self._bg = QColor(255, 255, 255)
-        self._grid = QColor(200, 200, 200)
+        self._bg = QColor(theme.BG)          # (set_look sets the chart's)
+        self._grid = QColor(theme.GRID)
         self._trace = LagTrace()             # paints the fill and curve of a piece, pixel coordinates
         self._cols = np.empty(0, dtype=np.int64)   # the held columns shown and their maxima (view)
         self._ys = np.empty(0, dtype=np.float64)
