@@ -1,85 +1,82 @@
-"""The lag trace paints exactly what one polygon (the fill) and one polyline (the curve) paint."""
+"""The lag trace, column by column: the fill covers exactly the pixels whose centre lies under the
+curve (what one polygon through the points fills), the curve is a line without gaps through every
+point, and a column painted alone comes out as it does in the whole picture."""
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QPointF, Qt
-from PySide6.QtGui import QColor, QImage, QPainter, QPen, QPolygonF, QTransform
+from PySide6.QtCore import QRect
+from PySide6.QtGui import QColor, QImage, QPainter, QPen
 
-from lanemon.ui.heartbeat.lag_trace import CHUNK, LagTrace, chunk_index
-from lanemon.ui.kit.chart_items import cosmetic_pen
+from lanemon.ui.heartbeat.lag_trace import LagTrace, column_spans
 
-W, H = 640, 200
+W, H = 320, 120
+BG, FILL, PEN = QColor(255, 255, 255), QColor(255, 0, 0, 40), QColor(0, 0, 200)
 
 
-def _render(paint) -> np.ndarray:
-    img = QImage(W, H, QImage.Format.Format_RGB32)
-    img.fill(QColor(255, 255, 255))
+def _curve(seed: int, n: int, gaps: bool):
+    rs = np.random.RandomState(seed)
+    xs = np.sort(rs.choice(np.arange(5, W - 5), n, replace=False)) if gaps else np.arange(5, 5 + n)
+    ys = H - 1 - rs.exponential(8.0, n)
+    ys[rs.randint(0, n)] = 3.3                         # a stall, near the top
+    return xs.astype(np.int64), ys
+
+
+def _render(pieces, xs, ys) -> np.ndarray:
+    img = QImage(W, H, QImage.Format.Format_ARGB32_Premultiplied)
+    img.fill(BG)
+    trace = LagTrace()
+    trace.setBrush(FILL)
+    trace.setPen(QPen(PEN, 0))
     p = QPainter(img)
-    # data -> pixels the way a ViewBox maps them: x in [-20, 0], y in [0, 60] upwards
-    p.setTransform(QTransform(W / 20, 0, 0, -H / 60, W, H))
-    paint(p)
+    for lo, hi in pieces:
+        p.save()
+        p.setClipRect(QRect(lo, 0, hi - lo + 1, H))
+        p.fillRect(QRect(lo, 0, hi - lo + 1, H), BG)
+        trace.paint(p, xs, ys, lo, hi, H)
+        p.restore()
     p.end()
     return np.frombuffer(img.constBits(), np.uint8).reshape(H, W, 4).copy()
 
 
-def _one_polygon(x, y, brush):
-    pts = [QPointF(a, b) for a, b in zip(x, y)] + [QPointF(x[-1], 0.0), QPointF(x[0], 0.0)]
-
-    def paint(p):
-        p.setPen(Qt.PenStyle.NoPen)
-        p.setBrush(brush)
-        p.drawPolygon(QPolygonF(pts))
-    return paint
-
-
-@pytest.mark.parametrize("seed,n", [(1, 1200), (2, 700), (3, CHUNK + 2), (4, 3)])
-def test_chunks_paint_the_same_pixels_as_one_polygon(qapp, seed, n):
-    rs = np.random.RandomState(seed)
-    x = np.sort(rs.uniform(-20.0, 0.0, n))
-    y = rs.exponential(3.0, n)
-    y[rs.randint(0, n)] = 45.0                      # a stall
-    brush = QColor(255, 0, 0, 40)                   # translucent: a seam painted twice would show
-    item = LagTrace()
-    item.setBrush(brush)
-    item.setPen(QPen(Qt.PenStyle.NoPen))
-    item.set_data(x, y)
-    chunked = _render(lambda p: item.paint(p, None))
-    whole = _render(_one_polygon(x, y, brush))
-    assert (chunked != 255).any(), "nothing was filled"
-    assert np.array_equal(chunked, whole)
+@pytest.mark.parametrize("seed,n,gaps", [(1, 300, False), (2, 60, True), (3, 2, False), (4, 1, False)])
+def test_columns_painted_piece_by_piece_equal_the_whole(qapp, seed, n, gaps):
+    xs, ys = _curve(seed, n, gaps)
+    whole = _render([(0, W - 1)], xs, ys)
+    cuts = sorted(np.random.RandomState(seed).choice(np.arange(1, W - 1), 12, replace=False).tolist())
+    pieces = list(zip([0, *[c + 1 for c in cuts]], [*cuts, W - 1]))
+    assert np.array_equal(whole, _render(pieces[::-1], xs, ys))        # any order, any cut
 
 
-@pytest.mark.parametrize("seed,n", [(5, 1200), (6, 2), (7, CHUNK + 1)])
-def test_curve_paints_the_same_pixels_as_one_polyline(qapp, seed, n):
-    rs = np.random.RandomState(seed)
-    x = np.sort(rs.uniform(-20.0, 0.0, n))
-    y = rs.exponential(3.0, n)
-    pen = cosmetic_pen(QColor(0, 0, 200))
-    item = LagTrace()
-    item.setPen(pen)
-    item.setBrush(QColor(0, 0, 0, 0))
-    item.set_data(x, y)
-    ours = _render(lambda p: item.paint(p, None))
-
-    def polyline(p):
-        p.setPen(pen)
-        p.drawPolyline(QPolygonF([QPointF(a, b) for a, b in zip(x, y)]))
-    assert (ours != 255).any(), "nothing was drawn"
-    assert np.array_equal(ours, _render(polyline))
+def test_the_fill_is_what_a_polygon_through_the_points_fills(qapp):
+    xs, ys = _curve(5, 40, True)
+    c, _top, _bottom, fill = column_spans(xs, ys, 0, W - 1)
+    rows = np.arange(H)[:, None]
+    under = rows + 0.5 > np.interp(c.astype(float), xs.astype(float), ys)[None, :]   # pixel centre below the curve
+    assert np.array_equal(under, rows >= fill[None, :])
+    assert c[0] == xs[0] and c[-1] == xs[-1]                       # nothing before or after the points
 
 
-def test_chunks_cover_every_segment_once():
-    for n in (0, 1, 2, 3, CHUNK, CHUNK + 1, CHUNK + 2, 1000):
-        idx = chunk_index(n)
-        segments = [(int(a), int(b)) for row in idx for a, b in zip(row, row[1:]) if a != b]
-        assert segments == [(i, i + 1) for i in range(max(0, n - 1))]
-        assert idx.shape[1] == CHUNK + 1
+def test_the_curve_has_no_gap_and_passes_through_every_point(qapp):
+    xs, ys = _curve(6, 50, True)
+    c, top, bottom, _fill = column_spans(xs, ys, 0, W - 1)
+    assert np.array_equal(c, np.arange(xs[0], xs[-1] + 1))         # every column between the points
+    assert (top[1:] <= bottom[:-1] + 1).all() and (top[:-1] <= bottom[1:] + 1).all()   # neighbours meet
+    at = np.searchsorted(c, xs)
+    assert ((top[at] <= np.floor(ys)) & (np.floor(ys) <= bottom[at])).all()
 
 
-def test_bounding_rect_follows_the_data(qapp):
-    item = LagTrace()
-    item.set_data(np.array([-10.0, -5.0, -1.0]), np.array([1.0, 7.0, 2.0]))
-    r = item.boundingRect()
-    assert (r.left(), r.right(), r.top(), r.bottom()) == (-10.0, -1.0, 0.0, 7.0)
-    item.set_data(np.array([]), np.array([]))
-    assert item.boundingRect().isEmpty() and item.polygons() == []
+def test_no_points_paint_nothing(qapp):
+    img = _render([(0, W - 1)], np.empty(0, dtype=np.int64), np.empty(0))
+    assert (img == 255).all()
+
+
+def test_a_few_columns_in_python_give_the_numbers_numpy_gives(qapp):
+    from lanemon.ui.heartbeat import lag_trace
+
+    for seed in range(20):
+        xs, ys = _curve(seed, 12, gaps=seed % 2 == 0)
+        lo = int(xs[0]) + seed % 5
+        hi = min(int(xs[-1]), lo + lag_trace.SMALL - 1)
+        small = lag_trace._column_spans_small(xs.tolist(), ys.tolist(), lo, hi)
+        big = lag_trace._column_spans_numpy(xs, ys, lo, hi)
+        assert [list(a) for a in small] == [a.tolist() for a in big]

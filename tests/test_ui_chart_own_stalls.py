@@ -9,7 +9,7 @@ from chart_fakes import FakeClock, FakeHeartbeat
 
 from lanemon.ui.heartbeat import chart as heartbeat_chart
 from lanemon.ui.heartbeat.chart import HeartbeatChart
-from lanemon.ui.kit.chart_items import Label
+from lanemon.ui.heartbeat.scroll_plot import PlateLabel
 
 
 @pytest.fixture
@@ -30,8 +30,10 @@ def chart(qtbot, monkeypatch):
     return c, hb, clock, phases
 
 
-def _labels(c) -> list[Label]:
-    return [i for i in c.plot.scene().items() if isinstance(i, Label) and i.isVisible()]
+def _labels(c) -> list[PlateLabel]:
+    """The labels the plot area draws now (a frame first: at the same moment, it changes nothing)."""
+    c.redraw()
+    return c.area.labels()
 
 
 def _header(c) -> str:
@@ -121,12 +123,10 @@ def test_a_watchdog_block_inside_an_own_stall_gets_no_second_label(chart):
     assert "presenter mode" in [label.text() for label in _labels(c)]
 
 
-def _view_rect(c, label, anchor_bottom: bool):
-    """The label's (x0, x1, y0, y1) in the plot's view units (its size is in pixels)."""
-    ppx, ppy = c.plot.getViewBox().viewPixelSize()
-    w, h = label.size()
-    x, y = label.pos().x(), label.pos().y()
-    return (x, x + w * ppx, y, y + h * ppy) if anchor_bottom else (x, x + w * ppx, y - h * ppy, y)
+def _px_rect(label):
+    """The label's (x0, x1, y0, y1) in the plot area's pixels."""
+    r = label.rect()
+    return r.left(), r.left() + r.width(), r.top(), r.top() + r.height()
 
 
 def test_a_phase_label_takes_another_row_rather_than_cover_a_reference_line_s_label(chart):
@@ -134,13 +134,13 @@ def test_a_phase_label_takes_another_row_rather_than_cover_a_reference_line_s_la
     runs through the top rows: the phase label moves down a row (it used to sit on it)."""
     c, hb, clock, phases = chart
     long_label = next(label for label in _labels(c) if label.text() == "50 ms · a long task")
-    x = long_label.pos().x()
+    x = (long_label.pos()[0] - c.area.width() + 1) * c.area.dt     # seconds ago
     phases.append(SimpleNamespace(label="window start-up", t_start=1000.0 + x, t_end=1000.0 + x + 0.3))
     c.redraw()
     phase = next(label for label in _labels(c) if label.text() == "window start-up")
     assert phase.isVisible()
-    ax0, ax1, ay0, ay1 = _view_rect(c, phase, anchor_bottom=False)
-    bx0, bx1, by0, by1 = _view_rect(c, long_label, anchor_bottom=True)
+    ax0, ax1, ay0, ay1 = _px_rect(phase)
+    bx0, bx1, by0, by1 = _px_rect(long_label)
     assert ax0 < bx1 and bx0 < ax1                       # they share x ...
     assert not (ay0 < by1 and by0 < ay1), ((ay0, ay1), (by0, by1))   # ... not y
 

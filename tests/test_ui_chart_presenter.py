@@ -111,13 +111,11 @@ def test_a_presenter_toggle_restyles_the_runs_shading_in_place(qtbot):
     chart without them, and 130 runs in view cost ~10 ms of removal in the toggle and as
     much again after it). Fails on the code that removed them."""
     from PySide6.QtGui import QColor
-    from PySide6.QtWidgets import QGraphicsRectItem
 
     from lanemon.ui.kit import theme
 
     def shading(win):
-        return [it for it in win.chart.plot.getPlotItem().items
-                if type(it) is QGraphicsRectItem and it.zValue() == -10]
+        return [span for span in win.chart.shaded() if not span.style.under_grid]   # runs (not phases)
 
     async def scenario(win):
         c = win.controller
@@ -131,9 +129,8 @@ def test_a_presenter_toggle_restyles_the_runs_shading_in_place(qtbot):
         win.talk.set_presenter(True)
         await wait_until(lambda: not held(win), 5)  # the chart's new look comes with the paint
         after = shading(win)
-        labels = [it for it in win.chart.plot.getPlotItem().items
-                  if it.zValue() == 20 and it.text().startswith("#")]
-        colours = {lab.brush().color().name() for lab in labels}
+        labels = [it for it in win.chart.area.labels() if it.text().startswith("#")]
+        colours = {lab.plate().name() for lab in labels}
         background = QColor(theme.BG).name()        # presenter mode's, while in it
         win.talk.set_presenter(False)
         return before, after, colours, background
@@ -141,5 +138,6 @@ def test_a_presenter_toggle_restyles_the_runs_shading_in_place(qtbot):
     rc, (before, after, colours, background), errors = run_window(scenario)
     assert rc == 0 and errors == []
     assert len(before) == 3
-    assert after == before                  # the same items, still in the plot
+    assert after == before                  # the same spans, still shaded
+    assert len(colours) == 1
     assert colours == {background}          # every label's plate in the new background

@@ -8,7 +8,6 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from chart_fakes import FakeClock, FakeHeartbeat
-from PySide6.QtCore import QPointF
 from PySide6.QtGui import QImage, QPainter
 from PySide6.QtWidgets import QApplication
 
@@ -81,7 +80,12 @@ def test_the_log_scale_keeps_a_sliced_run_visible_next_to_a_whole_run(chart, qtb
     # the fill reaches down to the axis's bottom (the floor), not to 1 ms
     lo = c.plot.getViewBox().viewRange()[1][0]
     assert lo == pytest.approx(math.log10(LOG_FLOOR_MS))
-    assert min(p.boundingRect().top() for p in c.trace.polygons()) == pytest.approx(lo)
+    QApplication.processEvents()                          # the plot area takes its place and size
+    c.redraw()
+    ring = c.area.ring()
+    column = round(c.area.width() - 1 - 7.5 / c.area.dt)  # 7.5 s ago: the sliced run, 5 ms late
+    bottom, background = ring.pixelColor(column, ring.height() - 1), ring.pixelColor(5, 0)
+    assert bottom != background, (bottom.name(), background.name())   # the fill is there
     # the axis reads in ms: 1, 10, 100, 1,000 among the ticks
     assert {"1", "10", "100", "1,000"} <= _axis_labels(c)
     c.set_log_scale(False)                               # and back
@@ -117,8 +121,6 @@ def test_log_ticks_thin_out_on_a_short_plot():
 def test_the_log_axis_leaves_room_above_the_50_ms_line_for_its_label(qtbot, monkeypatch):
     """Regression: with only small lags (top 60 ms) the log axis put the 50 ms line a hair under
     its top, and the line's label ("50 ms · a long task") was cut off above the plot."""
-    from lanemon.ui.kit.chart_items import Label
-
     monkeypatch.setattr(heartbeat_chart, "time", FakeClock(1000.0))
     t = 980.0 + np.arange(2000) * 0.01
     controller = SimpleNamespace(records=[], phases=[], machine=SimpleNamespace(floor=None))
@@ -129,10 +131,9 @@ def test_the_log_axis_leaves_room_above_the_50_ms_line_for_its_label(qtbot, monk
     c.set_log_scale(True)
     c.redraw()
     QApplication.processEvents()                         # the view box lays its items out
-    vb = c.plot.getViewBox()
-    label = next(i for i in c.plot.scene().items() if isinstance(i, Label) and i.text().startswith("50 ms"))
-    line_y = vb.mapViewToScene(QPointF(0.0, YScale(True).to_view(50.0))).y()
-    room = line_y - vb.sceneBoundingRect().top()         # px between the line and the plot's top
-    assert room >= label.boundingRect().height(), (room, label.boundingRect().height())
+    label = next(i for i in c.area.labels() if i.text().startswith("50 ms"))
+    room = c.area.y_of(YScale(True).to_view(50.0))      # px between the line and the plot's top
+    assert room >= label.size()[1], (room, label.size())
+    assert label.rect().top() >= 0 and label.rect().bottom() <= room + 1   # on its line, all of it shown
     c.set_log_scale(False)                               # the linear axis keeps its own top
     assert c.plot.getViewBox().viewRange()[1][1] == pytest.approx(heartbeat_chart.MIN_TOP_MS)

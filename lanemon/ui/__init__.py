@@ -8,8 +8,9 @@ Laid out by what each part is:
                  ``about``, ``first_paint``, ``exports``.
 - ``heartbeat``  the lag the window exists to show: ``timer`` (the precise
                  re-armed single-shot heartbeat and its ring buffer),
-                 ``chart`` (the heartbeat chart), ``lag_trace`` and
-                 ``column_max`` (what the chart draws from),
+                 ``chart`` (the heartbeat chart: header and axes),
+                 ``scroll_plot`` (its plot area, a ring of pixel columns),
+                 ``lag_trace`` and ``column_max`` (what it draws from),
                  ``programs_overlay`` (probed programs' lines on it),
                  ``own_watchdog`` (what blocked the window's own loop).
 - ``runs``       the Runs tab (whole / sliced / worker runs of the CPU job):

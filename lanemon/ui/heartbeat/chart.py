@@ -3,10 +3,14 @@
 Reads the ``Heartbeat`` ring buffer and the controller's run records on its
 own ~30 fps timer (never per sample). The curve has one point per pixel
 column, the column's maximum lag (``column_max``: columns anchored to time,
-only the new ticks folded in per frame), so a stall is never hidden; as many
-points as the plot is pixels wide (plus the two partly shown columns), at most
-``MAX_POINTS``; one ``LagTrace`` item paints it and the fill under it; pen
-width 1, no antialiasing.
+only the new ticks folded in per frame), so a stall is never hidden; a column
+per pixel of the plot's width. The plot area is a plain widget over the plot's axes
+(``scroll_plot.ScrollPlot``): x is "seconds ago", so the picture only shifts;
+it keeps a ring of pixel columns and per frame paints only the new columns
+and those where something changed (the curve's last point, a run's edge);
+the axes (pyqtgraph's, in the ``QGraphicsView`` under it) are repainted only
+when the y range, the window or the look changes. Pen width 1, no
+antialiasing.
 
 ``set_paused(True)`` freezes the picture (the heartbeat keeps recording);
 ``apply_fonts()`` also re-applies the theme's colours (light or dark palette).
@@ -48,8 +52,6 @@ from PySide6.QtCore import QEvent, QObject, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPicture
 from PySide6.QtWidgets import (
     QCheckBox,
-    QGraphicsLineItem,
-    QGraphicsRectItem,
     QHBoxLayout,
     QLabel,
     QSpinBox,
@@ -58,18 +60,17 @@ from PySide6.QtWidgets import (
 )
 
 from lanemon.ui.heartbeat.column_max import ColumnMax
-from lanemon.ui.heartbeat.lag_trace import LagTrace
 from lanemon.ui.heartbeat.own_watchdog import OwnBlock
 from lanemon.ui.heartbeat.programs_overlay import ProgramsOverlay
+from lanemon.ui.heartbeat.scroll_plot import PlateLabel, ScrollPlot, Span, SpanStyle
 from lanemon.ui.heartbeat.timer import MAX_PERIOD_MS, MIN_PERIOD_MS, Heartbeat, lag_stats
 from lanemon.ui.heartbeat.y_scale import YScale
 from lanemon.ui.kit import theme
-from lanemon.ui.kit.chart_items import Curve, Label, cosmetic_pen, hline, live_plot
+from lanemon.ui.kit.chart_items import live_plot
 from lanemon.ui.kit.live_label import LiveLabel, figure_parts
 from lanemon.ui.runs.controller import RunController
 
 FPS = 30
-MAX_POINTS = 3000
 MIN_TOP_MS = 60.0          # keep both reference lines in view
 LOG_MIN_TOP_MS = 200.0     # on the log axis 60 ms is a hair above the 50 ms line: room for its label
 REF_LINES = ((1000.0 / 60.0, "16.7 ms · one frame", "REF_FRAME", 0.015, (0, 1)),   # colour: theme.<name>
@@ -81,7 +82,6 @@ STATS_EVERY = 8            # frames between text updates (~4 per second)
 # only when a step at most half as high would do (few axis / grid re-renders)
 TOP_STEPS = (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)
 SHRINK_BELOW = 0.5
-REF_MS = 0                  # QGraphicsItem.data key: a reference line's height in ms
 OWN_PHASES = frozenset({"window start-up"})   # controller phases that are the window's own stalls
 OWN_NOTE = " · own stalls left out"   # (last in the header: where room is short, it is what elides)
 MAX_OWN_STALLS = 64                            # own stalls remembered (older ones have scrolled away)
@@ -187,6 +187,23 @@ class PausedBadge(QWidget):
         p.end()
 
 
+class ShownCurve:
+    """The curve a chart shows, for reading (tests, tools): ``xData`` in seconds ago (each held
+    column's start), ``yData`` in view coordinates (ms, or log10 of ms); ``None`` before the
+    first frame."""
+
+    def __init__(self, chart: HeartbeatChart) -> None:
+        self._chart = chart
+
+    @property
+    def xData(self) -> np.ndarray | None:
+        return self._chart.shown_curve()[0]
+
+    @property
+    def yData(self) -> np.ndarray | None:
+        return self._chart.shown_curve()[1]
+
+
 class HeartbeatChart(QWidget):
     log_scale_changed = Signal(bool)
 
@@ -200,13 +217,14 @@ class HeartbeatChart(QWidget):
         self._scale = YScale(log=False)
         self._top_ms = nice_top(0.0)       # the y axis top in ms ...
         self._top = self._top_ms           # ... and in view coordinates (``_scale``)
-        # run shading: a plain rect item each (painted in C++; a LinearRegionItem is two
-        # InfiniteLines and a rect, ~1 ms of Python per frame to move); its left and right
-        # edges are the run's start and end, its top and bottom lie outside the view
-        self._regions: dict[int, tuple[QGraphicsRectItem, Label]] = {}
+        # run shading: a span each (painted into the plot area's ring where it changes), its
+        # label drawn over the plot area from a cached pixmap
+        self._regions: dict[object, tuple[Span, PlateLabel]] = {}
         self._region_kind: dict[object, str] = {}   # a run's kind by its key (phases and own stalls: none)
         self._region_styles: dict[str | None, tuple] = {}   # _region_style's, for the current look
-        self._ref_lines: list[tuple[QGraphicsLineItem, Label, float]] = []   # line, label, where (0..1 of x)
+        self._ref_lines: list[tuple[float, PlateLabel, float]] = []   # ms, label, where (0..1 of x)
+        self._shown = None                 # (held columns, their maxima in view coordinates, now, dt)
+        self._labels_now: list[PlateLabel] = []   # the labels the plot area draws this frame
         self._paused_at: float | None = None
         self._drawn = None                 # what the curve was last drawn from
         self._columns: ColumnMax | None = None   # per-column maxima (see _fold_in_ticks)
@@ -217,7 +235,7 @@ class HeartbeatChart(QWidget):
         self._own_peak = 0.0               # the highest lag the curve shows (ms)
         # stalls of the window's loop its watchdog saw (own_watchdog), oldest first, and their labels
         self.own_blocks: deque[OwnBlock] = deque(maxlen=MAX_OWN_BLOCKS)
-        self._block_labels: dict[tuple, Label] = {}
+        self._block_labels: dict[tuple, PlateLabel] = {}
         self.programs: ProgramsOverlay | None = None   # probed programs' lag lines (set_programs)
 
         # header: title, live figures, floor, controls
@@ -276,24 +294,20 @@ class HeartbeatChart(QWidget):
         # plot
         self.plot = live_plot("seconds ago", "lag (ms)")   # axes re-render only when range or style change
         self.paused_label = PausedBadge(self.plot)   # over the plot: pausing moves no header text
+        # (a child of the plot, over its viewport and so over the plot area in it)
         self.paused_label.setToolTip("the chart is frozen; the heartbeat keeps recording (Space resumes)")
         self.paused_label.setVisible(False)
         item = self.plot.getPlotItem()
-        # pyqtgraph's own grid (showGrid) costs ~20 ms per frame on the raster
-        # engine here; one path of grid segments, painted by Qt, a small fraction of 1 ms.
-        # The grid, the reference lines and every label are plain Qt items (chart_items):
-        # the chart scrolls, so all of it is repainted on every frame.
-        self._grid = Curve(cosmetic_pen(theme.FG), connect="pairs")   # coloured by _apply_colors
-        self._grid.setZValue(-10)
-        item.addItem(self._grid, ignoreBounds=True)
-        # the curve (the line from one tick to a late one is the lateness growing while the
-        # loop was blocked) and the translucent area under it: one item, buffers kept between
-        # frames, a handful of Qt calls per frame (lanemon.ui.heartbeat.lag_trace)
-        self.trace = LagTrace()
-        self.trace.setZValue(10)
-        item.addItem(self.trace, ignoreBounds=True)
+        # the plot area: a plain widget over the view box (the QGraphicsView under it keeps
+        # only the axes, repainted when they change): the grid, the shading, the reference
+        # lines, the curve (the line from one tick to a late one is the lateness growing while
+        # the loop was blocked) and the translucent area under it, the labels (scroll_plot)
+        self.area = ScrollPlot(self.plot.viewport())
+        self.area.resized.connect(self._plot_resized)
+        #: the curve last shown: ``xData`` (s ago) and ``yData`` (view coordinates)
+        self.trace = ShownCurve(self)
         vb = item.getViewBox()
-        vb.sigResized.connect(self._plot_resized)
+        vb.geometryChanged.connect(self._place_area)
         self._vb_size = (vb.width(), vb.height())
         # the reference lines are made by _apply_colors (called by apply_fonts)
         #: are the window's own stalls left out of the header's figures now? (the header says so)
@@ -342,7 +356,7 @@ class HeartbeatChart(QWidget):
         hears: each one's p99 line and blocks, in its colour (``programs_overlay``)."""
         if self.programs is not None:
             self.programs.clear()
-        self.programs = ProgramsOverlay(self.plot, book)
+        self.programs = ProgramsOverlay(self.area, book)
         return self.programs
 
     def _show_legend(self, legend) -> None:
@@ -441,20 +455,25 @@ class HeartbeatChart(QWidget):
         self.log_box.blockSignals(True)
         self.log_box.setChecked(on)
         self.log_box.blockSignals(False)
-        self.trace.set_base(self._scale.bottom)
         self._set_top(self._top_ms)
-        for line, label, _where in self._ref_lines:   # the reference lines, moved in place
-            y = self._scale.to_view(line.data(REF_MS))
-            line.setLine(line.line().x1(), y, line.line().x2(), y)
-            label.setPos(label.pos().x(), y)
         self._drawn = None                 # the next frame draws the curve (and the runs) in the new scale
         self.log_scale_changed.emit(on)
 
-    def _plot_resized(self, box) -> None:
+    def _place_area(self) -> None:
+        """The plot area lies over the view box (the scene's coordinates are the view's pixels)."""
+        rect = self.plot.getPlotItem().getViewBox().sceneBoundingRect()
+        self.area.setGeometry(rect.toAlignedRect())
+
+    def _plot_resized(self) -> None:
         height = self._vb_size[1]
-        self._vb_size = (box.width(), box.height())
-        if self._scale.log and box.height() != height:
+        self._vb_size = (float(self.area.width()), float(self.area.height()))
+        if self._scale.log and self.area.height() != height:
             self._set_top(self._top_ms)    # as many log ticks as the height has room for
+        else:
+            self._scale_to_area()
+        self._update_grid()
+        self._place_ref_labels()
+        self._drawn = None
 
     def _px_per_decade(self) -> float:
         return self._vb_size[1] / max(1e-9, self._top - self._scale.bottom)
@@ -473,23 +492,30 @@ class HeartbeatChart(QWidget):
         self.plot.setYRange(self._scale.bottom, self._top, padding=0)
         ticks = self._scale.ticks(top_ms, self._px_per_decade())
         self.plot.getPlotItem().getAxis("left").setTicks(None if ticks is None else [ticks, []])
-        self._update_grid()
+        self._scale_to_area()
+        self._drawn = None
+
+    def _scale_to_area(self) -> None:
+        """The plot area's y range, horizontal grid and reference lines (the ring is repainted)."""
+        scale = self._scale
+        grid = scale.to_view(np.asarray(scale.lines(self._axis_top_ms(), self._px_per_decade()), dtype=np.float64))
+        refs = [(scale.to_view(ms), QColor(getattr(theme, color_name)))
+                for ms, _text, color_name, _where, _anchor in REF_LINES]
+        self.area.set_scale(scale.bottom, self._top, grid.tolist(), refs)
+        self._place_ref_labels()
 
     def _update_grid(self) -> None:
-        """Grid segments: a vertical line per second (every 2 s past 20 s), horizontal ones
-        where the scale puts them (~5 evenly spaced, or 1-2-5 per decade)."""
-        w, top, bottom = self._window_s, self._top, self._scale.bottom
+        """The vertical grid: a line per second (every 2 s past 20 s); the horizontal lines go
+        where the scale puts them (``_scale_to_area``: ~5 evenly spaced, or 1-2-5 per decade)."""
+        w = self._window_s
         step_x = 1 if w <= 20 else 2
-        xs = np.arange(-int(w), 1, step_x, dtype=np.float64)
-        ys = self._scale.to_view(np.asarray(self._scale.lines(self._axis_top_ms(), self._px_per_decade()),
-                                            dtype=np.float64))
-        x = np.concatenate([np.repeat(xs, 2), np.tile([-w, 0.0], ys.size)])
-        y = np.concatenate([np.tile([bottom, top], xs.size), np.repeat(ys, 2)])
-        self._grid.setData(x, y)
+        self.area.set_time_grid(range(0, int(w) + 1, step_x))
 
     def set_window_s(self, seconds: float) -> None:
         self._window_s = float(min(30, max(10, seconds)))
         self.plot.setXRange(-self._window_s, 0, padding=0)
+        self._columns_key = None          # the next frame makes the columns for it
+        self._fold_in_ticks(self._paused_at if self._paused_at is not None else time.perf_counter())
         self._update_grid()
         self._place_ref_labels()
 
@@ -514,9 +540,10 @@ class HeartbeatChart(QWidget):
         QTimer.singleShot(0, self, self._place_controls)   # not after the chart is gone
 
     def _place_ref_labels(self) -> None:
-        w = self._window_s
-        for _line, label, where in self._ref_lines:
-            label.setPos(-w + where * w, label.pos().y())
+        """The reference lines' labels: on their line, ``where`` along it (pixels of the plot area)."""
+        width = self.area.width()
+        for ms, label, where in self._ref_lines:
+            label.setPos(where * width, math.floor(self.area.y_of(self._scale.to_view(ms))))
 
     def apply_fonts(self) -> None:
         """Re-apply fonts and colours after ``theme.apply`` changed the font scale or palette."""
@@ -530,7 +557,7 @@ class HeartbeatChart(QWidget):
         self.live.setFont(theme.mono_font(12.5))
         self.paused_label.setFont(big)
         self.paused_label.place()
-        for _line, label, _where in self._ref_lines:
+        for _ms, label, _where in self._ref_lines:
             label.setFont(axis_font)
         self._measure_axes()
 
@@ -559,7 +586,8 @@ class HeartbeatChart(QWidget):
         return color
 
     def _apply_colors(self) -> None:
-        """Background, axes, curve, reference lines from the current palette; run shading is redrawn."""
+        """Background, axes, curve, reference lines from the current palette; run shading is
+        restyled in place (the same spans and labels) and the plot area repainted."""
         dark = theme.is_dark()
         self.plot.setBackground(theme.BG)
         for name in ("left", "bottom"):
@@ -571,35 +599,23 @@ class HeartbeatChart(QWidget):
         grid.setAlpha(255)
         base = QColor(theme.BG)
         mix = 0.30 if dark else 0.12   # an opaque colour between background and text
-        self._grid.setPen(cosmetic_pen(QColor(
-            int(base.red() + (grid.red() - base.red()) * mix),
-            int(base.green() + (grid.green() - base.green()) * mix),
-            int(base.blue() + (grid.blue() - base.blue()) * mix))))
-        self._update_grid()
+        grid = QColor(int(base.red() + (grid.red() - base.red()) * mix),
+                      int(base.green() + (grid.green() - base.green()) * mix),
+                      int(base.blue() + (grid.blue() - base.blue()) * mix))
         lag_fill = QColor(theme.LAG_PEN)
         lag_fill.setAlpha(55 if dark else 40)
-        self.trace.setPen(cosmetic_pen(theme.LAG_PEN))
-        self.trace.setBrush(pg.mkBrush(lag_fill))
-        for line, label, _where in self._ref_lines:
-            self.plot.removeItem(line)
-            self.plot.removeItem(label)
+        self.area.set_look(QColor(theme.BG), grid, QColor(theme.LAG_PEN), lag_fill)
         self._ref_lines = []
-        for y, text, color_name, where, anchor in REF_LINES:
-            color = getattr(theme, color_name)
-            line = hline(self._scale.to_view(y), cosmetic_pen(color, Qt.PenStyle.DashLine))
-            line.setData(REF_MS, y)
-            line.setZValue(5)
-            label = Label(text, color, fill=self._label_fill(200), anchor=anchor)
+        for ms, text, color_name, where, anchor in REF_LINES:
+            label = PlateLabel(text, getattr(theme, color_name), fill=self._label_fill(200), anchor=anchor)
             label.setFont(self._axis_font)
-            label.setPos(0.0, self._scale.to_view(y))
-            label.setZValue(6)
-            self.plot.addItem(line, ignoreBounds=True)
-            self.plot.addItem(label, ignoreBounds=True)
-            self._ref_lines.append((line, label, where))
-        self._place_ref_labels()
+            self._ref_lines.append((ms, label, where))
+        self.area.set_fixed_labels([label for _ms, label, _where in self._ref_lines])
+        self._scale_to_area()             # the reference lines' colours, and their labels placed
+        self._update_grid()
         self.paused_label.update()   # its colours are read at paint time
         self._region_styles.clear()
-        # in place: removing and making again hundreds of items in view cost the toggle
+        # in place: removing and making again hundreds of runs in view cost the toggle
         # ~10 ms per 300 runs shown, and the next frame as much again
         for key, (region, label) in self._regions.items():
             kind = self._region_kind.get(key)
@@ -612,24 +628,29 @@ class HeartbeatChart(QWidget):
         if self.programs is not None:
             self.programs.restyle()
         self._legend_shown = None
+        self._drawn = None
 
     # --- drawing ----------------------------------------------------------------------
     def redraw(self) -> None:
         """One frame: curve, fill, y range, runs, now and then the live figures.
 
-        Only what changed is touched: when paused (the picture is frozen) the curve and the
-        range stay as they are unless the window or the plot's width changes; the y range
-        moves on a coarse ladder (``nice_top``)."""
+        Only what changed is touched: the plot area paints the columns new in view and those
+        where something changed (``ScrollPlot.show_frame``); when paused (the picture is
+        frozen) nothing moves unless the window, the scale or the plot's size changes; the y
+        range moves on a coarse ladder (``nice_top``)."""
         now = self._paused_at if self._paused_at is not None else time.perf_counter()
         w = self._window_s
-        columns = self._fold_in_ticks(now)
-        key = (self.heartbeat.count if self._paused_at is None else -1, now, self._columns_key)
+        columns, changed = self._fold_in_ticks(now)
+        dt = columns.dt
+        area = self.area
+        area.set_columns(dt)
+        k_now = math.floor(now / dt)
+        key = (self.heartbeat.count if self._paused_at is None else -1, k_now, self._columns_key)
         if key != self._drawn:
             self._drawn = key
-            x, y = columns.window(now - w, now)
-            x -= now
-            self._own_peak = float(y.max()) if y.size else 0.0
-            self.trace.set_data(x, self._scale.to_view(y))
+            cols, peaks = columns.held(k_now - max(1, area.width()), k_now)
+            self._own_peak = float(peaks.max()) if peaks.size else 0.0
+            self._shown = (cols, self._scale.to_view(peaks), now, dt)
         peak = self._own_peak
         if self.programs is not None:
             peak = max(peak, self.programs.draw(now, w, self._scale, self._top))
@@ -637,7 +658,8 @@ class HeartbeatChart(QWidget):
         want = nice_top(peak)
         if want > self._top_ms or want <= SHRINK_BELOW * self._top_ms:
             self._set_top(want)
-        self._draw_runs(now)
+        spans = self._draw_runs(now, k_now)
+        area.show_frame(k_now, self._shown[0], self._shown[1], changed, spans, self._labels_now)
 
         if self._frame % STATS_EVERY == 0:
             t, lag, _later = self._shown_ticks(w, now)
@@ -654,15 +676,17 @@ class HeartbeatChart(QWidget):
         keep = int(np.searchsorted(t, now, side="right"))
         return t[:keep], lag[:keep], t.size - keep
 
-    def _fold_in_ticks(self, now: float) -> ColumnMax:
-        """The per-column maxima for the current window and plot width, with every tick
-        shown (up to the pause while paused).
+    def _fold_in_ticks(self, now: float) -> tuple[ColumnMax, int | None]:
+        """The per-column maxima for the current window and plot width (a column per pixel),
+        with every tick shown (up to the pause while paused), and the first column whose
+        maximum changed since the last call (``None``: none; after new columns, the whole
+        picture is new anyway).
 
         New columns (a new window or width) are filled from the buffer once; after that
         each frame adds only the ticks that came since the last. While paused no tick is
         added; on resume the ones recorded meanwhile are."""
         w = self._window_s
-        n_cols = min(MAX_POINTS, max(100, int(self._vb_size[0])))
+        n_cols = self.area.width() if self.area.width() >= 2 else 100   # a column per pixel
         key = (w, n_cols)
         hb = self.heartbeat
         if key != self._columns_key:
@@ -674,33 +698,48 @@ class HeartbeatChart(QWidget):
             t, lag, later = self._shown_ticks(w + w / n_cols, now)
             self._columns.add(t, lag)
             self._seen = hb.count - later          # those after the pause: folded in on resume
-        elif hb.count != self._seen and self._paused_at is None:
+            return self._columns, None
+        if hb.count != self._seen and self._paused_at is None:
             t, lag = hb.between(self._seen, hb.count)
             self._seen = hb.count
-            self._columns.add(t, lag)
-        return self._columns
+            return self._columns, self._columns.add(t, lag)
+        return self._columns, None
 
-    def _draw_runs(self, now: float) -> None:
-        """Shade each run (and each self-measurement) in view; lay their labels out in rows."""
+    def shown_curve(self) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The curve shown: (seconds ago of each held column's start, its maximum in view
+        coordinates); ``(None, None)`` before the first frame."""
+        if self._shown is None:
+            return None, None
+        cols, y, now, dt = self._shown
+        return cols * dt - now, y
+
+    def shaded(self) -> list[Span]:
+        """The spans shaded now (runs, phases, the window's own stalls), in no order."""
+        return [span for span, _label in self._regions.values()]
+
+    def _draw_runs(self, now: float, k_now: int) -> list[Span]:
+        """Shade each run (and each self-measurement) in view; lay their labels out in rows.
+        Returns the spans in view (the labels to draw are left in ``_labels_now``)."""
         w = self._window_s
+        min_s = w / 400            # a very short run stays visible as a sliver
         seen = set()
-        placed = []   # (x0, label, priority) for the label layout, any order (LABEL_RUN first)
+        placed = []   # (x0 in pixels, label, priority) for the label layout, any order (LABEL_RUN first)
+        px0 = self.area.width() - 1 - k_now    # pixel x of absolute column k: k + px0
+        dt = self._columns.dt
         for rec in reversed(self.controller.records):
             end = rec.t_end if rec.t_end is not None else now
             if end < now - w:
                 break
             seen.add(rec.id)
             region, label = self._regions.get(rec.id) or self._new_region(rec)
-            x0, x1 = rec.t_start - now, end - now
-            x1 = max(x1, x0 + w / 400)  # a very short run stays visible as a sliver
-            self._set_region(region, x0, x1)
+            region.t0, region.t1, region.min_s = rec.t_start, min(end, now), min_s
             text = f"#{rec.id} {rec.label}"
             if rec.status == "done":
                 text += f"\nmax {rec.stats.max:,.0f} ms"
             elif rec.status != "running":
                 text += f"\n{rec.status}"
             label.set_text(text)
-            placed.append((x0, label, LABEL_RUN))
+            placed.append((math.floor(rec.t_start / dt) + px0, label, LABEL_RUN))
         explained: list[tuple[float, float]] = []   # the window's own stalls, labelled already
         for i, ph in enumerate(self.controller.phases):
             end = ph.t_end if ph.t_end is not None else now
@@ -713,8 +752,8 @@ class HeartbeatChart(QWidget):
             if key not in self._regions:
                 self._new_phase_region(key, ph.label)
             region, label = self._regions[key]
-            self._set_region(region, ph.t_start - now, end - now)
-            placed.append((ph.t_start - now, label, LABEL_PHASE))
+            region.t0, region.t1, region.min_s = ph.t_start, min(end, now), 0.0
+            placed.append((math.floor(ph.t_start / dt) + px0, label, LABEL_PHASE))
         if self._own and self._own_in_view(now - w):
             t, _lag = self.heartbeat.recent(w, now)
             for i, (label, t0, t1) in enumerate(self.own_spans(t)[:len(self._own)]):
@@ -727,13 +766,11 @@ class HeartbeatChart(QWidget):
                 if key not in self._regions:
                     self._new_phase_region(key, label)
                 region, text = self._regions[key]
-                self._set_region(region, t0 - now, max(end - now, t0 - now + w / 400))
-                placed.append((t0 - now, text, LABEL_PHASE))
+                region.t0, region.t1, region.min_s = t0, end, min_s
+                placed.append((math.floor(t0 / dt) + px0, text, LABEL_PHASE))
         for rid in [r for r in self._regions if r not in seen]:
-            region, label = self._regions.pop(rid)
+            self._regions.pop(rid)
             self._region_kind.pop(rid, None)
-            self.plot.removeItem(region)
-            self.plot.removeItem(label)
         blocks = set()
         for block in self.own_blocks:
             b_end = block.t_start + block.duration_ms / 1000.0
@@ -746,10 +783,12 @@ class HeartbeatChart(QWidget):
             label = self._block_labels.get(bid)
             if label is None:
                 label = self._block_labels[bid] = self._new_block_label(self.own_block_text(block))
-            placed.append((block.t_start - now, label, LABEL_BLOCK))
+            placed.append((math.floor(block.t_start / dt) + px0, label, LABEL_BLOCK))
         for bid in [b for b in self._block_labels if b not in blocks]:
-            self.plot.removeItem(self._block_labels.pop(bid))
+            self._block_labels.pop(bid)
         self._layout_labels(placed)
+        self._labels_now = [label for _ms, label, _where in self._ref_lines] + [p[1] for p in placed]
+        return [span for span, _label in self._regions.values()]
 
     def _own_in_view(self, t0: float) -> bool:
         """Can an own stall reach past ``t0``? (One still going, or one that ended less than the
@@ -758,14 +797,12 @@ class HeartbeatChart(QWidget):
         margin = MAX_PERIOD_MS / 1000.0
         return any(s.t_done is None or s.t_done > t0 - margin for s in self._own)
 
-    def _new_block_label(self, text: str) -> Label:
-        label = Label(text)
+    def _new_block_label(self, text: str) -> PlateLabel:
+        label = PlateLabel(text)
         self._style_block_label(label)
-        label.setZValue(20)
-        self.plot.addItem(label, ignoreBounds=True)
         return label
 
-    def _style_block_label(self, label: Label) -> None:
+    def _style_block_label(self, label: PlateLabel) -> None:
         label.set_colors(theme.REF_LONG, self._label_fill(200))
         font = QFont(self.font())
         font.setPointSizeF(theme.pt(10))
@@ -776,96 +813,76 @@ class HeartbeatChart(QWidget):
         """By priority (runs, then unexplained blocks, then phases and the window's own
         stalls), left to right within one, each label takes the highest row where it overlaps
         no label placed before it; else it hides. A run's label is never hidden to make room
-        for a start-up's or a toggle's."""
+        for a start-up's or a toggle's. (Pixels of the plot area, y downwards.)"""
         if not placed:      # nothing in view (an idle frame): no row to work out
             return
-        w = self._window_s
-        px = max(1.0, self._vb_size[0])
-        per_px = w / px
+        width, height = float(self.area.width()), float(max(1, self.area.height()))
         # a row is as tall as the tallest label (large type: taller than 15% of the chart)
-        span = self._top - self._scale.bottom
-        px_y = span / max(1.0, self._vb_size[1])
         tallest = max((label.size()[1] for _, label, _ in placed), default=0.0)
-        row_h = max(0.15 * span, (tallest + 2) * px_y)
-        rows = max(1, min(LABEL_ROWS, int(0.75 * span / row_h)))
+        row_h = max(0.15 * height, tallest + 2)
+        rows = max(1, min(LABEL_ROWS, int(0.75 * height / row_h)))
         taken: list[list[tuple[float, float]]] = [[] for _ in range(rows)]   # (x0, x1) per row
         # the reference lines' labels stay where they are: a run label takes another row
-        # rather than cover one (x0, x1, y0, y1 in view units; a reference label sits on its line)
-        fixed = [(r.pos().x(), r.pos().x() + r.size()[0] * per_px, r.pos().y(), r.pos().y() + r.size()[1] * px_y)
-                 for _line, r, _where in self._ref_lines if r.isVisible()]
+        # rather than cover one
+        fixed = [label.rect() for _ms, label, _where in self._ref_lines if label.isVisible()]
+        fixed = [(r.left(), r.left() + r.width(), r.top(), r.top() + r.height()) for r in fixed]
         for x0, label, _priority in sorted(placed, key=lambda p: (p[2], p[0])):
-            width = label.size()[0] * per_px
-            height = label.size()[1] * px_y
-            x = min(max(x0, -w), -width)   # keep the whole label inside the chart
+            lw, lh = label.size()
+            x = max(0.0, min(float(x0), width - lw))   # keep the whole label inside the chart
             for row in range(rows):
-                y = self._top - 0.01 * span - row_h * row
-                if not any(x < t1 and t0 < x + width for t0, t1 in taken[row]) and not any(
-                        x < fx1 and fx0 < x + width and y - height < fy1 and fy0 < y for fx0, fx1, fy0, fy1 in fixed):
-                    taken[row].append((x, x + width))
+                y = math.floor(0.01 * height + row_h * row)
+                if not any(x < t1 and t0 < x + lw for t0, t1 in taken[row]) and not any(
+                        x < fx1 and fx0 < x + lw and y < fy1 and fy0 < y + lh for fx0, fx1, fy0, fy1 in fixed):
+                    taken[row].append((x, x + lw))
                     label.setPos(x, y)
                     label.setVisible(True)
                     break
             else:
                 label.setVisible(False)
 
-    def _set_region(self, region: QGraphicsRectItem, x0: float, x1: float) -> None:
-        span = self._top - self._scale.bottom
-        rect = QRectF(x0, self._scale.bottom - span, x1 - x0, 3 * span)
-        if rect != region.rect():
-            region.setRect(rect)
-
     def _new_phase_region(self, key, text: str) -> None:
-        region = QGraphicsRectItem()
-        region.setZValue(-11)
-        label = Label(text.replace(" worker", "\nworker"))
+        label = PlateLabel(text.replace(" worker", "\nworker"))
+        region = Span(key, self._region_style(None)[0])
         self._style_phase_region(region, label)
-        label.setZValue(19)
-        self.plot.addItem(region, ignoreBounds=True)
-        self.plot.addItem(label, ignoreBounds=True)
         self._regions[key] = (region, label)
 
-    def _style_phase_region(self, region: QGraphicsRectItem, label: Label) -> None:
-        brush, pen, color, fill, font = self._region_style(None)
-        region.setBrush(brush)
-        region.setPen(pen)
+    def _style_phase_region(self, region: Span, label: PlateLabel) -> None:
+        style, color, fill, font = self._region_style(None)
+        region.style = style
         label.set_colors(color, fill)
         label.setFont(font)
 
     def _region_style(self, kind: str | None) -> tuple:
-        """(brush, pen, text colour, plate, font) of a run of ``kind``'s shading and label
-        (``None``: a phase or an own stall), made once per look (``_apply_colors`` forgets them)."""
+        """(span style, text colour, plate, font) of a run of ``kind``'s shading and label
+        (``None``: a phase or an own stall, under the grid), made once per look
+        (``_apply_colors`` forgets them)."""
         style = self._region_styles.get(kind)
         if style is None:
             font = QFont(self.font())
             if kind is None:
                 font.setPointSizeF(theme.pt(9))
-                style = (pg.mkBrush(*theme.PHASE_FILL), pg.mkPen(*theme.PHASE_EDGE, width=1),
+                style = (SpanStyle(QColor(*theme.PHASE_FILL), QColor(*theme.PHASE_EDGE), under_grid=True),
                          QColor(theme.MUTED), self._label_fill(190), font)
             else:
                 font.setPointSizeF(theme.pt(10))
                 font.setBold(True)
                 color = theme.kind_color(kind)
-                style = (pg.mkBrush(theme.kind_color(kind, 60)), pg.mkPen(theme.kind_color(kind, 160), width=1),
+                style = (SpanStyle(theme.kind_color(kind, 60), theme.kind_color(kind, 160), under_grid=False),
                          color if theme.is_dark() else color.darker(120), self._label_fill(190), font)
             self._region_styles[kind] = style
         return style
 
     def _new_region(self, rec):
-        region = QGraphicsRectItem()
-        region.setZValue(-10)
-        label = Label("")
+        label = PlateLabel("")
+        region = Span(rec.id, self._region_style(rec.kind)[0])
         self._style_run_region(rec.kind, region, label)
-        label.setZValue(20)
-        self.plot.addItem(region, ignoreBounds=True)
-        self.plot.addItem(label, ignoreBounds=True)
         self._regions[rec.id] = (region, label)
         self._region_kind[rec.id] = rec.kind
         return region, label
 
-    def _style_run_region(self, kind: str, region: QGraphicsRectItem, label: Label) -> None:
-        brush, pen, color, fill, font = self._region_style(kind)
-        region.setBrush(brush)
-        region.setPen(pen)
+    def _style_run_region(self, kind: str, region: Span, label: PlateLabel) -> None:
+        style, color, fill, font = self._region_style(kind)
+        region.style = style
         label.set_colors(color, fill)
         label.setFont(font)
 

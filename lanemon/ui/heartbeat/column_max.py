@@ -47,11 +47,13 @@ class ColumnMax:
         self._ids.fill(EMPTY)
         self.last_column = -1
 
-    def add(self, t: np.ndarray, lag: np.ndarray) -> None:
+    def add(self, t: np.ndarray, lag: np.ndarray) -> int | None:
         """Fold in ticks at times ``t`` (ascending, none before a tick already added) with
-        their ``lag``. Only the last ``capacity`` columns are kept."""
+        their ``lag``. Only the last ``capacity`` columns are kept. Returns the first column
+        the ticks touched (``None``: no tick)."""
         if t.size == 0:
-            return
+            return None
+        first = math.floor(float(t[0]) / self.dt)
         if t.size <= SMALL:      # a frame's few ticks: plain Python beats a dozen numpy calls
             dt, ids, peaks, mask = self.dt, self._ids, self._max, self._mask
             for ti, li in zip(t.tolist(), lag.tolist()):
@@ -63,7 +65,7 @@ class ColumnMax:
                 elif li > peaks[slot]:
                     peaks[slot] = li
                 self.last_column = k
-            return
+            return first
         k = np.floor(t / self.dt).astype(np.int64)
         if k[-1] - k[0] >= self.capacity:          # more than the ring holds: keep the newest
             keep = int(np.searchsorted(k, k[-1] - self.capacity + 1))
@@ -76,16 +78,22 @@ class ColumnMax:
         self._max[slots] = np.where(same, np.maximum(self._max[slots], peaks), peaks)
         self._ids[slots] = cols
         self.last_column = int(cols[-1])
+        return first
 
     def window(self, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:
         """``(column start times, maxima)`` of the columns from the one holding ``t0`` to
         the one holding ``t1`` that hold a tick, among the last ``capacity`` columns
         (counted back from the newest tick's); oldest first."""
-        k0, k1 = math.floor(t0 / self.dt), math.floor(t1 / self.dt)
+        cols, peaks = self.held(math.floor(t0 / self.dt), math.floor(t1 / self.dt))
+        return cols * self.dt, peaks
+
+    def held(self, k0: int, k1: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(column indices, maxima)`` of the columns ``k0..k1`` that hold a tick, among the
+        last ``capacity`` columns; oldest first."""
         k0 = max(k0, self.last_column - self.capacity + 1)   # only the newest columns are kept
         if k1 < k0:
-            return np.empty(0), np.empty(0)
+            return np.empty(0, dtype=np.int64), np.empty(0)
         cols = np.arange(k0, k1 + 1, dtype=np.int64)
         slots = cols & self._mask
         held = self._ids[slots] == cols
-        return cols[held] * self.dt, self._max[slots[held]]
+        return cols[held], self._max[slots[held]]

@@ -1,131 +1,130 @@
-"""The lag curve and the area under it, as one chart item with preallocated buffers.
+"""The lag curve and the area under it, drawn one pixel column at a time.
 
-``set_data(x, y)`` takes the curve in data coordinates (one point per pixel
-column, see ``column_max``); the item is meant for a pyqtgraph ``ViewBox``
-(``addItem(item, ignoreBounds=True)``). Per frame it writes the points into
-buffers it keeps (a few numpy operations, no Python loop over points) and
-paints with a handful of Qt calls:
+The chart's plot area (``scroll_plot``) paints only the pixel columns that are
+new or changed, into a ring it keeps; so every column must come out the same
+whether it is painted alone or with the whole picture. A polyline or a
+polygon clipped to a few columns does not guarantee that (Qt clips a line
+geometrically before it rasterizes it: a clipped steep segment can move by a
+pixel). Here each column is computed from the curve alone:
 
-- **the curve**: one ``drawPolyline`` of a polygon kept between frames and
-  written in place through a numpy view (no QPainterPath is built); 1-pixel pen.
-- **the fill**, down to the base (0 unless ``set_base`` moved it: a log
-  scale's floor), as a row of small polygons of ``CHUNK`` points.
-  Why not one polygon: Qt's raster engine fills a polygon scanline by
-  scanline, keeping every edge that crosses the line in a sorted list. Under
-  a flat lag curve nearly all ~1,200 edges cross each of the few scanlines
-  it covers, and one fill costs 2–3 ms. Consecutive chunks share a point and
-  give the same pixels as one polygon (non-antialiased fills of polygons that
-  share an edge neither overlap nor leave a gap; ``tests/test_lag_trace.py``
-  compares the two renderings) for a fraction of the cost. Every chunk has
-  the same number of points (the last repeats its final point), so the
-  polygons are allocated once and rewritten in place. A polygon's fill costs
-  about its edges times the scanlines they cross: under a noisy idle curve
-  (a few ms, 20-30 pixel rows) chunks of 32 points cost 0.9 ms per frame
-  where chunks of 96 cost 1.2 ms (the frame as it runs, measured
-  interleaved); 16 costs as much again in Python (twice the polygons to fill).
+- the curve is the piecewise-linear line through the held columns' points
+  ``(column, y)`` (pixel coordinates, y downwards; a point per held column);
+  column ``c`` draws it from ``c`` to ``c + 1`` (breakpoints lie only on
+  whole columns, so from its value at ``c`` to its value at ``c + 1``): a
+  vertical run of pixels that meets the next column's, so the line has no gap
+  however steep, and a sudden drop (the tick after a stall) is one straight
+  vertical line in the stall's column, as a step is drawn;
+- the fill under it covers the rows whose centre lies below the curve's value
+  at the column's centre, down to the base (what a polygon through the same
+  points fills: Qt fills the pixels whose centre is inside);
+- columns before the first point or after the last get nothing.
+
+Both are one ``drawRects`` per piece (the fill's, then the curve's in the
+pen's colour) of integer rectangles a column wide, which clip exactly.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
-import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt
+from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QBrush, QPainter, QPen
-from PySide6.QtWidgets import QGraphicsItem
 
-from lanemon.ui.kit.chart_items import BoundedItem
-
-CHUNK = 32    # segments per polygon (see the module docstring)
+SMALL = 24    # at most this many columns: computed in plain Python (a frame's few new columns)
 
 
-def chunk_index(n: int, chunk: int = CHUNK) -> np.ndarray:
-    """Point indices of each polygon, shape ``(chunks, chunk + 1)``: chunk ``i`` covers points
-    ``i*chunk .. i*chunk + chunk`` (neighbours share one point); the last repeats point ``n-1``."""
-    if n < 2:
-        return np.empty((0, chunk + 1), dtype=np.int64)
-    m = -(-(n - 1) // chunk)
-    idx = np.arange(m)[:, None] * chunk + np.arange(chunk + 1)[None, :]
-    return np.minimum(idx, n - 1)
+def _interp(x: float, xs: list, ys: list, j: int) -> tuple[float, int]:
+    """``np.interp(x, xs, ys)`` for ``xs[0] <= x <= xs[-1]``, bit for bit (the same operations in
+    the same order), searching from segment ``j`` on; also the segment found."""
+    last = len(xs) - 1
+    while j < last and xs[j + 1] <= x:
+        j += 1
+    if j == last or xs[j] == x:
+        return ys[j], j
+    slope = (ys[j + 1] - ys[j]) / (xs[j + 1] - xs[j])
+    return slope * (x - xs[j]) + ys[j], j
 
 
-class LagTrace(BoundedItem):
-    """A 1-pixel polyline through ``(x, y)`` over the area between it and ``y = 0``."""
+def _column_spans_small(xs: list, ys: list, lo: int, hi: int) -> tuple[list, list, list, list]:
+    cs, tops, bottoms, fills = [], [], [], []
+    x_first, x_last = xs[0], xs[-1]
+    j = 0
+    for c in range(max(lo, x_first), min(hi, x_last) + 1):
+        here, j = _interp(float(c), xs, ys, j)
+        there, _ = _interp(float(min(c + 1, x_last)), xs, ys, j)
+        cs.append(c)
+        tops.append(math.floor(min(here, there)))
+        bottoms.append(math.floor(max(here, there)))
+        fills.append(math.ceil(here - 0.5))
+    return cs, tops, bottoms, fills
 
-    def __init__(self, parent: QGraphicsItem | None = None) -> None:
-        super().__init__(parent)
+
+def column_spans(xs: np.ndarray, ys: np.ndarray, lo: int, hi: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """For the columns ``lo..hi`` the curve through ``(xs, ys)`` spans (``xs``: integer columns,
+    ascending; ``ys``: pixel rows, downwards): ``(column, first row of the curve, last row of the
+    curve, first row of the fill)``, integer arrays. (A few columns are computed in plain Python,
+    more with numpy: the same numbers.)"""
+    if xs.size and min(hi, int(xs[-1])) - max(lo, int(xs[0])) < SMALL:
+        return tuple(np.asarray(a, dtype=np.int64)
+                     for a in _column_spans_small(xs.tolist(), ys.tolist(), lo, hi))
+    return _column_spans_numpy(xs, ys, lo, hi)
+
+
+def _column_spans_numpy(xs: np.ndarray, ys: np.ndarray, lo: int, hi: int
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    empty = np.empty(0, dtype=np.int64)
+    if xs.size == 0:
+        return empty, empty, empty, empty
+    x_last = float(xs[-1])
+    c = np.arange(max(lo, int(xs[0])), min(hi, int(xs[-1])) + 1, dtype=np.int64)
+    if c.size == 0:
+        return empty, empty, empty, empty
+    cf = c.astype(np.float64)
+    xf = xs.astype(np.float64)
+    here = np.interp(cf, xf, ys)
+    there = np.interp(np.minimum(cf + 1.0, x_last), xf, ys)
+    top = np.floor(np.minimum(here, there)).astype(np.int64)
+    bottom = np.floor(np.maximum(here, there)).astype(np.int64)
+    fill = np.ceil(here - 0.5).astype(np.int64)
+    return c, top, bottom, fill
+
+
+class LagTrace:
+    """Paints the curve (a 1-pixel line) and the translucent fill under it down to ``base``
+    for a range of pixel columns (a painter helper, not a scene item)."""
+
+    def __init__(self) -> None:
         self._brush = QBrush()
         self._pen = QPen()
-        self._n = 0
-        self._line = pg.functions.create_qpolygonf(0)     # the curve's points
-        self._line_xy = pg.functions.ndarray_from_qpolygonf(self._line)
-        self._index_n = -1
-        self._index = chunk_index(0)
-        self._pool: list = []      # (QPolygonF of CHUNK + 3 points, its points as a numpy view)
-        self._polys = 0            # how many of the pool this frame fills
-        self._base = 0.0           # the fill goes down to this y
-        self.xData: np.ndarray | None = None   # what it was last given (pyqtgraph's names)
-        self.yData: np.ndarray | None = None
 
-    def setBrush(self, brush: QBrush) -> None:
+    def setBrush(self, brush) -> None:
         self._brush = QBrush(brush)
-        self.update()
 
     def setPen(self, pen: QPen) -> None:
         self._pen = QPen(pen)
-        self.update()
 
-    def set_base(self, y: float) -> None:
-        """Where the fill ends below the curve (data coordinates); takes effect on the next
-        ``set_data``."""
-        self._base = float(y)
-
-    def polygons(self) -> list:
-        """The fill's polygons of this frame (copies)."""
-        return [type(p)(p) for p, _ in self._pool[:self._polys]]
-
-    def set_data(self, x: np.ndarray, y: np.ndarray) -> None:
-        x = np.asarray(x, dtype=np.float64)
-        y = np.asarray(y, dtype=np.float64)
-        n = int(x.size)
-        self._n = n
-        self.xData, self.yData = x, y
-        if n < 2:
-            self._polys = 0
-            self.set_bounds(QRectF())
-            return
-        # the curve (resized only when the number of points changes)
-        if self._line_xy.shape[0] != n:
-            self._line.resize(n)
-            self._line_xy = pg.functions.ndarray_from_qpolygonf(self._line)
-        self._line_xy[:, 0] = x
-        self._line_xy[:, 1] = y
-        # the fill: every chunk's points, then down to the base at its last x and back at its first
-        if n != self._index_n:
-            self._index_n, self._index = n, chunk_index(n)
-        idx = self._index
-        m = idx.shape[0]
-        while len(self._pool) < m:
-            poly = pg.functions.create_qpolygonf(CHUNK + 3)
-            self._pool.append((poly, pg.functions.ndarray_from_qpolygonf(poly)))
-        block = np.empty((m, CHUNK + 3, 2), dtype=np.float64)
-        block[:, :CHUNK + 1, 0] = x[idx]
-        block[:, :CHUNK + 1, 1] = y[idx]
-        block[:, CHUNK + 1, 0] = x[idx[:, -1]]
-        block[:, CHUNK + 2, 0] = x[idx[:, 0]]
-        block[:, CHUNK + 1:, 1] = self._base
-        for i in range(m):
-            self._pool[i][1][:] = block[i]
-        self._polys = m
-        base = self._base
-        lo, hi = min(base, float(y.min())), max(base, float(y.max()))
-        self.set_bounds(QRectF(float(x[0]), lo, float(x[-1] - x[0]), hi - lo))
-
-    def paint(self, painter: QPainter, _option, _widget=None) -> None:
-        if self._n < 2:
-            return
+    def paint(self, painter: QPainter, xs: np.ndarray, ys: np.ndarray, lo: int, hi: int, base: int
+              ) -> tuple[list[int], list[int]]:
+        """Columns ``lo..hi`` of the curve through ``(xs, ys)`` and its fill down to row ``base``
+        (exclusive). Returns the columns that got something and the highest row painted in
+        each (the curve's or the fill's)."""
+        if xs.size == 0:
+            return [], []
+        if min(hi, int(xs[-1])) - max(lo, int(xs[0])) < SMALL:     # a frame's few columns
+            cs, tops, bottoms, fills = _column_spans_small(xs.tolist(), ys.tolist(), lo, hi)
+        else:
+            cs, tops, bottoms, fills = (a.tolist() for a in _column_spans_numpy(xs, ys, lo, hi))
+        if not cs:
+            return [], []
         painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(self._brush)
-        for poly, _ in self._pool[:self._polys]:
-            painter.drawPolygon(poly)
-        painter.setPen(self._pen)
-        painter.drawPolyline(self._line)
+        painter.drawRects([QRect(x, max(f, -1), 1, base - max(f, -1)) for x, f in zip(cs, fills) if f < base])
+        painter.setBrush(self._pen.color())
+        painter.drawRects([QRect(x, min(max(t, -1), base), 1, min(max(b, -1), base) - min(max(t, -1), base) + 1)
+                           for x, t, b in zip(cs, tops, bottoms)])
+        return cs, [min(t, f) for t, f in zip(tops, fills)]
+
+
+__all__ = ["LagTrace", "column_spans"]

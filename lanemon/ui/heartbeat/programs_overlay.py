@@ -1,19 +1,22 @@
 """Probed programs on the heartbeat chart: each one's lag as a line in its own colour.
 
-``ProgramsOverlay(plot, book)`` draws, for every program a ``ProbeBook`` knows
+``ProgramsOverlay(area, book)`` draws (over the chart's plot area, a
+``scroll_plot.ScrollPlot``: it is its ``overlay``, painted over the ring on
+each paint), for every program a ``ProbeBook`` knows
 (``lanemon.probe.book``), its p99 per summary (~10 a second) as a polyline in
 ``theme.program_color(index)`` (a stale program's in ``theme.PROGRAM_STALE``),
 and its blocks as bars along the bottom
 of the plot (from the block's start for its duration, ``BLOCK_STRIP`` of the
 plot's height), in the same colour.
 
-Cheap by construction: the items are Qt-painted (``chart_items.Curve`` /
-``Bars``) in the book's time coordinates (the receiver's clock:
-the book is made with ``time.perf_counter``, the chart's clock); a frame only
-moves them (``setPos(-now)``), and their paths are rebuilt only when the book
-changed (``book.version``), the scale or the axis top changed, at most every
-``REBUILD_EVERY`` frames. A rebuild reads each program's summaries of the
-shown window once (found by bisection: the book keeps ~2 minutes).
+Cheap by construction: the points are kept in the book's time coordinates
+(the receiver's clock: the book is made with ``time.perf_counter``, the
+chart's clock) and mapped to pixels with numpy on each paint (a polyline per
+stretch of summaries, one ``drawRects`` for the blocks); they are rebuilt
+only when the book changed (``book.version``), the scale or the axis top
+changed, at most every ``REBUILD_EVERY`` frames. A rebuild reads each
+program's summaries of the shown window once (found by bisection: the book
+keeps ~2 minutes).
 
 ``draw(now, window_s, scale, top_view)`` returns the highest p99 shown (ms),
 so the chart's y axis can make room for it; ``legend()`` says which program
@@ -26,10 +29,11 @@ from __future__ import annotations
 import bisect
 
 import numpy as np
-from PySide6.QtGui import QBrush, QColor
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF
+from PySide6.QtGui import QColor, QPainter, QPen
 
 from lanemon.ui.kit import theme
-from lanemon.ui.kit.chart_items import Bars, Curve, cosmetic_pen
 
 REBUILD_EVERY = 3         # frames between rebuilds at most (summaries come at ~10 a second)
 BLOCK_STRIP = 0.05        # of the plot's height: the block bars along the bottom
@@ -41,36 +45,57 @@ def _point_t(point) -> float:
 
 
 class _Items:
-    """The chart items of one program (a line, its block bars)."""
+    """What is drawn of one program: its line's points (NaN between summaries far apart),
+    its blocks' starts and ends, its colour."""
 
-    def __init__(self, plot) -> None:
-        self.curve = Curve(cosmetic_pen(theme.FG), connect="finite")
-        self.curve.setZValue(9)                    # under the window's own lag curve (10)
-        self.bars = Bars(QBrush(QColor(theme.FG)), cosmetic_pen(theme.FG))
-        self.bars.setZValue(9)
-        plot.addItem(self.curve, ignoreBounds=True)
-        plot.addItem(self.bars, ignoreBounds=True)
+    def __init__(self) -> None:
+        self.t = np.empty(0)
+        self.y = np.empty(0)        # view coordinates
+        self.x0 = np.empty(0)
+        self.x1 = np.empty(0)
+        self.strip = (0.0, 0.0)     # the blocks' bars: bottom and top, view coordinates
         self.color: str | None = None
+        self.pen = QPen()
+        self.fill = QColor()
 
     def style(self, color: QColor) -> None:
         if self.color == color.name():
             return
         self.color = color.name()
-        self.curve.setPen(cosmetic_pen(color))
-        fill = QColor(color)
-        fill.setAlpha(200)
-        self.bars.set_style(QBrush(fill), cosmetic_pen(color))
+        self.pen = QPen(color, 0)
+        self.fill = QColor(color)
+        self.fill.setAlpha(200)
 
-    def remove(self, plot) -> None:
-        plot.removeItem(self.curve)
-        plot.removeItem(self.bars)
+    def points(self) -> int:
+        return int(np.isfinite(self.y).sum())
+
+    def paint(self, p: QPainter, area) -> None:
+        if self.t.size > 1:
+            xs, ys = area.x_of(self.t), area.y_of(self.y)
+            finite = np.isfinite(ys)
+            # one polyline per stretch of finite points
+            edges = np.flatnonzero(np.diff(np.r_[False, finite, False].astype(np.int8)))
+            p.setPen(self.pen)
+            for a, b in zip(edges[::2], edges[1::2]):
+                if b - a > 1:
+                    poly = pg.functions.create_qpolygonf(int(b - a))
+                    arr = pg.functions.ndarray_from_qpolygonf(poly)
+                    arr[:, 0] = xs[a:b]
+                    arr[:, 1] = ys[a:b]
+                    p.drawPolyline(poly)
+        if self.x0.size:
+            lo, hi = area.y_of(self.strip[0]), area.y_of(self.strip[1])
+            xa, xb = area.x_of(self.x0), area.x_of(self.x1)
+            p.setPen(self.pen)
+            p.setBrush(self.fill)
+            p.drawRects([QRectF(float(a), float(hi), float(b - a), float(lo - hi)) for a, b in zip(xa, xb)])
 
 
 class ProgramsOverlay:
     """The probed programs' lag lines and block bars on one plot (see the module docstring)."""
 
-    def __init__(self, plot, book) -> None:
-        self._plot = plot
+    def __init__(self, area, book) -> None:
+        self._area = area                  # its overlay while a program is drawn (else None)
         self._book = book
         self._legend: tuple[tuple[str, str, bool], ...] = ()
         self._items: dict[tuple, _Items] = {}
@@ -95,7 +120,7 @@ class ProgramsOverlay:
     def points(self, key) -> int:
         """How many summaries the program's line was drawn through."""
         it = self._items.get(key)
-        return 0 if it is None else it.curve.path().elementCount()
+        return 0 if it is None else it.points()
 
     def restyle(self) -> None:
         """The palette changed: colours are applied again on the next draw."""
@@ -104,23 +129,28 @@ class ProgramsOverlay:
         self._drawn = None
 
     def clear(self) -> None:
-        for it in self._items.values():
-            it.remove(self._plot)
+        """Draw nothing more (another overlay takes the plot area)."""
         self._items.clear()
         self._drawn = None
+        if self._area.overlay == self.paint:
+            self._area.overlay = None
+        self._area.update()
+
+    def paint(self, painter: QPainter) -> None:
+        """Every program's line and blocks, in the plot area's pixels as of its last frame."""
+        for it in self._items.values():
+            it.paint(painter, self._area)
 
     def draw(self, now: float, window_s: float, scale, top_view: float) -> float:
-        """One frame: move every program's items to ``now``; rebuild them when due (see the
-        module docstring). Returns the highest p99 (ms) in the window at the last rebuild."""
+        """One frame: rebuild the points when due (see the module docstring); they are painted
+        where the plot area's frame puts them. Returns the highest p99 (ms) in the window at
+        the last rebuild."""
         key = (self._book.version, scale.log, top_view, window_s)
         self._frames += 1
         if key != self._drawn and (self._drawn is None or self._frames >= REBUILD_EVERY):
             self._frames = 0
             self._drawn = key
             self._rebuild(now, window_s, scale, top_view)
-        for it in self._items.values():
-            it.curve.setPos(-now, 0.0)
-            it.bars.setPos(-now, 0.0)
         return self._peak
 
     def _rebuild(self, now: float, window_s: float, scale, top_view: float) -> None:
@@ -136,7 +166,7 @@ class ProgramsOverlay:
             seen.add(key)
             it = self._items.get(key)
             if it is None:
-                it = self._items[key] = _Items(self._plot)
+                it = self._items[key] = _Items()
             color = QColor(theme.PROGRAM_STALE) if prog.stale else theme.program_color(prog.index)
             it.style(color)
             legend.append((f"{prog.name} · {prog.pid}", color.name(), prog.stale))
@@ -151,19 +181,18 @@ class ProgramsOverlay:
                     y = np.insert(y, gaps + 1, np.nan)
             if y.size:
                 peak = max(peak, float(np.nanmax(y)))
-                yv = scale.to_view(np.where(np.isnan(y), np.nan, np.maximum(y, 0.0)))
-                it.curve.setData(t, yv)
+                it.t, it.y = t, scale.to_view(np.where(np.isnan(y), np.nan, np.maximum(y, 0.0)))
             else:
-                it.curve.setData(t, y)
+                it.t, it.y = t, y
             blocks = book.blocks(key)       # few (the book keeps ~2 minutes): those out of view are clipped
             x0 = np.fromiter((b.t_start for b in blocks), dtype=np.float64, count=len(blocks))
             dur = np.fromiter((b.duration_ms / 1000.0 for b in blocks), dtype=np.float64, count=len(blocks))
-            it.bars.set_rects(x0, x0 + np.maximum(dur, window_s / 400), np.full(x0.size, bottom),
-                              np.full(x0.size, strip))
+            it.x0, it.x1, it.strip = x0, x0 + np.maximum(dur, window_s / 400), (bottom, strip)
         for key in [k for k in self._items if k not in seen]:
-            self._items.pop(key).remove(self._plot)
+            self._items.pop(key)
         self._peak = peak
         self._legend = tuple(legend)
+        self._area.overlay = self.paint if self._items else None
 
 
 __all__ = ["BLOCK_STRIP", "ProgramsOverlay"]

@@ -1,0 +1,626 @@
+"""The heartbeat chart's plot area: a plain widget painted from a scrolling backing image.
+
+Time runs along x as "seconds ago", in pixel columns anchored to time
+(column ``k`` holds ``k * dt <= t < (k + 1) * dt``, as ``column_max``): the
+newest column ``k_now`` is the rightmost pixel, column ``k`` is at
+``x = k - k_now + width - 1``. From one frame to the next the picture only
+shifts by the columns that became new, so ``ScrollPlot`` keeps what it
+painted in a ring of pixel columns (a ``QImage`` the plot's size; column
+``k`` is the ring's ``k mod width``) and per frame paints into it only:
+
+- the columns new in view,
+- the columns from the held column before the first one whose maximum changed
+  (the curve's last segment and its fill change with it),
+- the columns where a shaded span (a run, a phase, an own stall) appeared,
+  went, or moved an edge (a running run's right edge follows now).
+
+Each painted column gets everything that scrolls, in this order: the
+background, the spans of phases and own stalls, the horizontal grid, the
+runs' spans, the fill and the curve (``lag_trace``: computed column by
+column from the curve's points). Every column is painted by the same code
+whether one column or the whole ring is painted, and painting is clipped to
+whole columns, so the ring after any number of frames holds the same pixels
+as a full repaint of the same state (``tests/test_ui_chart_scroll.py``). The
+whole ring is repainted only when the y scale, the size, the look (theme),
+the columns' width (window) or the data's identity changes (``invalidate``).
+
+What does not scroll is drawn over the ring on each paint: the vertical
+"seconds ago" grid (fixed on screen, as the axis's ticks), the dashed
+reference lines (16.7 and 50 ms: fixed on screen too, so their dashes do not
+crawl), the labels (texts on plates, from cached pixmaps; placed by the
+chart) and an optional overlay (the probed programs' lines).
+
+On screen, most of the picture does not change as it shifts: above the
+curve's highest point every column is the same background and grid, or the
+same inside of a span. So a frame asks Qt to repaint only (``update_region``,
+``last_repaint``):
+
+- "skyline": the rows under the curve's highest point, before and now, in
+  blocks of ``BLOCK`` columns; the columns between where each span's edge was
+  and is; where each moving label was and is. The rest keeps its pixels.
+- "scroll", when that skyline would cover more than a quarter of the area (a
+  tall stall's ramp in view): the screen's pixels are moved
+  (``QWidget.scroll``) and only the columns painted into the ring this frame
+  and what stays in place (vertical grid, reference lines, their labels,
+  labels not moving with the picture) are repainted.
+- "whole": after a full repaint of the ring, or while an overlay is drawn.
+
+The widget is opaque (``WA_OpaquePaintEvent``): repainting it repaints
+nothing beneath, and it lies over the plot's ``QGraphicsView``, whose axes
+are repainted only when they change.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+
+import numpy as np
+from PySide6.QtCore import QLine, QPoint, QRect, QSize, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QImage, QPainter, QPen, QPixmap, QTransform
+from PySide6.QtWidgets import QWidget
+
+from lanemon.ui.heartbeat.lag_trace import LagTrace
+from lanemon.ui.kit import theme
+
+PAD = 3            # pixels of plate around a label's text
+BLOCK = 128        # columns per block of the repainted skyline (few, large rectangles: each costs)
+STEP = 8           # a block's top rounded up to this many rows (neighbours merge more often)
+
+
+class SpanStyle:
+    """How a span is shaded: a translucent ``fill``, its edges in ``edge``; ``under_grid``
+    (phases and the window's own stalls) under the grid lines, else (runs) over them."""
+
+    __slots__ = ("edge", "fill", "under_grid")
+
+    def __init__(self, fill: QColor, edge: QColor, under_grid: bool) -> None:
+        self.fill = QColor(fill)
+        self.edge = QColor(edge)
+        self.under_grid = bool(under_grid)
+
+    def brush(self) -> QBrush:
+        """The fill as a brush."""
+        return QBrush(self.fill)
+
+
+class Span:
+    """A shaded stretch of time, ``t0`` to ``t1`` (absolute seconds, the chart's clock), at
+    least ``min_s`` wide on screen. The chart keeps one per run, phase or own stall in view
+    and moves its ends; restyling (``style``) keeps the object."""
+
+    __slots__ = ("key", "min_s", "style", "t0", "t1")
+
+    def __init__(self, key, style: SpanStyle, t0: float = 0.0, t1: float = 0.0, min_s: float = 0.0) -> None:
+        self.key = key
+        self.style = style
+        self.t0 = float(t0)
+        self.t1 = float(t1)
+        self.min_s = float(min_s)
+
+
+class PlateLabel:
+    """Text (several lines allowed) on a plate, drawn from a pixmap made when its text, font or
+    colours change. ``anchor`` is the corner at ``pos``: (0, 0) top left, (0, 1) bottom left.
+    Positions and sizes are in the plot area's pixels."""
+
+    def __init__(self, text: str = "", color=None, fill: QColor | None = None,
+                 anchor: tuple[float, float] = (0.0, 0.0)) -> None:
+        self._text = str(text)
+        self._color = QColor(theme.FG if color is None else color)
+        self._fill = QColor(fill) if fill is not None else None
+        self._font = QFont()
+        self._anchor = anchor
+        self._pixmap: QPixmap | None = None
+        self._size = self._measure()
+        self._x = 0.0
+        self._y = 0.0
+        self._visible = True
+
+    def text(self) -> str:
+        return self._text
+
+    def set_text(self, text: str) -> None:
+        if text != self._text:
+            self._text = text
+            self._changed()
+
+    def setFont(self, font: QFont) -> None:
+        self._font = QFont(font)
+        self._changed()
+
+    def font(self) -> QFont:
+        return QFont(self._font)
+
+    def set_colors(self, color, fill: QColor | None = None) -> None:
+        """The text in ``color``, the plate in ``fill`` (``None``: no plate)."""
+        self._color = QColor(color)
+        self._fill = QColor(fill) if fill is not None else None
+        self._pixmap = None
+
+    def color(self) -> QColor:
+        return QColor(self._color)
+
+    def plate(self) -> QColor | None:
+        """The plate's colour (``None``: no plate)."""
+        return None if self._fill is None else QColor(self._fill)
+
+    def size(self) -> tuple[float, float]:
+        """Width and height in pixels, plate included."""
+        return self._size
+
+    def setPos(self, x: float, y: float) -> None:
+        self._x, self._y = float(x), float(y)
+
+    def pos(self) -> tuple[float, float]:
+        """Where its anchor corner is (pixels of the plot area)."""
+        return self._x, self._y
+
+    def rect(self) -> QRect:
+        """Where it is drawn (pixels of the plot area)."""
+        w, h = self._size
+        ax, ay = self._anchor
+        return QRect(round(self._x - ax * w), round(self._y - ay * h), int(w), int(h))
+
+    def isVisible(self) -> bool:
+        return self._visible
+
+    def setVisible(self, on: bool) -> None:
+        self._visible = bool(on)
+
+    def pixmap(self) -> QPixmap:
+        if self._pixmap is None:
+            w, h = self._size
+            pm = QPixmap(max(1, int(w)), max(1, int(h)))
+            pm.fill(self._fill if self._fill is not None else QColor(Qt.GlobalColor.transparent))
+            p = QPainter(pm)
+            p.setFont(self._font)
+            p.setPen(self._color)
+            p.drawText(QRect(PAD, PAD, int(w) - 2 * PAD, int(h) - 2 * PAD),
+                       int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop), self._text)
+            p.end()
+            self._pixmap = pm
+        return self._pixmap
+
+    def _measure(self) -> tuple[float, float]:
+        s = QFontMetrics(self._font).size(0, self._text) if self._text else QSize(0, 0)
+        return float(s.width() + 2 * PAD), float(s.height() + 2 * PAD)
+
+    def _changed(self) -> None:
+        self._size = self._measure()
+        self._pixmap = None
+
+
+class ScrollPlot(QWidget):
+    """The plot area (see the module docstring). The chart gives it the columns' width
+    (``set_columns``), the y range and grid (``set_scale``), the look (``set_look``), and per
+    frame the curve, the spans and the labels (``show_frame``)."""
+
+    resized = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent, True)
+        self.setAttribute(Qt.WidgetAttribute.WA_NoSystemBackground, True)
+        self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
+        self._ring: QImage | None = None
+        self._column_image: QImage | None = None   # background and grid of one column (_column)
+        self._tops = np.empty(0, dtype=np.int64)
+        self._screen_tops: np.ndarray | None = None   # last frame's, per screen column
+        self._padded = np.empty(0, dtype=np.int64)
+        self._painted_screen: list[tuple[int, int]] = []   # the screen columns painted this frame
+        #: how the last frame's picture reached the screen: "whole", "skyline" or "scroll"
+        self.last_repaint = ""
+        self._dt = 1.0
+        self._k: int | None = None           # the newest column shown (absolute)
+        self._top, self._bottom = 60.0, 0.0  # the y range, view coordinates
+        self._grid_views: list[float] = []   # horizontal grid lines, view coordinates
+        self._ref_views: list[tuple[float, QColor]] = []
+        self._grid_rows: list[int] = []
+        self._ref_lines: list[tuple[QPen, QLine]] = []
+        self._label_rects: list[tuple[PlateLabel, QRect]] = []   # the moving labels, where drawn last frame
+        self._overlay_seen = False           # was an overlay drawn last frame?
+        #: the rectangles the last frame asked to repaint (tests; None: none yet)
+        self.update_region: list[QRect] | None = None
+        self._vgrid_s: list[float] = []      # vertical grid lines, seconds ago
+        self._vlines: list[QLine] = []
+        self._bg = QColor(theme.BG)          # (set_look sets the chart's)
+        self._grid = QColor(theme.GRID)
+        self._trace = LagTrace()             # paints the fill and curve of a piece, pixel coordinates
+        self._cols = np.empty(0, dtype=np.int64)   # the held columns shown and their maxima (view)
+        self._ys = np.empty(0, dtype=np.float64)
+        self._painted_spans: dict = {}       # key -> (first column, last column, style)
+        self._labels: list[PlateLabel] = []
+        self._fixed_labels: list[PlateLabel] = []
+        self._full = True                    # the whole ring needs painting
+        self.overlay: Callable[[QPainter], None] | None = None   # drawn over everything, each paint
+        #: pixel columns painted into the ring so far (what tests count; no timing)
+        self.painted_columns = 0
+        #: full repaints of the ring so far
+        self.full_repaints = 0
+
+    # --- what the chart sets --------------------------------------------------------
+    def set_look(self, background: QColor, grid: QColor, pen: QColor, fill: QColor) -> None:
+        """Colours: background, grid lines, the lag curve and the translucent fill under it."""
+        self._bg, self._grid = QColor(background), QColor(grid)
+        self._trace.setPen(QPen(QColor(pen), 0))
+        self._trace.setBrush(QColor(fill))
+        self.invalidate()
+
+    def set_scale(self, bottom: float, top: float, grid: Iterable[float],
+                  refs: Iterable[tuple[float, QColor]]) -> None:
+        """The y range (view coordinates), the horizontal grid lines and the dashed reference
+        lines (view coordinate, colour) at those heights."""
+        self._bottom, self._top = float(bottom), float(top)
+        self._grid_views = [float(v) for v in grid]
+        self._ref_views = [(float(v), QColor(c)) for v, c in refs]
+        self._rows()
+        self.invalidate()
+
+    def set_columns(self, dt: float) -> None:
+        """Columns of ``dt`` seconds from now on (a new window or width): all is painted anew."""
+        if dt != self._dt:
+            self._dt = float(dt)
+            self.invalidate()
+
+    def set_fixed_labels(self, labels: list[PlateLabel]) -> None:
+        """Labels that stay where they are as the picture scrolls (the reference lines'):
+        the first ones of each frame's labels."""
+        self._fixed_labels = list(labels)
+
+    def set_time_grid(self, seconds_ago: Iterable[float]) -> None:
+        """Vertical grid lines at these seconds ago (fixed on screen)."""
+        self._vgrid_s = [float(s) for s in seconds_ago]
+        self._vlines_now()
+        self.update()
+
+    def invalidate(self) -> None:
+        """Paint the whole ring on the next frame (and the screen now)."""
+        self._full = True
+        self._column_image = None
+        self.update()
+
+    # --- geometry ----------------------------------------------------------------------
+    @property
+    def dt(self) -> float:
+        return self._dt
+
+    @property
+    def newest_column(self) -> int | None:
+        return self._k
+
+    def x_of(self, t: float) -> float:
+        """The pixel x of absolute time ``t`` (seconds), as of the last frame."""
+        k = self._k if self._k is not None else 0
+        return t / self._dt - k + self.width() - 1
+
+    def y_of(self, view):
+        """The pixel y of a view coordinate (a number or a numpy array)."""
+        return (self._top - view) * (self.height() / max(1e-12, self._top - self._bottom))
+
+    def labels(self) -> list[PlateLabel]:
+        """The labels drawn now (visible ones)."""
+        return [label for label in self._labels if label.isVisible()]
+
+    def ring(self) -> QImage | None:
+        """A copy of the ring in screen order (the newest column rightmost), what the
+        paint shows under the vertical grid and the labels."""
+        if self._ring is None or self._k is None:
+            return None
+        w, h = self._ring.width(), self._ring.height()
+        off = (self._k - w + 1) % w
+        out = QImage(w, h, self._ring.format())
+        p = QPainter(out)
+        p.drawImage(QPoint(0, 0), self._ring, QRect(off, 0, w - off, h))
+        if off:
+            p.drawImage(QPoint(w - off, 0), self._ring, QRect(0, 0, off, h))
+        p.end()
+        return out
+
+    # --- a frame -----------------------------------------------------------------------
+    def show_frame(self, k_now: int, cols: np.ndarray, ys: np.ndarray, changed_from: int | None,
+                   spans: Iterable[Span], labels: list[PlateLabel]) -> None:
+        """Shift to ``k_now`` (the newest column shown), with the held columns ``cols``
+        (ascending) and their maxima ``ys`` (view coordinates), the first column whose
+        maximum changed since the last frame (``None``: none did), the spans in view and the
+        labels to draw (placed in pixels). Paints what changed into the ring (see the module
+        docstring) and asks for a repaint."""
+        w, h = self.width(), self.height()
+        self._labels = labels
+        if w < 2 or h < 2:
+            self._k, self._cols, self._ys = k_now, cols, ys
+            return
+        if self._ring is None or self._ring.width() != w or self._ring.height() != h:
+            self._ring = QImage(w, h, QImage.Format.Format_ARGB32_Premultiplied)
+            self._tops = np.full(w, h, dtype=np.int64)   # per ring column: the highest row of the curve
+            self._screen_tops = None
+            self._rows()
+            self._vlines_now()
+            self._full = True
+        old_k = self._k
+        old_spans = self._painted_spans
+        self._k, self._cols, self._ys = k_now, cols, ys
+        first = k_now - w + 1                     # the oldest column in view
+        ranges: list[tuple[int, int]] = []
+        full = self._full or old_k is None or k_now - old_k >= w or k_now < old_k
+        if full:
+            ranges.append((first, k_now))
+            self.full_repaints += 1
+            self._full = False
+            self._painted_spans = {sp.key: self._span_cols(sp) for sp in spans}
+        else:
+            if k_now > old_k:
+                ranges.append((old_k + 1, k_now))
+            if changed_from is not None:
+                i = int(np.searchsorted(cols, changed_from)) - 1
+                ranges.append((int(cols[i]) if i >= 0 else first, k_now))
+            ranges.extend(self._span_changes(spans))
+        painted = self._paint_ranges(ranges, first, k_now)
+        self._ask_repaint(ys, old_spans, old_k, labels, full or painted >= w, painted > 0)
+
+    def _ask_repaint(self, ys: np.ndarray, old_spans: dict, old_k: int | None,
+                     labels: list[PlateLabel], full: bool, painted: bool) -> None:
+        """Ask to repaint what changed on screen as the picture shifted (see the module
+        docstring): all of it after a full repaint of the ring or with an overlay; else the
+        band from the curve's highest point (this frame's or the last's) down, the columns
+        between where each span's edge was and is, and where the moving labels were and are.
+        The rest of the screen shows what it showed: uniform along x (background, grid, a
+        span's inside), so the same after a shift."""
+        w, h = self.width(), self.height()
+        ring_x = (self._k - w + 1) % w                     # the ring's column at screen x = 0
+        tops = np.concatenate((self._tops[ring_x:], self._tops[:ring_x]))
+        before_tops, self._screen_tops = self._screen_tops, tops
+        moving = [(label, label.rect()) for label in labels[len(self._fixed_labels):] if label.isVisible()]
+        before, self._label_rects = self._label_rects, moving
+        overlay, self._overlay_seen = self._overlay_seen, self.overlay is not None
+        if full or old_k is None or overlay or self._overlay_seen or before_tops is None or before_tops.size != w:
+            self.update_region = [QRect(0, 0, w, h)]
+            self.last_repaint = "whole"
+            self.update()
+            return
+        shift = self._k - old_k
+        if shift > 0 and self._scroll_cheaper(before_tops, tops, w, h):
+            self._scroll_screen(shift, before, moving)
+            return
+        region = []
+        if self._k != old_k or painted:
+            # the curve's skyline, before and now, in blocks of BLOCK columns: rows from the
+            # higher of the two down changed (the fill goes down to the bottom)
+            padded = self._padded
+            if padded.size != w + (-w) % BLOCK:
+                padded = self._padded = np.empty(w + (-w) % BLOCK, dtype=np.int64)
+            padded[w:] = h
+            np.minimum(before_tops, tops, out=padded[:w])
+            blocks = (padded.reshape(-1, BLOCK).min(axis=1) // STEP * STEP).tolist()
+            x = 0
+            while x < len(blocks):
+                top = blocks[x]
+                end = x + 1
+                while end < len(blocks) and blocks[end] == top:
+                    end += 1
+                if top < h:
+                    region.append(QRect(x * BLOCK, top, (end - x) * BLOCK, h - top))
+                x = end
+        off_old, off_new = w - 1 - old_k, w - 1 - self._k
+        new = self._painted_spans
+        for key in old_spans.keys() | new.keys():
+            o, n = old_spans.get(key), new.get(key)
+            if o is not None and n is not None and o[2] is n[2]:
+                for co, cn in ((o[0], n[0]), (o[1], n[1])):
+                    xo, xn = co + off_old, cn + off_new
+                    if xo != xn:
+                        region.append(QRect(min(xo, xn), 0, abs(xo - xn) + 1, h))
+                continue
+            for cols, off in ((o, off_old), (n, off_new)):
+                if cols is not None:
+                    region.append(QRect(cols[0] + off, 0, cols[1] - cols[0] + 1, h))
+        was = {id(label): r for label, r in before}
+        for label, r in moving:                        # where each label was and is: one rectangle
+            old = was.pop(id(label), None)
+            region.append(r if old is None else r.united(old))
+        region += was.values()                         # labels no longer shown
+        self.update_region = region
+        self.last_repaint = "skyline"
+        for r in region:                  # Qt gathers them (and clips them to the widget)
+            self.update(r)
+
+    def _scroll_cheaper(self, before_tops: np.ndarray, tops: np.ndarray, w: int, h: int) -> bool:
+        """Would the skyline repaint (rows under the curve, before and now) cover more than a
+        quarter of the area? Then moving the screen's pixels costs less."""
+        return int((h - np.minimum(before_tops, tops)).sum()) > (w * h) // 4
+
+    def _scroll_screen(self, shift: int, before: list, moving: list) -> None:
+        """Move the shown pixels ``shift`` columns left (``QWidget.scroll``: the window's
+        backing store is moved, the columns that came in are repainted) and repaint what does
+        not move with the picture: the columns painted into the ring this frame, the vertical
+        grid lines and the reference lines (fixed on screen), the fixed labels, and the moving
+        labels that moved otherwise than with the picture."""
+        w, h = self.width(), self.height()
+        rects = [QRect(xa, 0, xb - xa + 1, h) for xa, xb in self._painted_screen]
+        rects += [QRect(line.x1() - shift, 0, shift + 1, h) for line in self._vlines]
+        rects += [QRect(0, line.y1(), w, 1) for _pen, line in self._ref_lines]
+        rects += [label.rect().adjusted(-shift, 0, 0, 0) for label in self._fixed_labels if label.isVisible()]
+        was = {id(label): r for label, r in before}
+        for label, r in moving:
+            old = was.pop(id(label), None)
+            if old is None or old.translated(-shift, 0) != r:
+                rects.append(r)
+                if old is not None:
+                    rects.append(old.translated(-shift, 0))
+        rects += [r.translated(-shift, 0) for r in was.values()]   # labels no longer shown
+        self.scroll(-shift, 0)
+        for r in rects:
+            self.update(r)
+        self.update_region = [QRect(w - shift, 0, shift, h), *rects]
+        self.last_repaint = "scroll"
+
+    def _span_cols(self, sp: Span) -> tuple[int, int, SpanStyle]:
+        dt = self._dt
+        c0 = math.floor(sp.t0 / dt)
+        c1 = max(math.floor(sp.t1 / dt), math.floor((sp.t0 + sp.min_s) / dt))
+        return c0, c1, sp.style
+
+    def _span_changes(self, spans: Iterable[Span]) -> list[tuple[int, int]]:
+        """The column ranges a span's change touches (its edges moved, it came or went)."""
+        out = []
+        now = {}
+        old = self._painted_spans
+        for sp in spans:
+            c0, c1, style = cur = self._span_cols(sp)
+            now[sp.key] = cur
+            was = old.get(sp.key)
+            if was == cur:
+                continue
+            if was is None or was[2] is not style:
+                out.append((c0, c1))
+                if was is not None:
+                    out.append((was[0], was[1]))
+                continue
+            if was[0] != c0:
+                out.append((min(was[0], c0), max(was[0], c0)))
+            if was[1] != c1:
+                out.append((min(was[1], c1), max(was[1], c1)))
+        for key, was in old.items():
+            if key not in now:
+                out.append((was[0], was[1]))
+        self._painted_spans = now
+        return out
+
+    def _paint_ranges(self, ranges: list[tuple[int, int]], first: int, last: int) -> int:
+        """Paint the column ranges (absolute, inclusive) into the ring, clipped to those in view;
+        returns how many columns were painted."""
+        merged: list[list[int]] = []
+        self._painted_screen = []
+        for a, b in sorted((max(a, first), min(b, last)) for a, b in ranges):
+            if a > b:
+                continue
+            if merged and a <= merged[-1][1] + 1:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        if not merged:
+            return 0
+        w = self._ring.width()
+        self._painted_screen = [(a - last + w - 1, b - last + w - 1) for a, b in merged]
+        count = 0
+        p = QPainter(self._ring)
+        try:
+            for a, b in merged:
+                # screen x of column k: k - last + w - 1; the ring's x: k mod w (maybe two pieces)
+                while a <= b:
+                    ia = a % w
+                    n = min(b - a + 1, w - ia)
+                    xa = a - last + w - 1
+                    p.setTransform(QTransform.fromTranslate(ia - xa, 0))
+                    p.setClipRect(QRect(xa, 0, n, self._ring.height()))
+                    self._paint_piece(p, xa, xa + n - 1, last)
+                    self.painted_columns += n
+                    count += n
+                    a += n
+        finally:
+            p.end()
+        return count
+
+    def _paint_piece(self, p: QPainter, xa: int, xb: int, last: int) -> None:
+        """Everything that scrolls, for screen columns ``xa..xb`` (the painter clips to them)."""
+        w, h = self.width(), self.height()
+        n = xb - xa + 1
+        shift = (xa - (w - 1 - last)) % w - xa        # the piece lies in the ring in one stretch
+        self._tops[xa + shift:xa + shift + n] = h             # no curve (until painted below)
+        off = w - 1 - last                        # screen x of column k: k + off
+        here = [(c0 + off, c1 + off, style) for c0, c1, style in self._painted_spans.values()
+                if c1 + off >= xa and c0 + off <= xb]
+        if not any(style.under_grid for _x0, _x1, style in here):
+            # background and grid: a column made once per look and scale, stretched (1:1 rows)
+            p.drawImage(QRect(xa, 0, n, h), self._column())
+        else:
+            p.fillRect(QRect(xa, 0, n, h), self._bg)
+            self._paint_spans(p, here, True, h)
+            for row in self._grid_rows:
+                p.fillRect(QRect(xa, row, n, 1), self._grid)
+        self._paint_spans(p, here, False, h)
+        # the fill and the curve: from the held point before xa to the one after xb
+        cols = self._cols
+        if cols.size:
+            i0 = max(0, int(np.searchsorted(cols, xa - off)) - 1)
+            i1 = min(cols.size, int(np.searchsorted(cols, xb - off, side="right")) + 1)
+            if i1 > i0:
+                cs, tops = self._trace.paint(p, cols[i0:i1] + off, self.y_of(self._ys[i0:i1]), xa, xb, h)
+                ring = self._tops
+                for c, top in zip(cs, tops):         # the ring's column of screen x: its x + shift
+                    ring[c + shift] = max(top, 0)
+
+    @staticmethod
+    def _paint_spans(p: QPainter, spans: list, under_grid: bool, h: int) -> None:
+        for x0, x1, style in spans:
+            if style.under_grid != under_grid:
+                continue
+            p.fillRect(QRect(x0, 0, x1 - x0 + 1, h), style.fill)
+            p.fillRect(QRect(x0, 0, 1, h), style.edge)
+            if x1 != x0:
+                p.fillRect(QRect(x1, 0, 1, h), style.edge)
+
+    def _column(self) -> QImage:
+        """One column of background and horizontal grid (made when the look, scale or height
+        changes)."""
+        h = self.height()
+        image = self._column_image
+        if image is None or image.height() != h:
+            image = QImage(1, max(1, h), QImage.Format.Format_ARGB32_Premultiplied)
+            image.fill(self._bg)
+            for row in self._grid_rows:
+                image.setPixelColor(0, row, self._grid)
+            self._column_image = image
+        return image
+
+    def _rows(self) -> None:
+        h = self.height()
+        self._column_image = None
+        rows = [int(math.floor(self.y_of(v))) for v in self._grid_views]
+        self._grid_rows = [r for r in rows if 0 <= r < h]
+        w = self.width()
+        self._ref_lines = []
+        for v, color in self._ref_views:
+            row = int(math.floor(self.y_of(v)))
+            if 0 <= row < h:
+                self._ref_lines.append((QPen(color, 0, Qt.PenStyle.DashLine), QLine(0, row, w - 1, row)))
+
+    def _vlines_now(self) -> None:
+        w, h = self.width(), self.height()
+        xs = [round(w - 1 - s / self._dt) for s in self._vgrid_s]
+        self._vlines = [QLine(x, 0, x, h - 1) for x in xs if 0 <= x < w]
+
+    # --- Qt ----------------------------------------------------------------------------
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._rows()
+        self._vlines_now()
+        self._full = True
+        self.resized.emit()
+
+    def paintEvent(self, event) -> None:
+        p = QPainter(self)
+        ring, k = self._ring, self._k
+        w, h = self.width(), self.height()
+        if ring is None or k is None or ring.width() != w or ring.height() != h:
+            p.fillRect(self.rect(), self._bg)
+        else:
+            off = (k - w + 1) % w
+            p.drawImage(QPoint(0, 0), ring, QRect(off, 0, w - off, h))
+            if off:
+                p.drawImage(QPoint(w - off, 0), ring, QRect(0, 0, off, h))
+        if self._vlines:
+            p.setPen(QPen(self._grid, 0))
+            p.drawLines(self._vlines)
+        for pen, line in self._ref_lines:
+            p.setPen(pen)
+            p.drawLine(line)
+        if self.overlay is not None:
+            self.overlay(p)
+        for label in self._labels:
+            if label.isVisible():
+                p.drawPixmap(label.rect().topLeft(), label.pixmap())
+        p.end()
+
+
+__all__ = ["PlateLabel", "ScrollPlot", "Span", "SpanStyle"]
