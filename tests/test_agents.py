@@ -176,6 +176,35 @@ async def test_agents_on_local_lanes_run_one_workspace_twice_at_once(store):
     assert dump["history"] == [] and dump["ledger"] == []
 
 
+async def test_a_job_taken_but_not_adopted_is_given_back_not_kept_reserved(store, monkeypatch):
+    """A job the agent reserved but could not adopt (still live in it: the store re-queued it
+    while its final save failed) goes back at once; the keeper renews every reservation of the
+    session, so before, such a job stayed reserved by an agent that did not know it, and no
+    agent ever ran it (seen with a server restart in tests/test_agents_processes.py)."""
+    from lanemon.lanes import Scheduler
+
+    real = Scheduler.adopt
+    refused: list[int] = []
+
+    def adopt(self, queue, record, work=None):
+        if not refused:                       # the first job offered: "still live here"
+            refused.append(record.id)
+            return False
+        return real(self, queue, record, work)
+
+    monkeypatch.setattr(Scheduler, "adopt", adopt)
+    agents = Agents(store.url.text)
+    try:
+        agents.start("a")
+        ids = await store.submit([JobSpec("w", "reservations", seconds=0.05)] * 3)
+        dump = await _until(store, _all_terminal(3), "every job terminal, the one refused too")
+        (stats,) = (await agents.stop("a")).values()
+    finally:
+        await agents.close()
+    assert refused == [ids[0]] and sorted(stats.finished) == ids
+    assert all(j["taken_by"] is None for j in dump["jobs"])
+
+
 async def test_an_agent_that_loses_its_store_stops_taking_jobs_says_so_and_comes_back(store, monkeypatch):
     down = asyncio.Event()
     real = SqliteBackend.take_jobs

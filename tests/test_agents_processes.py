@@ -43,7 +43,7 @@ from postgres import skip_or_fail
 from procs import LoggedProcesses, wait_until_none_left
 
 import lanemon
-from lanemon.agents.audit import audit
+from lanemon.agents.audit import TERMINAL, audit
 from lanemon.procs import alive, children
 from lanemon.store.sql.backend import JobSpec
 from lanemon.store.url import StoreError
@@ -450,7 +450,13 @@ async def test_agents_that_lose_the_server_say_so_come_back_and_never_write_with
                 raise AssertionError(agents.log("p1") + agents.log("p2"))
             await asyncio.sleep(0.1)
         while audit(dump := await _dump_through(store)).not_terminal:
-            assert time.monotonic() < deadline, "not every job terminal"
+            if time.monotonic() > deadline:
+                for name in ("p1", "p2"):
+                    agents.signal(name, signal.SIGUSR1)  # (where each task waits, in its log)
+                await asyncio.sleep(1)
+                stuck = [j for j in dump["jobs"] if j["state"] not in TERMINAL]
+                raise AssertionError(f"not every job terminal: {stuck}\nlanes: {dump['lanes']}\n"
+                                     f"sessions: {dump.get('sessions')}\n" + agents.log("p1") + agents.log("p2"))
             await asyncio.sleep(0.05)
         for name in ("p1", "p2"):
             agents.signal(name, signal.SIGTERM)

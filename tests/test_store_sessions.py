@@ -397,6 +397,27 @@ async def test_a_big_submit_to_a_new_postgresql_store_leaves_the_planner_statist
         await store.close()
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_give_back_jobs_by_id_ends_those_reservations_of_this_session_only(request, engine):
+    """``give_back_jobs(ids)`` frees the jobs ``ids`` this session reserved, and nothing else:
+    not its other reservations, not another session's (an agent gives back the jobs of a take
+    it could not adopt: the keeper would renew them forever)."""
+    store = await open_test_store(request, engine)
+    other = await _second(store, "b")
+    try:
+        ids = await store.submit([JobSpec(f"w{i}", "reservations") for i in range(4)])
+        mine = [j.record.id for j in await store.take_jobs(["reservations"], 2)]
+        theirs = [j.record.id for j in await other.take_jobs(["reservations"], 2)]
+        assert mine == ids[:2] and theirs == ids[2:]
+        assert await store.give_back_jobs([ids[1], ids[2]]) == 1       # its own ids[1]; not ids[2]
+        taken = _taken(await store.dump())
+        assert taken == {ids[0]: store.session, ids[1]: None, ids[2]: other.session, ids[3]: other.session}
+        assert await store.give_back_jobs([]) == 0
+    finally:
+        await other.close()
+        await store.close()
+
+
 async def test_a_reservation_is_no_news_for_the_change_feed(request):
     store = await open_test_store(request, "sqlite")
     try:

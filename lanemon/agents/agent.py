@@ -11,7 +11,8 @@ How it takes jobs
   (``SqlStore.take_jobs(queues, limit)``: one atomic statement -- SQLite an
   ``UPDATE ... RETURNING`` inside ``BEGIN IMMEDIATE``, PostgreSQL ``FOR UPDATE
   SKIP LOCKED`` -- that marks up to ``limit`` jobs no session holds, or whose
-  reservation ran out, as this session's, lowest ids first). Two agents never
+  reservation ran out, as this session's, lowest ids first, from its fair
+  share of the workspaces: see ``SqlStore.take_jobs``). Two agents never
   reserve one job at once, so each job is adopted by one agent, not by all of
   them (with every agent adopting every queued job it saw, each job cost N-1
   refused ``running`` saves and jobs/s fell as agents were added). At most
@@ -21,7 +22,10 @@ How it takes jobs
   fewer do (a job started), else every :data:`POLL_S` (an idle agent's look
   takes no write lock on SQLite: a read first).
 * Each job reserved enters its queue with ``Scheduler.adopt`` (no save: it is
-  already stored). Its reservation lasts one lease of the store and the
+  already stored); one it cannot adopt (still live here: re-queued by the
+  store while its final save failed) is given back at once
+  (``give_back_jobs(ids)``), or the keeper would renew its reservation and
+  keep it from every agent. Its reservation lasts one lease of the store and the
   keeper renews it with the lanes while the job is ``queued``; it ends when
   the job is saved (``running``). **A reservation decides nothing about
   running**: the job's ``running`` save still goes through the store's
@@ -406,11 +410,20 @@ class _Agent:
                         stats.lost_s += away
                         self._say(self._name, f"store back after {away:.1f} s: taking jobs again")
                     relapse_until = time.monotonic() + RELAPSE_S
+                refused = []
                 for job in page:
-                    if sched.closed or stop.is_set():
-                        break
-                    if sched.adopt(job.record.queue, job.record, work_for(job.spec)):
+                    if not (sched.closed or stop.is_set()) and sched.adopt(job.record.queue, job.record,
+                                                                           work_for(job.spec)):
                         found += 1
+                    else:
+                        refused.append(job.record.id)
+                if refused and not local:
+                    # a reservation not adopted goes back at once: the keeper renews every
+                    # reservation of the session, so one kept unknowingly (a job still live here,
+                    # re-queued by the store while its final save failed) would stay out of
+                    # everyone's reach (a stopping agent gives back all of them anyway)
+                    with contextlib.suppress(StoreError):
+                        await store.give_back_jobs(refused)
                 if local:
                     cursor = page[-1].record.id if page and len(page) == room else 0
             self._publish(store)

@@ -43,7 +43,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from lanemon.events import EventHub
@@ -162,9 +162,13 @@ class SqlStore:
         other sessions from taking the same jobs."""
         return await self.backend.take_jobs(list(queues), limit)
 
-    async def give_back_jobs(self) -> int:
-        """End every reservation of this session (its jobs stay ``queued``, free for others)."""
-        return await self.backend.give_back_jobs()
+    async def give_back_jobs(self, ids: Iterable[int] | None = None) -> int:
+        """End every reservation of this session, or those of the jobs ``ids`` only (their jobs
+        stay ``queued``, free for others); returns how many ended. A taker gives back the jobs
+        of a take it could not adopt (one still live in it: re-queued by the store while its
+        final save failed): the keeper renews every reservation of the session, so one kept
+        unknowingly would keep its job from everyone."""
+        return await self.backend.give_back_jobs(None if ids is None else [int(i) for i in ids])
 
     # -- outside occupancy (checked inside every claim, by the store) ----------------------
     async def mark_busy(self, workspace: str, reason: str = "outside") -> bool:

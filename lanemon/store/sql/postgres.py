@@ -453,6 +453,8 @@ _SQL = {
     # taking sessions; this session's own workspaces first, then those nobody uses, lowest job first.
     "give_back": "WITH g AS (UPDATE lanemon.jobs SET taken_by = NULL, taken_until = NULL "
                  "WHERE taken_by = %s::text RETURNING 1) SELECT count(*) FROM g",
+    "give_back_some": "WITH g AS (UPDATE lanemon.jobs SET taken_by = NULL, taken_until = NULL "
+                      "WHERE taken_by = %s::text AND id = ANY (%s::bigint[]) RETURNING 1) SELECT count(*) FROM g",
     "clock": "SELECT lanemon.clock(%s::float8)",
     "load": f"SELECT {JOB_COLS} FROM lanemon.jobs WHERE id = %s::bigint",
     "lanes": f"SELECT {LANE_COLS} FROM lanemon.lanes ORDER BY name, workspace",
@@ -810,9 +812,12 @@ class PostgresBackend(BackendSession):
         rows = await self._call(_take_sql(len(queues)), params)
         return sorted((stored_job(r) for r in rows), key=lambda j: j.record.id)
 
-    async def give_back_jobs(self) -> int:
-        """End this session's reservations (others may take those jobs now)."""
-        return int((await self._call(_SQL["give_back"], (self.session,), fetch="one"))[0])
+    async def give_back_jobs(self, ids: list[int] | None = None) -> int:
+        """End this session's reservations, or those of the jobs ``ids`` (others may take those
+        jobs now)."""
+        if ids is None:
+            return int((await self._call(_SQL["give_back"], (self.session,), fetch="one"))[0])
+        return int((await self._call(_SQL["give_back_some"], (self.session, ids), fetch="one"))[0])
 
     @property
     def lock_pid(self) -> int | None:

@@ -449,10 +449,11 @@ class SqliteBackend(BackendSession):
                                 "alive": now - STALE_SESSION_LEASES * self.lease, "head": TAKE_HEAD}).fetchall()
         return sorted((stored_job(r) for r in rows), key=lambda j: j.record.id)
 
-    async def give_back_jobs(self) -> int:
-        """End this session's reservations of queued jobs (others may take them now)."""
+    async def give_back_jobs(self, ids: list[int] | None = None) -> int:
+        """End this session's reservations of queued jobs, or those of the jobs ``ids`` (others
+        may take them now)."""
         with self._tx() as cur:
-            return _give_back(cur, self.session)
+            return _give_back(cur, self.session, ids)
 
     # -- everything --------------------------------------------------------------------
     async def dump(self) -> dict[str, Any]:
@@ -517,8 +518,15 @@ def _head(n_queues: int) -> str:
         f"WHERE state='queued' AND queue = :q{i} ORDER BY state, queue, id LIMIT :head)" for i in range(n_queues))
 
 
-def _give_back(cur: sqlite3.Cursor, session: str) -> int:
-    return cur.execute("UPDATE jobs SET taken_by=NULL, taken_until=NULL WHERE taken_by=?", (session,)).rowcount
+def _give_back(cur: sqlite3.Cursor, session: str, ids: list[int] | None = None) -> int:
+    if ids is None:
+        return cur.execute("UPDATE jobs SET taken_by=NULL, taken_until=NULL WHERE taken_by=?", (session,)).rowcount
+    n = 0
+    for i in range(0, len(ids), 500):
+        part = ids[i:i + 500]
+        n += cur.execute(f"UPDATE jobs SET taken_by=NULL, taken_until=NULL WHERE taken_by=? "
+                         f"AND id IN ({', '.join('?' * len(part))})", (session, *part)).rowcount
+    return n
 
 
 def _lost_owner(cur: sqlite3.Cursor, epoch: int, owner: str, why: str, now: float) -> None:
