@@ -41,3 +41,22 @@ class FakeHeartbeat:
     def recent(self, seconds: float, now: float):
         keep = self.t >= now - seconds          # like Heartbeat.recent: up to the newest tick
         return self.t[keep], self.lag[keep]
+
+
+def shown_chart(qtbot, hb, *, phases=None, size=(900, 320), redraw=True):
+    """A ``HeartbeatChart`` of ``hb`` shown at ``size`` (its controller has no run and the
+    ``phases`` list given), after its first frame unless ``redraw`` is false; returns
+    ``(chart, controller)``."""
+    from types import SimpleNamespace
+
+    from lanemon.ui.heartbeat.chart import HeartbeatChart
+
+    controller = SimpleNamespace(records=[], phases=[] if phases is None else phases,
+                                 machine=SimpleNamespace(floor=None))
+    c = HeartbeatChart(hb, controller, window_s=20)
+    c.resize(*size)
+    c.show()
+    qtbot.waitExposed(c)
+    if redraw:
+        c.redraw()
+    return c, controller

@@ -5,10 +5,9 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from chart_fakes import FakeClock, FakeHeartbeat
+from chart_fakes import FakeClock, FakeHeartbeat, shown_chart
 
 from lanemon.ui.heartbeat import chart as heartbeat_chart
-from lanemon.ui.heartbeat.chart import HeartbeatChart
 from lanemon.ui.heartbeat.scroll_plot import PlateLabel
 
 
@@ -22,11 +21,7 @@ def chart(qtbot, monkeypatch):
     lag[np.searchsorted(t, 995.0)] = 30.0       # a run's stall: stays in the figures
     hb.add(t, lag)
     phases = []
-    controller = SimpleNamespace(records=[], phases=phases, machine=SimpleNamespace(floor=None))
-    c = HeartbeatChart(hb, controller, window_s=20)
-    c.resize(900, 320)
-    c.show()
-    qtbot.waitExposed(c)
+    c, _controller = shown_chart(qtbot, hb, phases=phases, redraw=False)
     return c, hb, clock, phases
 
 

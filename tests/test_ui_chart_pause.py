@@ -1,14 +1,12 @@
 """The heartbeat chart while paused: the picture stays as it was, whatever arrives meanwhile,
 even when the window or the plot's width changes; on resume what was recorded shows."""
 
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from chart_fakes import FakeClock, FakeHeartbeat
+from chart_fakes import FakeClock, FakeHeartbeat, shown_chart
 
 from lanemon.ui.heartbeat import chart as heartbeat_chart
-from lanemon.ui.heartbeat.chart import HeartbeatChart
 
 
 @pytest.fixture
@@ -20,12 +18,7 @@ def chart(qtbot, monkeypatch):
     lag = np.full(ticks.size, 0.5)
     lag[np.searchsorted(ticks, 995.0)] = 40.0               # a stall 5 s before the pause
     hb.add(ticks, lag)
-    controller = SimpleNamespace(records=[], phases=[], machine=SimpleNamespace(floor=None))
-    c = HeartbeatChart(hb, controller, window_s=20)
-    c.resize(900, 320)
-    c.show()
-    qtbot.waitExposed(c)
-    c.redraw()
+    c, _controller = shown_chart(qtbot, hb)
     return c, hb, clock
 
 

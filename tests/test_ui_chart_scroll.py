@@ -6,10 +6,9 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from chart_fakes import FakeClock, FakeHeartbeat
+from chart_fakes import FakeClock, FakeHeartbeat, shown_chart
 
 from lanemon.ui.heartbeat import chart as heartbeat_chart
-from lanemon.ui.heartbeat.chart import HeartbeatChart
 
 FRAME_S = 1 / 30
 
@@ -20,12 +19,7 @@ def chart(qtbot, monkeypatch):
     monkeypatch.setattr(heartbeat_chart, "time", clock)
     t = 985.0 + np.arange(1500) * 0.01
     hb = FakeHeartbeat(t, np.full(t.size, 0.5))
-    controller = SimpleNamespace(records=[], phases=[], machine=SimpleNamespace(floor=None))
-    c = HeartbeatChart(hb, controller, window_s=20)
-    c.resize(900, 320)
-    c.show()
-    qtbot.waitExposed(c)
-    c.redraw()
+    c, controller = shown_chart(qtbot, hb)
     return c, hb, clock, controller
 
 
