@@ -447,10 +447,6 @@ _SQL = {
             "%s::text[], %s::text[], %s::bigint[], %s::text, %s::text[], %s::float8)",
     "add": "SELECT * FROM lanemon.add_jobs(%s::text[], %s::text[], %s::float8[], %s::float8[], "
            "%s::boolean[], %s::float8)",
-    # (one statement, sent by the client: the schema's older take_jobs function, which knows no
-    # workspace in use elsewhere and no share, stays for stores made before and is no longer called).
-    # The fair share (``SqlStore.take_jobs``): the workspaces with queued jobs, divided by the live
-    # taking sessions; this session's own workspaces first, then those nobody uses, lowest job first.
     "give_back": "WITH g AS (UPDATE lanemon.jobs SET taken_by = NULL, taken_until = NULL "
                  "WHERE taken_by = %s::text RETURNING 1) SELECT count(*) FROM g",
     "give_back_some": "WITH g AS (UPDATE lanemon.jobs SET taken_by = NULL, taken_until = NULL "
@@ -460,48 +456,50 @@ _SQL = {
     "lanes": f"SELECT {LANE_COLS} FROM lanemon.lanes ORDER BY name, workspace",
 }
 
-#: ``take_jobs``'s one statement (``{head}``: one ``SELECT`` per queue, :func:`_take_sql`). The fair
-#: share (``SqlStore.take_jobs``): the workspaces at the head of the queues divided by the live taking
+#: ``take_jobs``'s one statement (``{head}``: one ``SELECT`` per queue, :func:`_take_sql`), sent by the
+#: client (the schema's older ``take_jobs`` function, which knows no workspace in use elsewhere and no
+#: share, stays for stores made before and is no longer called). The fair share
+#: (``SqlStore.take_jobs``): the workspaces at the head of the queues divided by the live taking
 #: sessions; this session's own workspaces first, then those nobody uses, lowest job first.
 _TAKE = (
-            "WITH t AS MATERIALIZED (SELECT lanemon.clock(%(skew)s::float8) AS now), "
-            # who uses each workspace: a lane held, a job reserved (this session or others)
-            "used AS MATERIALIZED (SELECT u.workspace, bool_or(u.mine) AS mine, bool_or(NOT u.mine) AS other, "
-            "bool_or(u.lane AND NOT u.mine) AS other_lane FROM ("
-            "SELECT l.workspace, l.session = %(me)s::text AS mine, true AS lane FROM lanemon.lanes l "
-            "WHERE l.lease_until > (SELECT now FROM t) "
-            "UNION ALL SELECT r.workspace, r.taken_by = %(me)s::text, false FROM lanemon.jobs r "
-            "WHERE r.taken_by IS NOT NULL AND r.state = 'queued' AND r.taken_until > (SELECT now FROM t)"
-            ") u GROUP BY u.workspace), "
-            # the head of the queues: their first TAKE_HEAD queued jobs (each queue's read in id order
-            # from the (state, queue, id) index, however many jobs ended before them), and its workspaces
-            "head AS MATERIALIZED (SELECT h.id, h.workspace FROM ({head}) h ORDER BY h.id LIMIT %(head)s::integer), "
-            "queued AS MATERIALIZED (SELECT h.workspace, min(h.id) AS first FROM head h GROUP BY h.workspace), "
-            "takers AS (SELECT count(*) + 1 AS n FROM lanemon.sessions s WHERE s.session <> %(me)s::text "
-            "AND s.info->>'role' = 'lanes' AND coalesce(s.info->>'lanes', 'store') = 'store' "
-            "AND s.last_seen > (SELECT now FROM t) - %(stale)s::float8), "
-            # each workspace picked is locked through its first queued job's row (SKIP LOCKED): takes
-            # running at once pick different workspaces (their snapshots do not see each other's
-            # reservations; the row lock, and its recheck once the other committed, do)
-            "share AS MATERIALIZED (SELECT greatest(1, ceil((SELECT count(*) FROM queued)::float8 "
-            "/ (SELECT n FROM takers)))::integer AS k), "
-            # (the candidates in order, twice the share: a take beside this one may hold some)
-            "candidate AS MATERIALIZED (SELECT q.workspace, q.first, u.workspace IS NOT NULL AS mine "
-            "FROM queued q LEFT JOIN used u ON u.workspace = q.workspace "
-            "WHERE (u.workspace IS NULL OR u.mine AND NOT u.other_lane) "
-            "ORDER BY u.workspace IS NOT NULL DESC, q.first LIMIT 2 * (SELECT k FROM share)), "
-            "allowed AS (SELECT c.workspace FROM candidate c JOIN lanemon.jobs w ON w.id = c.first "
-            "WHERE w.state = 'queued' AND (w.taken_by IS NULL OR w.taken_by = %(me)s::text "
-            "OR w.taken_until <= (SELECT now FROM t)) "
-            "ORDER BY c.mine DESC, c.first LIMIT (SELECT k FROM share) FOR UPDATE OF w SKIP LOCKED) "
-            "UPDATE lanemon.jobs j SET taken_by = %(me)s::text, taken_until = (SELECT now FROM t) + %(lease)s::float8 "
-            # (NOT .. NOT IN: a hashed subplan whatever the planner guesses; an IN became a nested
-            # loop over every queued job when the jobs table had no statistics yet: 3 s at 50,000)
-            "WHERE j.id IN (SELECT f.id FROM lanemon.jobs f WHERE f.id = ANY (ARRAY("
-            "SELECT h.id FROM head h WHERE NOT h.workspace NOT IN (SELECT a.workspace FROM allowed a))) "
-            "AND f.state = 'queued' AND (f.taken_by IS NULL OR f.taken_until <= (SELECT now FROM t)) "
-            "ORDER BY f.id LIMIT %(limit)s::integer FOR UPDATE OF f SKIP LOCKED) "
-            f"RETURNING {', '.join('j.' + c.strip() for c in QUEUED_COLS.split(','))}")
+    "WITH t AS MATERIALIZED (SELECT lanemon.clock(%(skew)s::float8) AS now), "
+    # who uses each workspace: a lane held, a job reserved (this session or others)
+    "used AS MATERIALIZED (SELECT u.workspace, bool_or(u.mine) AS mine, "
+    "bool_or(u.lane AND NOT u.mine) AS other_lane FROM ("
+    "SELECT l.workspace, l.session = %(me)s::text AS mine, true AS lane FROM lanemon.lanes l "
+    "WHERE l.lease_until > (SELECT now FROM t) "
+    "UNION ALL SELECT r.workspace, r.taken_by = %(me)s::text, false FROM lanemon.jobs r "
+    "WHERE r.taken_by IS NOT NULL AND r.state = 'queued' AND r.taken_until > (SELECT now FROM t)"
+    ") u GROUP BY u.workspace), "
+    # the head of the queues: their first TAKE_HEAD queued jobs (each queue's read in id order
+    # from the (state, queue, id) index, however many jobs ended before them), and its workspaces
+    "head AS MATERIALIZED (SELECT h.id, h.workspace FROM ({head}) h ORDER BY h.id LIMIT %(head)s::integer), "
+    "queued AS MATERIALIZED (SELECT h.workspace, min(h.id) AS first FROM head h GROUP BY h.workspace), "
+    "takers AS (SELECT count(*) + 1 AS n FROM lanemon.sessions s WHERE s.session <> %(me)s::text "
+    "AND s.info->>'role' = 'lanes' AND coalesce(s.info->>'lanes', 'store') = 'store' "
+    "AND s.last_seen > (SELECT now FROM t) - %(stale)s::float8), "
+    # each workspace picked is locked through its first queued job's row (SKIP LOCKED): takes
+    # running at once pick different workspaces (their snapshots do not see each other's
+    # reservations; the row lock, and its recheck once the other committed, do)
+    "share AS MATERIALIZED (SELECT greatest(1, ceil((SELECT count(*) FROM queued)::float8 "
+    "/ (SELECT n FROM takers)))::integer AS k), "
+    # (the candidates in order, twice the share: a take beside this one may hold some)
+    "candidate AS MATERIALIZED (SELECT q.workspace, q.first, u.workspace IS NOT NULL AS mine "
+    "FROM queued q LEFT JOIN used u ON u.workspace = q.workspace "
+    "WHERE (u.workspace IS NULL OR u.mine AND NOT u.other_lane) "
+    "ORDER BY u.workspace IS NOT NULL DESC, q.first LIMIT 2 * (SELECT k FROM share)), "
+    "allowed AS (SELECT c.workspace FROM candidate c JOIN lanemon.jobs w ON w.id = c.first "
+    "WHERE w.state = 'queued' AND (w.taken_by IS NULL OR w.taken_by = %(me)s::text "
+    "OR w.taken_until <= (SELECT now FROM t)) "
+    "ORDER BY c.mine DESC, c.first LIMIT (SELECT k FROM share) FOR UPDATE OF w SKIP LOCKED) "
+    "UPDATE lanemon.jobs j SET taken_by = %(me)s::text, taken_until = (SELECT now FROM t) + %(lease)s::float8 "
+    # (NOT .. NOT IN: a hashed subplan whatever the planner guesses; an IN became a nested
+    # loop over every queued job when the jobs table had no statistics yet: 3 s at 50,000)
+    "WHERE j.id IN (SELECT f.id FROM lanemon.jobs f WHERE f.id = ANY (ARRAY("
+    "SELECT h.id FROM head h WHERE NOT h.workspace NOT IN (SELECT a.workspace FROM allowed a))) "
+    "AND f.state = 'queued' AND (f.taken_by IS NULL OR f.taken_until <= (SELECT now FROM t)) "
+    "ORDER BY f.id LIMIT %(limit)s::integer FOR UPDATE OF f SKIP LOCKED) "
+    f"RETURNING {', '.join('j.' + c.strip() for c in QUEUED_COLS.split(','))}")
 
 
 @functools.lru_cache(maxsize=16)

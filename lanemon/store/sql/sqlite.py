@@ -21,6 +21,7 @@ connection commits) and reads ``changes`` after the last ``seq`` it saw.
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 import time
@@ -444,7 +445,7 @@ class SqliteBackend(BackendSession):
             raise StoreError(message) from None
         with self._tx() as cur:
             now = self._now()
-            rows = cur.execute(_TAKE.format(head=_head(len(queues))),
+            rows = cur.execute(_take_sql(len(queues)),
                                {**queue_of, "me": me, "now": now, "until": now + self.lease, "limit": limit,
                                 "alive": now - STALE_SESSION_LEASES * self.lease, "head": TAKE_HEAD}).fetchall()
         return sorted((stored_job(r) for r in rows), key=lambda j: j.record.id)
@@ -487,7 +488,7 @@ def _take_ids(cur: sqlite3.Cursor, n: int) -> list[int]:
     return list(range(top - n + 1, top + 1))
 
 
-#: ``take_jobs``'s one statement (``{head}``: one ``SELECT`` per queue, :func:`_head`). The fair share
+#: ``take_jobs``'s one statement (``{head}``: one ``SELECT`` per queue, :func:`_take_sql`). The fair share
 #: (``SqlStore.take_jobs``): the workspaces at the head of the queues divided by the live taking
 #: sessions; this session's own workspaces first, then those nobody uses, lowest job first.
 _TAKE = (
@@ -510,12 +511,14 @@ _TAKE = (
     f"RETURNING {QUEUED_COLS}")
 
 
-def _head(n_queues: int) -> str:
-    """The first ``:head`` queued jobs of each queue ``:q0``.. (each read in id order from the
-    ``(state, queue, id)`` index, however many jobs ended before them), as one ``UNION ALL``."""
-    return " UNION ALL ".join(
+@functools.lru_cache(maxsize=16)
+def _take_sql(n_queues: int) -> str:
+    """``_TAKE`` for ``n_queues`` queues ``:q0``..: the first ``:head`` queued jobs of each (each
+    read in id order from the ``(state, queue, id)`` index, however many jobs ended before them),
+    as one ``UNION ALL``."""
+    return _TAKE.replace("{head}", " UNION ALL ".join(
         f"SELECT * FROM (SELECT id, workspace, taken_by, taken_until FROM jobs "
-        f"WHERE state='queued' AND queue = :q{i} ORDER BY state, queue, id LIMIT :head)" for i in range(n_queues))
+        f"WHERE state='queued' AND queue = :q{i} ORDER BY state, queue, id LIMIT :head)" for i in range(n_queues)))
 
 
 def _give_back(cur: sqlite3.Cursor, session: str, ids: list[int] | None = None) -> int:
