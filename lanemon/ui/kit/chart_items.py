@@ -15,9 +15,8 @@ ms per frame on the event loop. These are plain ``QGraphicsItem`` s (C++
 - ``hline``: a horizontal line across any x range.
 - ``BoundedItem``: an item with bounds computed when its data changes.
 - ``Bars``: rectangles of one colour, one ``drawRects``.
-- ``Curve``: a polyline, or separate segments (``connect="pairs"``, e.g. a
-  grid), set from numpy arrays (``setData`` builds the path with pyqtgraph's
-  ``arrayToQPath``; Qt paints it).
+- ``Curve``: a polyline set from numpy arrays (``setData`` builds the path
+  with pyqtgraph's ``arrayToQPath``; Qt paints it).
 """
 
 from __future__ import annotations
@@ -140,16 +139,14 @@ def hline(y: float, pen: QPen) -> QGraphicsLineItem:
 
 
 class Curve(QGraphicsPathItem):
-    """A polyline through ``(x, y)`` (``connect="pairs"``: a segment from each even point to the
-    next)."""
+    """A polyline through ``(x, y)``."""
 
-    def __init__(self, pen: QPen, connect: str = "all", parent: QGraphicsItem | None = None) -> None:
+    def __init__(self, pen: QPen, parent: QGraphicsItem | None = None) -> None:
         super().__init__(parent)
         self.setPen(pen)
-        self._connect = connect
 
     def setData(self, x: np.ndarray, y: np.ndarray) -> None:
-        self.setPath(pg.arrayToQPath(x, y, connect=self._connect) if len(x) > 1 else QPainterPath())
+        self.setPath(pg.arrayToQPath(x, y) if len(x) > 1 else QPainterPath())
 
 
 class BoundedItem(QGraphicsItem):
