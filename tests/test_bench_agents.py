@@ -19,7 +19,7 @@ def test_smallest_agents_bench_runs_real_agents_and_says_each_goal():
 
     lines: list[str] = []
     figures = bench.run("agents", lines.append, agents=(1, 2), jobs=24, window_jobs=300, segments=1,
-                        segment_s=0.3, record_s=0.3, postgresql=False)
+                        segment_s=0.3, record_s=0.3, postgresql=False, warmup=12)
     text = "\n".join(lines)
 
     assert set(figures) == {"sqlite", "goals"}
@@ -31,8 +31,10 @@ def test_smallest_agents_bench_runs_real_agents_and_says_each_goal():
     rows = figures["sqlite"]["throughput"]
     assert set(rows) == {"1", "2"}
     for n, row in rows.items():
-        # every job ran once, by the agents started, never two of one workspace at once
-        assert row["agents"] == int(n) and row["by_state"] == {"succeeded": 24}
+        # every job ran once (the 12 warming up the agents too), by the agents started, never
+        # two of one workspace at once; the figure is the 24 after the warm-up
+        assert row["agents"] == int(n) and row["by_state"] == {"succeeded": 36}
+        assert row["jobs"] == 24 and row["warmup"] == 12
         assert row["most_at_once"] == 1 and 1 <= row["owners"] <= int(n)
         assert row["jobs_per_s"] > 0 and row["seconds"] > 0
         # (every agent may adopt a job; all but the one that runs it drop it)
@@ -43,7 +45,8 @@ def test_smallest_agents_bench_runs_real_agents_and_says_each_goal():
         assert row["jobs_per_s"] == sorted(row["rounds"])[(agents.ROUNDS - 1) // 2]
         assert f"median {row['jobs_per_s']:8,.0f} jobs/s over {agents.ROUNDS} rounds" in text
     # (reserved: each job adopted by one agent, none dropped as run elsewhere)
-    assert all(row["adopted"] == 24 and row["taken_elsewhere"] == 0 for row in rows.values())
+    assert all(row["adopted"] == 36 and row["taken_elsewhere"] == 0 for row in rows.values())
+    assert text.count("(24 jobs in ") == 2 * agents.ROUNDS and "s after 12 warming up; all 36:" in text
     scaling = figures["sqlite"]["scaling"]
     assert set(scaling["ratios"]) == {"2"}
     assert scaling["ratios"]["2"] == round(rows["2"]["jobs_per_s"] / rows["1"]["jobs_per_s"], 2)
