@@ -360,6 +360,59 @@ async def test_a_take_in_flight_keeps_its_workspaces_from_a_take_beside_it(reque
         await store.close()
 
 
+async def test_an_sqlite_take_with_nothing_in_its_share_takes_no_write_lock(request, monkeypatch):
+    """Free queued jobs, none in this session's share (their workspace's lane is held by another
+    session): the take comes back empty without a write transaction, which every other process's
+    operation would wait for. (The code before took the write lock whenever any queued job was
+    free: with eight agents, most of their polls.)"""
+    store = await open_test_store(request, "sqlite", lease=30.0)
+    taker = await _second(store, "agent-1", info=TAKER)
+    try:
+        ids = await store.submit([JobSpec("a", "reservations") for _ in range(3)])
+        assert store.lanes("scheduled", clock=lambda: 0.0, emit=None).claim("a", "me") is not None
+        writes = []
+        begin = taker.backend._tx
+        monkeypatch.setattr(taker.backend, "_tx", lambda: writes.append(1) or begin())
+        assert await taker.take_jobs(["reservations"], 10) == []
+        assert writes == []
+        assert [j.record.id for j in await store.take_jobs(["reservations"], 10)] == ids   # (free, and the holder's)
+    finally:
+        await taker.close()
+        await store.close()
+
+
+async def test_an_sqlite_take_reserves_under_the_write_lock_only_what_is_still_free(request, monkeypatch):
+    """SQLite picks a take's jobs without the write lock (a read) and reserves them under it.
+    Forced interleaving: between the two, another session reserves a job of one picked workspace
+    and claims the lane of another; the reservation leaves both workspaces and takes the rest."""
+    store = await open_test_store(request, "sqlite", lease=30.0)
+    taker = await _second(store, "agent-1", info=TAKER)
+    try:
+        ids = await store.submit([JobSpec(ws, "reservations") for ws in ("a", "b", "c", "a", "b", "c")])
+        lanes = store.lanes("scheduled", clock=lambda: 0.0, emit=None)
+        between: list[str] = []
+        begin = taker.backend._tx
+
+        def meanwhile():
+            if not between:       # once: the first write transaction after the pick
+                with sqlite3.connect(store.backend.path) as db:
+                    db.execute("UPDATE jobs SET taken_by = ?, taken_until = ? WHERE id = ?",
+                               (store.session, store.backend.clock() + 30.0, ids[0]))     # an "a"
+                between.append("a reserved")
+                assert lanes.claim("b", "me") is not None                                   # "b" held
+                between.append("b held")
+            return begin()
+
+        monkeypatch.setattr(taker.backend, "_tx", meanwhile)
+        got = await taker.take_jobs(["reservations"], 10)
+        assert between == ["a reserved", "b held"]
+        assert [j.record.id for j in got] == [ids[2], ids[5]]           # the "c" jobs only
+        assert await taker.take_jobs(["reservations"], 10) == []           # "a" and "b" are in use
+    finally:
+        await taker.close()
+        await store.close()
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 async def test_a_take_shares_out_the_head_of_the_queues_only(request, engine, monkeypatch):
     """Only the first ``TAKE_HEAD`` queued jobs (in id order, over the queues) are shared out: a

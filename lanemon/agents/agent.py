@@ -8,9 +8,9 @@ others queued there (``lanemon store submit``, a window, other agents).
 How it takes jobs
 -----------------
 * It **reserves** queued jobs of its queues in the store
-  (``SqlStore.take_jobs(queues, limit)``: one atomic statement -- SQLite an
-  ``UPDATE ... RETURNING`` inside ``BEGIN IMMEDIATE``, PostgreSQL ``FOR UPDATE
-  SKIP LOCKED`` -- that marks up to ``limit`` jobs no session holds, or whose
+  (``SqlStore.take_jobs(queues, limit)``: atomic -- SQLite an ``UPDATE ...
+  RETURNING`` of the jobs a read picked, inside ``BEGIN IMMEDIATE``,
+  PostgreSQL one statement with ``FOR UPDATE SKIP LOCKED`` -- that marks up to ``limit`` jobs no session holds, or whose
   reservation ran out, as this session's, lowest ids first, from its fair
   share of the workspaces: see ``SqlStore.take_jobs``). Two agents never
   reserve one job at once, so each job is adopted by one agent, not by all of

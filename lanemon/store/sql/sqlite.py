@@ -22,6 +22,7 @@ connection commits) and reads ``changes`` after the last ``seq`` it saw.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import sqlite3
 import time
@@ -427,27 +428,34 @@ class SqliteBackend(BackendSession):
     async def take_jobs(self, queues: list[str], limit: int) -> list[StoredJob]:
         """Reserve up to ``limit`` queued jobs of ``queues`` that no session holds (or whose
         reservation ran out), from this session's fair share of the workspaces
-        (``SqlStore.take_jobs``), for this session, until ``now + lease``; in id order. A look
-        without the write lock first: nothing free to take takes no lock."""
+        (``SqlStore.take_jobs``), for this session, until ``now + lease``; in id order.
+
+        Two steps, so that the write lock, which every other process's operation waits for, is
+        held only for the second: a **pick** without the lock (a read: the fair share of the
+        head of the queues, ~1-5 ms at a few hundred queued jobs), then the **reservation**
+        under it (``BEGIN IMMEDIATE``), which takes of the picked jobs only those still free
+        and of a workspace this session may take from now (another session may have claimed a
+        lane or reserved a job meanwhile: those are left). Nothing picked takes no lock. The
+        share is counted on the pick's snapshot: a take beside this one changes it by its own
+        reservations at most."""
         db = self._require()
-        marks = ", ".join(f":q{i}" for i in range(len(queues)))
         queue_of = {f"q{i}": q for i, q in enumerate(queues)}
         me = self.session
         try:
             now = self._now()
-            if db.execute(f"SELECT 1 FROM jobs WHERE state='queued' AND queue IN ({marks}) "
-                          "AND (taken_by IS NULL OR taken_until <= :now) LIMIT 1",
-                          {**queue_of, "now": now}).fetchone() is None:
-                return []
+            picked = [r[0] for r in db.execute(_pick_sql(len(queues)), {
+                **queue_of, "me": me, "now": now, "limit": limit,
+                "alive": now - STALE_SESSION_LEASES * self.lease, "head": TAKE_HEAD}).fetchall()]
         except sqlite3.Error as exc:
             message = _explain(self.path, exc)
             self.count_error(message)
             raise StoreError(message) from None
+        if not picked:
+            return []
         with self._tx() as cur:
             now = self._now()
-            rows = cur.execute(_take_sql(len(queues)),
-                               {**queue_of, "me": me, "now": now, "until": now + self.lease, "limit": limit,
-                                "alive": now - STALE_SESSION_LEASES * self.lease, "head": TAKE_HEAD}).fetchall()
+            rows = cur.execute(_RESERVE, {"me": me, "now": now, "until": now + self.lease,
+                                          "ids": json.dumps(picked)}).fetchall()
         return sorted((stored_job(r) for r in rows), key=lambda j: j.record.id)
 
     async def give_back_jobs(self, ids: list[int] | None = None) -> int:
@@ -488,14 +496,20 @@ def _take_ids(cur: sqlite3.Cursor, n: int) -> list[int]:
     return list(range(top - n + 1, top + 1))
 
 
-#: ``take_jobs``'s one statement (``{head}``: one ``SELECT`` per queue, :func:`_take_sql`). The fair share
-#: (``SqlStore.take_jobs``): the workspaces at the head of the queues divided by the live taking
-#: sessions; this session's own workspaces first, then those nobody uses, lowest job first.
-_TAKE = (
-    "WITH used AS (SELECT workspace, max(mine) AS mine, max(lane * (1 - mine)) AS other_lane "
+# ``take_jobs``: a pick (a read, ``{head}``: one ``SELECT`` per queue, :func:`_pick_sql`), then the
+# reservation of what it picked under the write lock. The fair share (``SqlStore.take_jobs``): the
+# workspaces at the head of the queues divided by the live taking sessions; this session's own
+# workspaces first, then those nobody uses, lowest job first.
+_USED = (  # who uses each workspace now: a lane held, a job reserved (this session or others)
+    "used AS (SELECT workspace, max(mine) AS mine, max(lane * (1 - mine)) AS other_lane "
     "FROM (SELECT workspace, session = :me AS mine, 1 AS lane FROM lanes WHERE lease_until > :now "
     "UNION ALL SELECT workspace, taken_by = :me, 0 FROM jobs INDEXED BY jobs_taken "
-    "WHERE taken_by IS NOT NULL AND state='queued' AND taken_until > :now) GROUP BY workspace), "
+    "WHERE taken_by IS NOT NULL AND state='queued' AND taken_until > :now) GROUP BY workspace)")
+
+#: ``take_jobs``'s pick, a read (no write lock): the jobs of this session's fair share of the head
+#: of the queues (``{head}``: :func:`_pick_sql`), lowest ids first
+_PICK = (
+    f"WITH {_USED}, "
     "head AS MATERIALIZED (SELECT id, workspace, taken_by, taken_until FROM ({head}) ORDER BY id LIMIT :head), "
     "queued AS (SELECT workspace, min(id) AS first FROM head GROUP BY workspace), "
     "takers AS MATERIALIZED (SELECT count(*) + 1 AS n FROM sessions WHERE session <> :me "
@@ -505,18 +519,26 @@ _TAKE = (
     "WHERE u.workspace IS NULL OR u.mine AND NOT u.other_lane "
     "ORDER BY u.workspace IS NOT NULL DESC, q.first "
     "LIMIT max(1, ((SELECT count(*) FROM queued) + (SELECT n FROM takers) - 1) / (SELECT n FROM takers))) "
-    "UPDATE jobs SET taken_by = :me, taken_until = :until WHERE id IN (SELECT id FROM head "
-    "WHERE (taken_by IS NULL OR taken_until <= :now) AND workspace IN (SELECT workspace FROM allowed) "
-    "ORDER BY id LIMIT :limit) "
+    "SELECT id FROM head WHERE (taken_by IS NULL OR taken_until <= :now) "
+    "AND workspace IN (SELECT workspace FROM allowed) ORDER BY id LIMIT :limit")
+
+#: ``take_jobs``'s reservation, under the write lock: the picked jobs ``:ids`` (a JSON array) that
+#: are still queued, held by nobody, and of a workspace this session may take from now (no lane of
+#: another session; reserved by no other session unless this one uses it too)
+_RESERVE = (
+    f"WITH {_USED} "
+    "UPDATE jobs SET taken_by = :me, taken_until = :until WHERE id IN (SELECT value FROM json_each(:ids)) "
+    "AND state='queued' AND (taken_by IS NULL OR taken_until <= :now) "
+    "AND workspace NOT IN (SELECT workspace FROM used WHERE NOT mine OR other_lane) "
     f"RETURNING {QUEUED_COLS}")
 
 
 @functools.lru_cache(maxsize=16)
-def _take_sql(n_queues: int) -> str:
-    """``_TAKE`` for ``n_queues`` queues ``:q0``..: the first ``:head`` queued jobs of each (each
+def _pick_sql(n_queues: int) -> str:
+    """``_PICK`` for ``n_queues`` queues ``:q0``..: the first ``:head`` queued jobs of each (each
     read in id order from the ``(state, queue, id)`` index, however many jobs ended before them),
     as one ``UNION ALL``."""
-    return _TAKE.replace("{head}", " UNION ALL ".join(
+    return _PICK.replace("{head}", " UNION ALL ".join(
         f"SELECT * FROM (SELECT id, workspace, taken_by, taken_until FROM jobs "
         f"WHERE state='queued' AND queue = :q{i} ORDER BY state, queue, id LIMIT :head)" for i in range(n_queues)))
 
