@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from lanemon import bench
@@ -62,3 +64,40 @@ async def test_churn_refuses_an_unbounded_or_ambiguous_run(tmp_path):
         await churn(url, cycles=1, jobs=[(1, "a")], workspaces=["a"])
     with pytest.raises(ValueError, match="needs seconds or cycles"):
         await churn(url, workspaces=["a"])
+
+
+def test_the_heartbeat_rounds_churn_workers_run_at_a_lower_priority(tmp_path, monkeypatch):
+    """The workers of the heartbeat rounds run at ``CHURN_NICE`` (the goal is what following the
+    feed costs the loop, not the cores six workers at its priority take from it), and do their
+    cycles there."""
+    import asyncio
+    import os
+    import time
+
+    from lanemon.bench import store as store_bench
+
+    monkeypatch.setattr(store_bench, "PROCESSES", 2)
+    monkeypatch.setattr(store_bench, "CONTEND_S", 1.0)
+    url = "sqlite:///" + str(tmp_path / "s.db").lstrip("/")
+
+    async def init() -> None:
+        await (await open_sql_store(parse(url), create=True)).close()
+
+    asyncio.run(init())
+    procs = store_bench._spawn(tmp_path / "w", url, time.time() + 2.0)
+    try:
+        for p in procs:     # ``nice`` sets the priority, then becomes the worker: wait for that
+            deadline = time.monotonic() + 30
+            while b"lanemon.store.churn" not in Path(f"/proc/{p.pid}/cmdline").read_bytes():
+                assert time.monotonic() < deadline and p.poll() is None
+                time.sleep(0.01)
+        mine = os.getpriority(os.PRIO_PROCESS, 0)
+        assert [os.getpriority(os.PRIO_PROCESS, p.pid) for p in procs] == [min(19, mine + store_bench.CHURN_NICE)] * 2
+        assert [p.wait(timeout=60) for p in procs] == [0, 0]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+    merged = store_bench._merged(tmp_path / "w", procs)
+    assert merged["cycles"] > 0 and merged["errors"] == 0
