@@ -124,6 +124,7 @@ class _Where:
         self.wrap(view, "_read", "lanes refresh: snapshot")
         self.wrap(view, "_step", lambda a: "lanes refresh: " + _name(a[0]))
         self.wrap(view.scheduler, "submit", "one submit")
+        self.wrap(view.scheduler, "prepare_snapshot", "lanes: next snapshot prepared")
 
     def uninstall(self) -> None:
         gc.callbacks.remove(self.on_gc)

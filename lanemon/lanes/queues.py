@@ -1578,6 +1578,21 @@ class Scheduler:
             workspaces=self._workspaces_view(),
         )
 
+    def prepare_snapshot(self, budget_s: float = 0.002) -> None:
+        """Do part of the next ``snapshot()``'s work now, within about ``budget_s``: the
+        shared ``scheduled`` lanes' views of the lanes changed since the last snapshot
+        (``prepare_views`` of the lanes engine, when it has one: the memory engine).
+        A UI calls it on the frames between two snapshots, so that a snapshot in a
+        99,999-job burst (thousands of lanes claimed again between two) does not build
+        them all in one loop turn.
+
+        Guaranteed: nothing a snapshot shows changes (the next ``snapshot()`` equals what
+        it would have been without this call); no event, no await. Refused: nothing
+        (a lanes engine without ``prepare_views`` makes it a no-op)."""
+        prepare = getattr(self.scheduled_lanes, "prepare_views", None)
+        if prepare is not None:
+            prepare(budget_s)
+
     def _history_view(self) -> MappingProxyType:
         """workspace -> its recent runs (sorted by workspace); rebuilt only after a run
         ended, from the workspaces whose runs changed: the last view copied with their
