@@ -242,3 +242,26 @@ def test_a_checker_started_late_adopts_the_live_jobs():
     assert adopted["live"] == 2 and adopted["active"] == 1
     assert two == [f"workspace A: 2 runs at once (job {b})"]
     assert chk.jobs_finished == 2 and not chk.stats()["live"]
+
+
+def test_jobs_of_one_workspace_share_the_schedulers_one_name_string():
+    """Equal workspace names passed as distinct string objects (a burst names each job's
+    workspace anew): every job, record and event of that workspace carries one string
+    object, the scheduler's, so waiting jobs keep one name per workspace, not per job."""
+    async def main():
+        s = Scheduler()
+        seen = []
+        s.subscribe(lambda ev: seen.append(ev.workspace) if ev.workspace is not None else None)
+        names = ["".join(["ws-", str(7)]) for _ in range(5)]       # equal, distinct objects
+        assert len({id(n) for n in names}) == 5
+        s.mark_busy("ws-7")                    # all five wait (and the name is known first)
+        ids = [await s.submit("reservations", n, GatedWork()) for n in names]
+        snap = s.snapshot()
+        views = [j for q in snap.queues.values() for j in q.waiting]
+        records = [s.store.get(i) for i in ids]
+        await s.aclose()
+        return views, records, seen
+
+    views, records, seen = asyncio.run(main())
+    objs = {id(v.workspace) for v in views} | {id(r.workspace) for r in records} | {id(w) for w in seen}
+    assert len(views) == 5 and len(records) == 5 and len(objs) == 1
