@@ -119,11 +119,6 @@ class InvariantChecker:
         if handler is not None:
             handler(ev)
 
-    def _full(self, jid: int, seq: int, ws: str) -> list:
-        """A waiting job's state, kept as its seq alone, made the full list (see _SEQ)."""
-        info = self._jobs[jid] = [seq, ws, None, 0, _QUEUED, False]
-        return info
-
     def _not_live(self, jid: int, what: str) -> None:
         when = "after it finished" if jid in self._done else "but it is not live"
         self._bad(f"job {jid}: {what} {when}")
@@ -149,8 +144,8 @@ class InvariantChecker:
         if info is None:
             self._not_live(jid, f"{state} record written")
             return
-        if type(info) is int:
-            info = self._full(jid, info, ev.workspace)
+        if type(info) is int:          # (waiting until now: its full state, see _SEQ)
+            info = self._jobs[jid] = [info, ev.workspace, None, 0, _QUEUED, False]
         if state in _TERMINAL_VALUES:
             n = info[_TWRITES] = info[_TWRITES] + 1
             if n > 1:
@@ -171,8 +166,8 @@ class InvariantChecker:
         if info is None:
             self._not_live(jid, "started")
             return
-        if type(info) is int:
-            info = self._full(jid, info, ws)
+        if type(info) is int:          # (waiting until now: its full state, see _SEQ)
+            info = self._jobs[jid] = [info, ws, None, 0, _QUEUED, False]
         info[_EPOCH] = ev.detail
         n = self.active[ws] = self.active.get(ws, 0) + 1
         if n > self.max_active:
@@ -192,8 +187,8 @@ class InvariantChecker:
         if info is None:
             self._not_live(ev.job_id, "reported unsaved")
         else:
-            if type(info) is int:
-                info = self._full(ev.job_id, info, ev.workspace)
+            if type(info) is int:      # (waiting until now: its full state, see _SEQ)
+                info = self._jobs[ev.job_id] = [info, ev.workspace, None, 0, _QUEUED, False]
             info[_UNSAVED] = True
 
     def _on_finished(self, ev: Event) -> None:

@@ -100,7 +100,7 @@ class LaneView(NamedTuple):
 _lane_view = LaneView.__new__  # by field name, without the class call's keyword dict
 
 #: logged changes ``prepare_views`` takes between two looks at the clock
-PREPARE_CHUNK = 128
+PREPARE_CHUNK = 64
 
 
 class _Lane:

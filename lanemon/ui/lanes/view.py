@@ -111,7 +111,7 @@ BURST_CHUNK = 200      # a burst submits at most this many jobs per loop turn ..
 BURST_BUDGET_S = 0.004  # ... and stops a turn's chunk after this long (a frame is 16.7 ms);
 BURST_MIN_CHUNK = 16   # the chunk halves (down to this) when the loop's pass between two
 BURST_AWAY_S = 0.008   # chunks took longer than this (the tasks a chunk started run there)
-PREPARE_BUDGET_S = 0.002  # per frame: the next snapshot's lane views made ahead (at most ~this)
+PREPARE_BUDGET_S = 0.001  # per frame: the next snapshot's lane views made ahead (at most ~this)
 MIN_JOB_ROWS = 12      # jobs per list (running / waiting / recent) read per frame, at least
 LEDGER_ROWS = 50       # ledger rows shown (the newest; the count in the title is complete)
 
