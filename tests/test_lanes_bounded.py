@@ -242,3 +242,57 @@ def test_a_checker_started_late_adopts_the_live_jobs():
     assert adopted["live"] == 2 and adopted["active"] == 1
     assert two == [f"workspace A: 2 runs at once (job {b})"]
     assert chk.jobs_finished == 2 and not chk.stats()["live"]
+
+
+def test_jobs_of_one_workspace_share_the_schedulers_one_name_string():
+    """Equal workspace names passed as distinct string objects (a burst names each job's
+    workspace anew): every job, record and event of that workspace carries one string
+    object, the scheduler's, so waiting jobs keep one name per workspace, not per job."""
+    async def main():
+        s = Scheduler()
+        seen = []
+        s.subscribe(lambda ev: seen.append(ev.workspace) if ev.workspace is not None else None)
+        names = ["".join(["ws-", str(7)]) for _ in range(5)]       # equal, distinct objects
+        assert len({id(n) for n in names}) == 5
+        s.mark_busy("ws-7")                    # all five wait (and the name is known first)
+        ids = [await s.submit("reservations", n, GatedWork()) for n in names]
+        snap = s.snapshot()
+        views = [j for q in snap.queues.values() for j in q.waiting]
+        records = [s.store.get(i) for i in ids]
+        await s.aclose()
+        return views, records, seen
+
+    views, records, seen = asyncio.run(main())
+    objs = {id(v.workspace) for v in views} | {id(r.workspace) for r in records} | {id(w) for w in seen}
+    assert len(views) == 5 and len(records) == 5 and len(objs) == 1
+
+
+def test_the_invariant_checker_keeps_a_waiting_job_as_its_seq_alone():
+    """A job the checker saw only queued costs it an int and a dict entry (traced in its
+    module, ~70 bytes), not a 6-list (list and items, ~190 bytes with the int): a burst's
+    99,999 waiting jobs; the checks once such a job runs stay the same (other tests)."""
+    import lanemon.lanes.invariants as inv
+
+    async def main():
+        s = Scheduler()
+        checker = InvariantChecker(s)
+        s.mark_busy("ws-0")                  # every job waits
+        n = 2_000
+        tracemalloc.start()
+        try:
+            before = tracemalloc.take_snapshot()
+            for _ in range(n):
+                await s.submit("reservations", "ws-0", GatedWork())
+            after = tracemalloc.take_snapshot()
+        finally:
+            tracemalloc.stop()
+        only = [tracemalloc.Filter(True, inv.__file__)]
+        grown = sum(st.size_diff for st in after.filter_traces(only).compare_to(
+            before.filter_traces(only), "filename"))
+        s.clear_busy("ws-0")
+        await s.aclose()
+        return grown / n, checker.check()
+
+    per_job, problems = asyncio.run(main())
+    assert per_job < 110, per_job           # (168 with the list)
+    assert problems == []

@@ -19,7 +19,8 @@ For each burst it prints, from the click until the burst drained:
   ``perf_counter``) and, for the longest lags, what overlapped them;
 
 and the process's resident memory before the first burst, after each drain and after
-each Reset, with the blocks in use and the frozen objects (``gc.get_freeze_count``).
+each Reset, with the blocks in use, pymalloc's arenas allocated (``sys._debugmallocstats``)
+and the frozen objects (``gc.get_freeze_count``).
 
 Floor: a bare qasync loop with the window's heartbeat (``lanemon.bench.floor``),
 ``FLOOR_S`` just before each burst, the window quiet meanwhile: its longest lag
@@ -77,6 +78,28 @@ def _rss_mb() -> float:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def _arenas() -> int | None:
+    """pymalloc's arenas allocated now (``sys._debugmallocstats``, which writes to the C
+    stderr: read through a temporary file); None where it says nothing of arenas."""
+    import re
+    import tempfile
+
+    if not hasattr(sys, "_debugmallocstats"):
+        return None
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as f:
+        os.dup2(f.fileno(), 2)
+        try:
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        f.seek(0)
+        m = re.search(rb"# arenas allocated current\s*=\s*(\d+)", f.read())
+    return int(m.group(1)) if m else None
+
+
 class _Where:
     """Long pieces of loop work, timed: (start, ms, label)."""
 
@@ -124,6 +147,7 @@ class _Where:
         self.wrap(view, "_read", "lanes refresh: snapshot")
         self.wrap(view, "_step", lambda a: "lanes refresh: " + _name(a[0]))
         self.wrap(view.scheduler, "submit", "one submit")
+        self.wrap(view.scheduler, "prepare_snapshot", "lanes: next snapshot prepared")
 
     def uninstall(self) -> None:
         gc.callbacks.remove(self.on_gc)
@@ -214,6 +238,7 @@ async def _scenario(win, out):
         gc.collect()
         mem["before"] = _rss_mb()
         mem["blocks"] = [sys.getallocatedblocks()]
+        mem["arenas"] = [_arenas()]
         mem["frozen_before"] = gc.get_freeze_count()
         where.install(view)
         for i in range(1, BURSTS + 1):
@@ -238,6 +263,7 @@ async def _scenario(win, out):
             await asyncio.sleep(0.5)      # the tab's refresh of the empty state
             mem["reset"].append(_rss_mb())
             mem["blocks"].append(sys.getallocatedblocks())
+            mem["arenas"].append(_arenas())
             mem["frozen_after"].append(gc.get_freeze_count())
         # what the freezing kept that a full pass would have freed (reference cycles that
         # became garbage after they were frozen): 0 says nothing leaked through freezing
@@ -291,6 +317,11 @@ def run(out) -> dict:
                       MEMORY_GOAL_MB, unit="MB"))
     out("memory blocks in use (sys.getallocatedblocks: the objects, whatever the arenas): before "
         f"{b[0]:,}, after each Reset " + ", ".join(f"{x:,} ({x - b[0]:+,})" for x in b[1:]))
+    ar = mem["arenas"]
+    if None not in ar:
+        out("pymalloc arenas (1 MiB each, given back only when wholly empty): before "
+            f"{ar[0]}, after each Reset " + ", ".join(f"{x} ({x - ar[0]:+})" for x in ar[1:]))
+        figures["arenas"] = ar
     out(f"frozen objects (gc.freeze): before {mem['frozen_before']:,}, after each Reset "
         + ", ".join(f"{x:,}" for x in mem["frozen_after"]))
     figures["allocatedBlocks"] = b

@@ -56,7 +56,9 @@ _RUNNING = State.RUNNING.value
 _FAILED = State.FAILED.value
 
 # a live job: [seq, workspace, started epoch (None: not started), terminal writes,
-#              last written state, unsaved]
+#              last written state, unsaved]; a job that only has its ``queued`` record
+# (waiting, nothing else seen) is its seq alone, an int: 99,999 waiting jobs of a burst
+# kept a 6-list each (~120 bytes, 2 blocks); the list is made on its next event
 _SEQ, _WS, _EPOCH, _TWRITES, _LAST, _UNSAVED = range(6)
 
 
@@ -74,7 +76,7 @@ class InvariantChecker:
         self.runs = 0
         self.jobs_seen = 0
         self.jobs_finished = 0
-        self._jobs: dict[int, list] = {}       # live job -> its state (see _SEQ...)
+        self._jobs: dict[int, list | int] = {}  # live job -> its state (see _SEQ...)
         self._ws: dict[str, list] = {}         # workspace with live jobs -> [live, last started seq]
         self._done: deque[int] = deque(maxlen=keep_finished)  # the last finished IDs
         self._seq = 0
@@ -131,7 +133,7 @@ class InvariantChecker:
             self._seq += 1
             self.jobs_seen += 1
             ws = ev.workspace
-            self._jobs[jid] = [self._seq, ws, None, 0, state, False]
+            self._jobs[jid] = self._seq      # (waiting: its seq only, see _SEQ)
             w = self._ws.get(ws)
             if w is None:
                 self._ws[ws] = [1, 0]
@@ -142,6 +144,8 @@ class InvariantChecker:
         if info is None:
             self._not_live(jid, f"{state} record written")
             return
+        if type(info) is int:          # (waiting until now: its full state, see _SEQ)
+            info = self._jobs[jid] = [info, ev.workspace, None, 0, _QUEUED, False]
         if state in _TERMINAL_VALUES:
             n = info[_TWRITES] = info[_TWRITES] + 1
             if n > 1:
@@ -162,6 +166,8 @@ class InvariantChecker:
         if info is None:
             self._not_live(jid, "started")
             return
+        if type(info) is int:          # (waiting until now: its full state, see _SEQ)
+            info = self._jobs[jid] = [info, ws, None, 0, _QUEUED, False]
         info[_EPOCH] = ev.detail
         n = self.active[ws] = self.active.get(ws, 0) + 1
         if n > self.max_active:
@@ -181,12 +187,16 @@ class InvariantChecker:
         if info is None:
             self._not_live(ev.job_id, "reported unsaved")
         else:
+            if type(info) is int:      # (waiting until now: its full state, see _SEQ)
+                info = self._jobs[ev.job_id] = [info, ev.workspace, None, 0, _QUEUED, False]
             info[_UNSAVED] = True
 
     def _on_finished(self, ev: Event) -> None:
         jid = ev.job_id
         state = ev.state
         info = self._jobs.pop(jid, None)
+        if type(info) is int:          # finished with nothing seen after its queued record
+            info = [info, ev.workspace, None, 0, _QUEUED, False]
         if info is None:
             if jid in self._done:
                 self._bad(f"job {jid}: finished more than once")

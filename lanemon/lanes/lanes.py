@@ -99,6 +99,9 @@ class LaneView(NamedTuple):
 
 _lane_view = LaneView.__new__  # by field name, without the class call's keyword dict
 
+#: logged changes ``prepare_views`` takes between two looks at the clock
+PREPARE_CHUNK = 64
+
 
 class _Lane:
     """What a held lane carries beyond its token: made only for a lane that is
@@ -140,6 +143,9 @@ class ProjectLanes:
         self._epoch = 0
         self._views: tuple[LaneView, ...] | None = None  # cached views() (None: changed)
         self._sorted: list[str] = []         # the held workspaces at the last views(), sorted
+        self._shown: set[str] = set()        # the workspaces whose views the cache holds
+        self._moves = 0                      # workspaces in or out of it since the last sort
+        self._resort = False                 # too many moves for bisect: views() sorts
         self._observed = False               # views() was called: changes are logged ...
         self._changes: list[str] = []        # ... here (workspaces claimed, released, stopped)
         self._lost_changes = False           # the log overflowed (cleared): views() compares
@@ -361,47 +367,116 @@ class ProjectLanes:
         append, no call into Python): the next call looks at those workspaces
         only -- a few are put in or taken out of the sorted order by ``bisect``,
         many make one sort -- and makes the tuple at C speed, instead of a sort
-        and a Python loop over every held lane (10,000 in a 99,999-job burst)."""
+        and a Python loop over every held lane (10,000 in a 99,999-job burst).
+        ``prepare_views`` does part of that work ahead, in bounded steps."""
         views = self._views
         if views is None:
             held = self._held
             cache = self._lane_views
-            if not self._observed:
-                self._observed = True
-                changed = held.keys()
-                keys = self._sorted = sorted(held)
-            elif self._lost_changes:                 # the log overflowed: compare instead
+            if not self._observed or self._lost_changes:   # first call, or the log overflowed
+                if not self._observed:
+                    self._observed = True
+                    changed = held.keys()
+                else:                                       # compare instead
+                    for ws in cache.keys() - held.keys():
+                        del cache[ws]
+                    changed = [ws for ws, t in held.items()
+                               if (v := cache.get(ws)) is None or v.epoch != t.epoch]
                 self._lost_changes = False
-                for ws in cache.keys() - held.keys():
-                    del cache[ws]
-                changed = [ws for ws, t in held.items()
-                           if (v := cache.get(ws)) is None or v.epoch != t.epoch]
-                keys = self._sorted = sorted(held)
+                self._changes.clear()
+                self._rebuild(changed)
+                self._shown = set(held)
+                self._resort = True
             else:
                 changed = set(self._changes)
-                keys = self._sorted
-                if len(changed) > len(keys) // 32 + 8:
-                    keys = self._sorted = sorted(held)
-                else:
-                    for ws in changed:
-                        i = bisect_left(keys, ws)
-                        there = i < len(keys) and keys[i] == ws
-                        if ws in held:
-                            if not there:
-                                keys.insert(i, ws)
-                        elif there:
-                            del keys[i]
-            self._changes.clear()
-            marks = self._marks
-            for ws in changed:
-                t = held.get(ws)
-                if t is None:
-                    cache.pop(ws, None)
-                    continue
-                mark = marks.get(ws)
-                cache[ws] = _lane_view(
-                    LaneView, lanes=self.name, workspace=ws, owner=t.owner, epoch=t.epoch,
-                    claimed_at=t.claimed_at, stop_requested=mark is not None and mark.stop,
-                    stop_reason=None if mark is None else mark.stop_reason)
+                self._changes.clear()
+                self._absorb(changed)
+            keys = self._sorted
+            if self._resort:
+                keys = self._sorted = sorted(held)
+                self._resort = False
+            self._moves = 0
             views = self._views = tuple(map(cache.__getitem__, keys))
         return views
+
+    def prepare_views(self, budget_s: float = 0.002) -> int:
+        """Do part of the next ``views()`` call's work now: the lanes changed since the last
+        call get their views built and their place in the sorted order (or the order is
+        marked for one sort), taken from the change log in chunks of ``PREPARE_CHUNK``
+        workspaces until ``budget_s`` has passed (at least one chunk); returns how many
+        logged changes it took.
+
+        Guaranteed: ``views()`` returns exactly what it would have without this call (the
+        same lanes, order, fields, and the same objects for lanes unchanged since its last
+        call); the work left to it is the changes not taken yet. Does nothing before
+        ``views()`` was first called or after the log overflowed (``views()`` compares
+        then)."""
+        if not self._observed or self._lost_changes:
+            return 0
+        changes = self._changes
+        clock = time.perf_counter
+        t0 = clock()
+        taken = 0
+        while changes:
+            chunk = changes[:PREPARE_CHUNK]
+            del changes[:PREPARE_CHUNK]
+            taken += len(chunk)
+            self._absorb(chunk)
+            if clock() - t0 >= budget_s:
+                break
+        return taken
+
+    def _rebuild(self, changed) -> None:
+        """The views of ``changed`` (held workspaces) made anew in the cache."""
+        held = self._held
+        cache = self._lane_views
+        marks = self._marks
+        name = self.name
+        for ws in changed:
+            t = held[ws]
+            mark = marks.get(ws)
+            cache[ws] = _lane_view(
+                LaneView, lanes=name, workspace=ws, owner=t.owner, epoch=t.epoch,
+                claimed_at=t.claimed_at, stop_requested=mark is not None and mark.stop,
+                stop_reason=None if mark is None else mark.stop_reason)
+
+    def _absorb(self, changed) -> None:
+        """Logged workspaces taken into the cache: a held one's view made anew, a free
+        one's dropped, and each that came or went put in or taken out of the sorted
+        order by ``bisect``, or, past ``len // 32 + 8`` such moves since the last sort,
+        the order marked for one sort (``_resort``)."""
+        held = self._held
+        cache = self._lane_views
+        marks = self._marks
+        shown = self._shown
+        keys = self._sorted
+        name = self.name
+        for ws in changed:
+            t = held.get(ws)
+            if t is None:
+                cache.pop(ws, None)
+                if ws not in shown:
+                    continue
+                shown.discard(ws)
+                came = False
+            else:
+                mark = marks.get(ws)
+                cache[ws] = _lane_view(
+                    LaneView, lanes=name, workspace=ws, owner=t.owner, epoch=t.epoch,
+                    claimed_at=t.claimed_at, stop_requested=mark is not None and mark.stop,
+                    stop_reason=None if mark is None else mark.stop_reason)
+                if ws in shown:
+                    continue
+                shown.add(ws)
+                came = True
+            if self._resort:
+                continue
+            self._moves += 1
+            if self._moves > len(keys) // 32 + 8:
+                self._resort = True
+                continue
+            i = bisect_left(keys, ws)
+            if came:
+                keys.insert(i, ws)
+            else:
+                del keys[i]

@@ -101,7 +101,10 @@ timeline, the "last run" column), at most ``history_total`` runs over all
 workspaces: beyond that the oldest-ended runs go first, except each
 workspace's last run, which is kept while the workspace is listed.  What is
 kept per workspace (its name, its last run) grows with the number of
-distinct workspaces, not with the number of jobs.  The store keeps its own
+distinct workspaces, not with the number of jobs: a submitted job's workspace
+(in its records, views and events) is the scheduler's one string of that name,
+not the caller's equal copy (a 99,999-job burst over 9,999 workspaces keeps
+9,999 names).  The store keeps its own
 window of finished records (``RecordStore(keep_finished=...)``).
 ``stats()`` reports these sizes.
 
@@ -421,7 +424,10 @@ class Scheduler:
         self._history_order: deque[RunSpan] = deque()  # runs counted, oldest first
         self._history_order_ws: deque[str] = deque()   # ... and their workspaces
         self._history_uncounted: set[str] = set()  # workspaces whose one run is kept uncounted
-        self._workspaces: dict[str, None] = {}
+        # every workspace seen -> its name: the one string of that name the scheduler keeps
+        # (a job's workspace, records and events use it: 99,999 jobs over 9,999 workspaces
+        # keep 9,999 names, not one equal string per job from the caller)
+        self._workspaces: dict[str, str] = {}
         # snapshot caches, rebuilt only after a change: history (None after a
         # run ended) and the sorted workspaces (keyed by their count: they only grow)
         self._history_views: MappingProxyType | None = None
@@ -874,7 +880,7 @@ class Scheduler:
         return hook is None or bool(hook(workspace))
 
     def mark_busy(self, workspace: str, reason: str = "outside") -> None:
-        self._workspaces.setdefault(workspace, None)
+        self._workspaces.setdefault(workspace, workspace)
         self.occupancy.mark_busy(workspace, reason)
 
     def clear_busy(self, workspace: str, reason: str | None = None) -> None:
@@ -915,7 +921,7 @@ class Scheduler:
             return False
         work = as_work(work)
         ws = record.workspace
-        self._workspaces[ws] = None
+        self._workspaces.setdefault(ws, ws)
         if jid > self._next_id:
             self._next_id = jid
         job = _Job(jid, q, ws, work, record)
@@ -982,9 +988,9 @@ class Scheduler:
             if jid > self._next_id:
                 self._next_id = jid
         now = self.clock()
+        workspace = self._workspaces.setdefault(workspace, workspace)   # its one name string
         rec = _reservation(Reservation, id=jid, workspace=workspace, queue=q.name, state=_QUEUED,
                            created_at=now, updated_at=now)
-        self._workspaces[workspace] = None
         try:
             if not self.store.save_nowait(rec):
                 await self.store.save(rec)
@@ -1374,7 +1380,7 @@ class Scheduler:
         self._history_uncounted = set()
         live_ws = {j.workspace for j in self._live.values()}
         busy = self.occupancy.views()
-        self._workspaces = {ws: None for ws in self._workspaces if ws in live_ws or busy.get(ws)}
+        self._workspaces = {ws: ws for ws in self._workspaces if ws in live_ws or busy.get(ws)}
         self._history_views = None
         self._history_keys = []
         self._history_dirty = set()
@@ -1577,6 +1583,21 @@ class Scheduler:
             counts=self.counts(),
             workspaces=self._workspaces_view(),
         )
+
+    def prepare_snapshot(self, budget_s: float = 0.002) -> None:
+        """Do part of the next ``snapshot()``'s work now, within about ``budget_s``: the
+        shared ``scheduled`` lanes' views of the lanes changed since the last snapshot
+        (``prepare_views`` of the lanes engine, when it has one: the memory engine).
+        A UI calls it on the frames between two snapshots, so that a snapshot in a
+        99,999-job burst (thousands of lanes claimed again between two) does not build
+        them all in one loop turn.
+
+        Guaranteed: nothing a snapshot shows changes (the next ``snapshot()`` equals what
+        it would have been without this call); no event, no await. Refused: nothing
+        (a lanes engine without ``prepare_views`` makes it a no-op)."""
+        prepare = getattr(self.scheduled_lanes, "prepare_views", None)
+        if prepare is not None:
+            prepare(budget_s)
 
     def _history_view(self) -> MappingProxyType:
         """workspace -> its recent runs (sorted by workspace); rebuilt only after a run
