@@ -54,18 +54,31 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from typing import Protocol
 
 import numpy as np
 from PySide6.QtCore import QLine, QPoint, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QImage, QPainter, QPen, QPixmap, QTransform
 from PySide6.QtWidgets import QWidget
 
-from lanemon.ui.heartbeat.lag_trace import LagTrace
+from lanemon.ui.heartbeat.lag_trace import SMALL, LagTrace
 from lanemon.ui.kit import theme
 
 PAD = 3            # pixels of plate around a label's text
 BLOCK = 128        # columns per block of the repainted skyline (few, large rectangles: each costs)
 STEP = 8           # a block's top rounded up to this many rows (neighbours merge more often)
+
+
+class Curve(Protocol):
+    """What the plot area reads of the curve, only for the columns it paints: the held
+    columns (a point each: the column's maximum lag, view coordinates)."""
+
+    def around(self, a: int, b: int, lo: int, hi: int) -> tuple[list[int], list[float]]:
+        """The held columns among ``lo..hi`` from the last one before ``a`` to the first one
+        after ``b``, every held one between, and their maxima (ascending lists)."""
+
+    def before(self, c: int, lo: int) -> int | None:
+        """The last held column before ``c``, not before ``lo`` (``None``: none)."""
 
 
 class SpanStyle:
@@ -205,9 +218,8 @@ class ScrollPlot(QWidget):
         self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
         self._ring: QImage | None = None
         self._column_image: QImage | None = None   # background and grid of one column (_column)
-        self._tops = np.empty(0, dtype=np.int64)
-        self._screen_tops: np.ndarray | None = None   # last frame's, per screen column
-        self._padded = np.empty(0, dtype=np.int64)
+        self._tops: list[int] = []           # per ring column: the highest row of the curve
+        self._screen_tops: list[int] | None = None   # last frame's, per screen column
         self._painted_screen: list[tuple[int, int]] = []   # the screen columns painted this frame
         #: how the last frame's picture reached the screen: "whole", "skyline" or "scroll"
         self.last_repaint = ""
@@ -227,8 +239,7 @@ class ScrollPlot(QWidget):
         self._bg = QColor(theme.BG)          # (set_look sets the chart's)
         self._grid = QColor(theme.GRID)
         self._trace = LagTrace()             # paints the fill and curve of a piece, pixel coordinates
-        self._cols = np.empty(0, dtype=np.int64)   # the held columns shown and their maxima (view)
-        self._ys = np.empty(0, dtype=np.float64)
+        self._curve: Curve | None = None      # the last frame's (show_frame)
         self._painted_spans: dict = {}       # key -> (first column, last column, style)
         self._labels: list[PlateLabel] = []
         self._fixed_labels: list[PlateLabel] = []
@@ -318,28 +329,30 @@ class ScrollPlot(QWidget):
         return out
 
     # --- a frame -----------------------------------------------------------------------
-    def show_frame(self, k_now: int, cols: np.ndarray, ys: np.ndarray, changed_from: int | None,
+    def show_frame(self, k_now: int, curve: Curve, changed_from: int | None,
                    spans: Iterable[Span], labels: list[PlateLabel]) -> None:
-        """Shift to ``k_now`` (the newest column shown), with the held columns ``cols``
-        (ascending) and their maxima ``ys`` (view coordinates), the first column whose
-        maximum changed since the last frame (``None``: none did), the spans in view and the
-        labels to draw (placed in pixels). Paints what changed into the ring (see the module
-        docstring) and asks for a repaint."""
+        """Shift to ``k_now`` (the newest column shown), with the curve's held columns read
+        from ``curve`` where they are painted (``Curve``; the columns shown are
+        ``k_now - width .. k_now``), the first column whose maximum changed since the last
+        frame (``None``: none did), the spans in view and the labels to draw (placed in
+        pixels). Paints what changed into the ring (see the module docstring) and asks for a
+        repaint."""
         w, h = self.width(), self.height()
         self._labels = labels
+        self._curve = curve
         if w < 2 or h < 2:
-            self._k, self._cols, self._ys = k_now, cols, ys
+            self._k = k_now
             return
         if self._ring is None or self._ring.width() != w or self._ring.height() != h:
             self._ring = QImage(w, h, QImage.Format.Format_ARGB32_Premultiplied)
-            self._tops = np.full(w, h, dtype=np.int64)   # per ring column: the highest row of the curve
+            self._tops = [h] * w                          # per ring column: the highest row of the curve
             self._screen_tops = None
             self._rows()
             self._vlines_now()
             self._full = True
         old_k = self._k
         old_spans = self._painted_spans
-        self._k, self._cols, self._ys = k_now, cols, ys
+        self._k = k_now
         first = k_now - w + 1                     # the oldest column in view
         ranges: list[tuple[int, int]] = []
         full = self._full or old_k is None or k_now - old_k >= w or k_now < old_k
@@ -352,13 +365,13 @@ class ScrollPlot(QWidget):
             if k_now > old_k:
                 ranges.append((old_k + 1, k_now))
             if changed_from is not None:
-                i = int(np.searchsorted(cols, changed_from)) - 1
-                ranges.append((int(cols[i]) if i >= 0 else first, k_now))
+                held = curve.before(changed_from, k_now - w)
+                ranges.append((held if held is not None else first, k_now))
             ranges.extend(self._span_changes(spans))
         painted = self._paint_ranges(ranges, first, k_now)
-        self._ask_repaint(ys, old_spans, old_k, labels, full or painted >= w, painted > 0)
+        self._ask_repaint(old_spans, old_k, labels, full or painted >= w, painted > 0)
 
-    def _ask_repaint(self, ys: np.ndarray, old_spans: dict, old_k: int | None,
+    def _ask_repaint(self, old_spans: dict, old_k: int | None,
                      labels: list[PlateLabel], full: bool, painted: bool) -> None:
         """Ask to repaint what changed on screen as the picture shifted (see the module
         docstring): all of it after a full repaint of the ring or with an overlay; else the
@@ -368,30 +381,26 @@ class ScrollPlot(QWidget):
         span's inside), so the same after a shift."""
         w, h = self.width(), self.height()
         ring_x = (self._k - w + 1) % w                     # the ring's column at screen x = 0
-        tops = np.concatenate((self._tops[ring_x:], self._tops[:ring_x]))
+        tops = self._tops[ring_x:] + self._tops[:ring_x]   # (plain lists: no numpy in a frame)
         before_tops, self._screen_tops = self._screen_tops, tops
         moving = [(label, label.rect()) for label in labels[len(self._fixed_labels):] if label.isVisible()]
         before, self._label_rects = self._label_rects, moving
         overlay, self._overlay_seen = self._overlay_seen, self.overlay is not None
-        if full or old_k is None or overlay or self._overlay_seen or before_tops is None or before_tops.size != w:
+        if full or old_k is None or overlay or self._overlay_seen or before_tops is None or len(before_tops) != w:
             self.update_region = [QRect(0, 0, w, h)]
             self.last_repaint = "whole"
             self.update()
             return
         shift = self._k - old_k
-        if shift > 0 and self._scroll_cheaper(before_tops, tops, w, h):
-            self._scroll_screen(shift, before, moving)
-            return
         region = []
         if self._k != old_k or painted:
             # the curve's skyline, before and now, in blocks of BLOCK columns: rows from the
             # higher of the two down changed (the fill goes down to the bottom)
-            padded = self._padded
-            if padded.size != w + (-w) % BLOCK:
-                padded = self._padded = np.empty(w + (-w) % BLOCK, dtype=np.int64)
-            padded[w:] = h
-            np.minimum(before_tops, tops, out=padded[:w])
-            blocks = (padded.reshape(-1, BLOCK).min(axis=1) // STEP * STEP).tolist()
+            blocks = [min(min(before_tops[x:x + BLOCK]), min(tops[x:x + BLOCK])) // STEP * STEP
+                      for x in range(0, w, BLOCK)]
+            if shift > 0 and self._scroll_cheaper(blocks, w, h):
+                self._scroll_screen(shift, before, moving)
+                return
             x = 0
             while x < len(blocks):
                 top = blocks[x]
@@ -424,10 +433,11 @@ class ScrollPlot(QWidget):
         for r in region:                  # Qt gathers them (and clips them to the widget)
             self.update(r)
 
-    def _scroll_cheaper(self, before_tops: np.ndarray, tops: np.ndarray, w: int, h: int) -> bool:
-        """Would the skyline repaint (rows under the curve, before and now) cover more than a
-        quarter of the area? Then moving the screen's pixels costs less."""
-        return int((h - np.minimum(before_tops, tops)).sum()) > (w * h) // 4
+    def _scroll_cheaper(self, blocks: list[int], w: int, h: int) -> bool:
+        """Would the skyline repaint (``blocks``: the top row of each block of ``BLOCK`` columns,
+        under which the curve was or is) cover more than a quarter of the area? Then moving
+        the screen's pixels costs less."""
+        return sum(h - top for top in blocks) * BLOCK > (w * h) // 4
 
     def _scroll_screen(self, shift: int, before: list, moving: list) -> None:
         """Move the shown pixels ``shift`` columns left (``QWidget.scroll``: the window's
@@ -526,7 +536,7 @@ class ScrollPlot(QWidget):
         w, h = self.width(), self.height()
         n = xb - xa + 1
         shift = (xa - (w - 1 - last)) % w - xa        # the piece lies in the ring in one stretch
-        self._tops[xa + shift:xa + shift + n] = h             # no curve (until painted below)
+        self._tops[xa + shift:xa + shift + n] = [h] * n       # no curve (until painted below)
         off = w - 1 - last                        # screen x of column k: k + off
         here = [(c0 + off, c1 + off, style) for c0, c1, style in self._painted_spans.values()
                 if c1 + off >= xa and c0 + off <= xb]
@@ -540,15 +550,19 @@ class ScrollPlot(QWidget):
                 p.fillRect(QRect(xa, row, n, 1), self._grid)
         self._paint_spans(p, here, False, h)
         # the fill and the curve: from the held point before xa to the one after xb
-        cols = self._cols
-        if cols.size:
-            i0 = max(0, int(np.searchsorted(cols, xa - off)) - 1)
-            i1 = min(cols.size, int(np.searchsorted(cols, xb - off, side="right")) + 1)
-            if i1 > i0:
-                cs, tops = self._trace.paint(p, cols[i0:i1] + off, self.y_of(self._ys[i0:i1]), xa, xb, h)
-                ring = self._tops
-                for c, top in zip(cs, tops):         # the ring's column of screen x: its x + shift
-                    ring[c + shift] = max(top, 0)
+        cols, views = self._curve.around(xa - off, xb - off, last - w, last)
+        if cols:
+            scale, top = h / max(1e-12, self._top - self._bottom), self._top   # y_of, term by term
+            if len(cols) <= SMALL:
+                xs = [c + off for c in cols]
+                ys = [(top - v) * scale for v in views]
+            else:
+                xs = np.asarray(cols, dtype=np.int64) + off
+                ys = (top - np.asarray(views, dtype=np.float64)) * scale
+            cs, tops = self._trace.paint(p, xs, ys, xa, xb, h)
+            ring = self._tops
+            for c, top_row in zip(cs, tops):         # the ring's column of screen x: its x + shift
+                ring[c + shift] = max(top_row, 0)
 
     @staticmethod
     def _paint_spans(p: QPainter, spans: list, under_grid: bool, h: int) -> None:

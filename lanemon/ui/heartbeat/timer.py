@@ -139,6 +139,18 @@ class Heartbeat(QObject):
         idx = np.arange(first, stop) & self._mask   # it wraps around the end
         return self._t[idx], self._lag[idx]
 
+    def between_lists(self, first: int, stop: int) -> tuple[list[float], list[float]]:
+        """``between`` as Python lists (a reader's few new ticks: no numpy copies)."""
+        stop = min(stop, self._n)
+        first = max(first, stop - self.capacity, 0)
+        if stop <= first:
+            return [], []
+        a, b = first & self._mask, stop & self._mask
+        if a < b:
+            return self._t[a:b].tolist(), self._lag[a:b].tolist()
+        return (self._t[a:].tolist() + self._t[:b].tolist(),
+                self._lag[a:].tolist() + self._lag[:b].tolist())
+
     def recent(self, seconds: float, now: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Copies of the ticks of the last ``seconds`` (oldest first)."""
         n = min(self._n, self.capacity)
