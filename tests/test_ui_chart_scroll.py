@@ -196,3 +196,25 @@ def test_the_screen_after_many_frames_equals_the_area_painted_whole(chart, monke
     assert mode in seen
     differ = np.argwhere((shown != _rendered(c)).any(axis=2))
     assert differ.size == 0, differ[:10]
+
+
+def test_a_label_that_stays_put_is_repainted_when_its_text_changes(chart):
+    """A frame repaints no label that stays as it was (where it is and what it shows); one
+    whose text changes in place (a run's label held at the left edge) is repainted."""
+    c, hb, clock, controller = chart
+    rs = np.random.RandomState(13)
+    _frames(c, hb, clock, 5, rs)
+    run = SimpleNamespace(id=0, kind="whole", label="whole", status="done", t_start=clock.t - 19.9,
+                          t_end=clock.t - 17.0, stats=SimpleNamespace(max=12.0))
+    controller.records.append(run)
+    for _ in range(3):
+        _frames(c, hb, clock, 1, rs)
+        _screen(c)
+    label = next(lb for lb in c.area.labels() if lb.text().startswith("#0"))
+    assert label.box()[0] == 0                       # held at the left edge as the run leaves
+    run.stats = SimpleNamespace(max=19.0)            # its text changes, not where it is (nor its size)
+    _frames(c, hb, clock, 1, rs)
+    assert "19 ms" in label.text() and label.box()[0] == 0
+    shown = _screen(c)
+    differ = np.argwhere((shown != _rendered(c)).any(axis=2))
+    assert differ.size == 0, differ[:10]

@@ -668,7 +668,7 @@ class HeartbeatChart(QWidget):
         if dt != area.dt:
             area.set_columns(dt)
         k_now = math.floor(now / dt)
-        lo = k_now - max(1, area.width())      # the columns shown: lo..k_now
+        lo = k_now - max(1, area.px_w)         # the columns shown: lo..k_now
         key = self._columns_key
         if key != self._drawn or self._peak_col < lo:
             # the highest lag shown, again (new columns, or its column scrolled out); else the
@@ -718,7 +718,7 @@ class HeartbeatChart(QWidget):
         each frame adds only the ticks that came since the last. While paused no tick is
         added; on resume the ones recorded meanwhile are."""
         w = self._window_s
-        n_cols = self.area.width() if self.area.width() >= 2 else 100   # a column per pixel
+        n_cols = self.area.px_w if self.area.px_w >= 2 else 100   # a column per pixel
         key = (w, n_cols)
         hb = self.heartbeat
         if key != self._columns_key:
@@ -752,7 +752,7 @@ class HeartbeatChart(QWidget):
         if self._shown is None or self._columns is None:
             return None, None
         k_now, now, dt = self._shown
-        cols, peaks = self._columns.held(k_now - max(1, self.area.width()), k_now)
+        cols, peaks = self._columns.held(k_now - max(1, self.area.px_w), k_now)
         return cols * dt - now, np.asarray(self._scale.to_view_list(peaks.tolist()), dtype=np.float64)
 
     def shaded(self) -> list[Span]:
@@ -766,7 +766,7 @@ class HeartbeatChart(QWidget):
         min_s = w / 400            # a very short run stays visible as a sliver
         seen = set()
         placed = []   # (x0 in pixels, label, priority) for the label layout, any order (LABEL_RUN first)
-        px0 = self.area.width() - 1 - k_now    # pixel x of absolute column k: k + px0
+        px0 = self.area.px_w - 1 - k_now       # pixel x of absolute column k: k + px0
         dt = self._columns.dt
         for rec in reversed(self.controller.records):
             end = rec.t_end if rec.t_end is not None else now
@@ -858,7 +858,7 @@ class HeartbeatChart(QWidget):
         for a start-up's or a toggle's. (Pixels of the plot area, y downwards.)"""
         if not placed:      # nothing in view (an idle frame): no row to work out
             return
-        width, height = float(self.area.width()), float(max(1, self.area.height()))
+        width, height = float(self.area.px_w), float(max(1, self.area.px_h))
         # a row is as tall as the tallest label (large type: taller than 15% of the chart)
         tallest = max((label.size()[1] for _, label, _ in placed), default=0.0)
         row_h = max(0.15 * height, tallest + 2)
@@ -866,8 +866,8 @@ class HeartbeatChart(QWidget):
         taken: list[list[tuple[float, float]]] = [[] for _ in range(rows)]   # (x0, x1) per row
         # the reference lines' labels stay where they are: a run label takes another row
         # rather than cover one
-        fixed = [label.rect() for _ms, label, _where in self._ref_lines if label.isVisible()]
-        fixed = [(r.left(), r.left() + r.width(), r.top(), r.top() + r.height()) for r in fixed]
+        fixed = [label.box() for _ms, label, _where in self._ref_lines if label.isVisible()]
+        fixed = [(x, x + fw, y, y + fh) for x, y, fw, fh in fixed]
         for x0, label, _priority in sorted(placed, key=lambda p: (p[2], p[0])):
             lw, lh = label.size()
             x = max(0.0, min(float(x0), width - lw))   # keep the whole label inside the chart
