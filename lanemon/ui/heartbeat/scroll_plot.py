@@ -18,8 +18,9 @@ Each painted column gets everything that scrolls, in this order: the
 background, the spans of phases and own stalls, the horizontal grid, the
 runs' spans, the fill and the curve (``lag_trace``: computed column by
 column from the curve's points). Every column is painted by the same code
-whether one column or the whole ring is painted, and painting is clipped to
-whole columns, so the ring after any number of frames holds the same pixels
+whether one column or the whole ring is painted, and nothing is drawn outside
+the columns painted (integer rectangles cut to them by hand: no clip, which
+costs more), so the ring after any number of frames holds the same pixels
 as a full repaint of the same state (``tests/test_ui_chart_scroll.py``). The
 whole ring is repainted only when the y scale, the size, the look (theme),
 the columns' width (window) or the data's identity changes (``invalidate``).
@@ -37,7 +38,8 @@ same inside of a span. So a frame asks Qt to repaint only (``update_region``,
 
 - "skyline": the rows under the curve's highest point, before and now, in
   blocks of ``BLOCK`` columns; the columns between where each span's edge was
-  and is; where each moving label was and is. The rest keeps its pixels.
+  and is; where each moving label was and is (nothing for one that stayed
+  where it was, showing the same). The rest keeps its pixels.
 - "scroll", when that skyline would cover more than a quarter of the area (a
   tall stall's ramp in view): the screen's pixels are moved
   (``QWidget.scroll``) and only the columns painted into the ring this frame
