@@ -451,8 +451,14 @@ class HeartbeatChart(QWidget):
 
     def _without_own(self, t: np.ndarray, lag: np.ndarray) -> tuple[np.ndarray, bool]:
         """``lag`` without the ticks of the window's own stalls; whether any was left out."""
+        if t.size == 0:
+            return lag, False
+        first, last = float(t[0]), float(t[-1])
+        spans = [(t0, t1) for _label, t0, t1 in self.own_spans(t) if t0 < last and t1 >= first]
+        if not spans:                      # (the usual case: no mask to build)
+            return lag, False
         keep = np.ones(t.size, dtype=bool)
-        for _label, t0, t1 in self.own_spans(t):
+        for t0, t1 in spans:
             keep &= ~((t > t0) & (t <= t1))
         if keep.all():
             return lag, False

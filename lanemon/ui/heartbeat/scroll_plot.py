@@ -255,15 +255,16 @@ class ScrollPlot(QWidget):
         self._grid_views: list[float] = []   # horizontal grid lines, view coordinates
         self._ref_views: list[tuple[float, QColor]] = []
         self._grid_rows: list[int] = []
-        self._ref_lines: list[tuple[QPen, QLine]] = []
+        self._ref_lines: list[tuple[QPen, QLine, int]] = []   # pen, line, its row
         self._label_rects: list[tuple[PlateLabel, tuple]] = []   # the moving labels, as drawn last frame (look)
         self._overlay_seen = False           # was an overlay drawn last frame?
         #: the rectangles the last frame asked to repaint (tests; None: none yet)
         self.update_region: list[QRect] | None = None
         self._vgrid_s: list[float] = []      # vertical grid lines, seconds ago
-        self._vlines: list[QLine] = []
+        self._vlines: list[tuple[int, QLine]] = []   # x, the line
         self._bg = QColor(theme.BG)          # (set_look sets the chart's)
         self._grid = QColor(theme.GRID)
+        self._grid_pen = QPen(self._grid, 0)
         self._trace = LagTrace()             # paints the fill and curve of a piece, pixel coordinates
         self._curve: Curve | None = None      # the last frame's (show_frame)
         self._painted_spans: dict = {}       # key -> (first column, last column, style)
@@ -280,6 +281,7 @@ class ScrollPlot(QWidget):
     def set_look(self, background: QColor, grid: QColor, pen: QColor, fill: QColor) -> None:
         """Colours: background, grid lines, the lag curve and the translucent fill under it."""
         self._bg, self._grid = QColor(background), QColor(grid)
+        self._grid_pen = QPen(self._grid, 0)
         self._trace.setPen(QPen(QColor(pen), 0))
         self._trace.setBrush(QColor(fill))
         self.invalidate()
@@ -484,8 +486,8 @@ class ScrollPlot(QWidget):
         labels that moved otherwise than with the picture."""
         w, h = self.px_w, self.px_h
         rects = [QRect(xa, 0, xb - xa + 1, h) for xa, xb in self._painted_screen]
-        rects += [QRect(line.x1() - shift, 0, shift + 1, h) for line in self._vlines]
-        rects += [QRect(0, line.y1(), w, 1) for _pen, line in self._ref_lines]
+        rects += [QRect(x - shift, 0, shift + 1, h) for x, _line in self._vlines]
+        rects += [QRect(0, row, w, 1) for _pen, _line, row in self._ref_lines]
         rects += [label.rect().adjusted(-shift, 0, 0, 0) for label in self._fixed_labels if label.isVisible()]
         was = {id(label): QRect(*look[0]) for label, look in before}
         for label, (box, _version) in moving:
@@ -644,12 +646,12 @@ class ScrollPlot(QWidget):
         for v, color in self._ref_views:
             row = int(math.floor(self.y_of(v)))
             if 0 <= row < h:
-                self._ref_lines.append((QPen(color, 0, Qt.PenStyle.DashLine), QLine(0, row, w - 1, row)))
+                self._ref_lines.append((QPen(color, 0, Qt.PenStyle.DashLine), QLine(0, row, w - 1, row), row))
 
     def _vlines_now(self) -> None:
         w, h = self.px_w, self.px_h
         xs = [round(w - 1 - s / self._dt) for s in self._vgrid_s]
-        self._vlines = [QLine(x, 0, x, h - 1) for x in xs if 0 <= x < w]
+        self._vlines = [(x, QLine(x, 0, x, h - 1)) for x in xs if 0 <= x < w]
 
     # --- Qt ----------------------------------------------------------------------------
     def resizeEvent(self, event) -> None:
@@ -691,12 +693,12 @@ class ScrollPlot(QWidget):
             x0, x1, y0, y1 = 0, self.px_w - 1, 0, self.px_h - 1
         else:
             x0, x1, y0, y1 = bounds.left(), bounds.right(), bounds.top(), bounds.bottom()
-        lines = [line for line in self._vlines if x0 <= line.x1() <= x1]
+        lines = [line for x, line in self._vlines if x0 <= x <= x1]
         if lines:
-            p.setPen(QPen(self._grid, 0))
+            p.setPen(self._grid_pen)
             p.drawLines(lines)
-        for pen, line in self._ref_lines:
-            if y0 <= line.y1() <= y1:
+        for pen, line, row in self._ref_lines:
+            if y0 <= row <= y1:
                 p.setPen(pen)
                 p.drawLine(line)
         if self.overlay is not None:
