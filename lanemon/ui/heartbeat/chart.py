@@ -82,6 +82,7 @@ STATS_EVERY = 8            # frames between text updates (~4 per second)
 # only when a step at most half as high would do (few axis / grid re-renders)
 TOP_STEPS = (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)
 SHRINK_BELOW = 0.5
+FEW_TICKS = 64             # new ticks at most: folded in as lists (a frame brings ~3)
 OWN_PHASES = frozenset({"window start-up"})   # controller phases that are the window's own stalls
 OWN_NOTE = " · own stalls left out"   # (last in the header: where room is short, it is what elides)
 MAX_OWN_STALLS = 64                            # own stalls remembered (older ones have scrolled away)
@@ -740,8 +741,14 @@ class HeartbeatChart(QWidget):
         count = hb.count
         if count != self._seen and self._paused_at is None:
             columns = self._columns
-            t, lag = hb.between_lists(self._seen, count)    # (a frame's ~3: plain Python)
-            first = columns.add_few(t, lag)
+            if count - self._seen <= FEW_TICKS:            # a frame's ~3: plain Python
+                t, lag = hb.between_lists(self._seen, count)
+                first = columns.add_few(t, lag)
+            else:                                          # a resume after a long pause
+                t_np, lag_np = hb.between(self._seen, count)
+                first = columns.add(t_np, lag_np)
+                i = int(lag_np.argmax())
+                t, lag = [float(t_np[i])], [float(lag_np[i])]
             self._seen = count
             peak = self._own_peak
             if lag and max(lag) >= peak:                   # the highest lag shown: a new one

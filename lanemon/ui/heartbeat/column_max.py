@@ -26,6 +26,7 @@ import math
 
 import numpy as np
 
+FEW = 64       # at most this many ticks: added one by one in plain Python (a frame brings ~3)
 EMPTY = np.iinfo(np.int64).min   # a slot with no column (any real column index may occur, -1 too)
 
 
@@ -57,7 +58,26 @@ class ColumnMax:
         the ticks touched (``None``: no tick)."""
         if t.size == 0:
             return None
-        return self.add_few(t.tolist(), lag.tolist())
+        if t.size <= FEW:
+            return self.add_few(t.tolist(), lag.tolist())
+        first = math.floor(float(t[0]) / self.dt)
+        # many ticks (a resume after a long pause, a new window): one maximum per column with
+        # numpy, then at most ``capacity`` columns merged in Python
+        k = np.floor(t / self.dt).astype(np.int64)
+        if k[-1] - k[0] >= self.capacity:          # more than the ring holds: keep the newest
+            keep = int(np.searchsorted(k, k[-1] - self.capacity + 1))
+            k, lag = k[keep:], lag[keep:]
+        starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+        ids, peaks, mask = self._ids, self._max, self._mask
+        for col, peak in zip(k[starts].tolist(), np.maximum.reduceat(lag, starts).tolist()):
+            slot = col & mask
+            if ids[slot] != col:
+                ids[slot] = col
+                peaks[slot] = peak
+            elif peak > peaks[slot]:
+                peaks[slot] = peak
+        self.last_column = int(k[-1])
+        return first
 
     def add_few(self, t: list[float], lag: list[float]) -> int | None:
         """``add`` for ticks given as Python lists (a frame's ~3: no numpy conversion)."""
