@@ -218,3 +218,22 @@ def test_a_label_that_stays_put_is_repainted_when_its_text_changes(chart):
     shown = _screen(c)
     differ = np.argwhere((shown != _rendered(c)).any(axis=2))
     assert differ.size == 0, differ[:10]
+
+
+def test_a_stall_in_view_repaints_about_its_own_width_as_the_picture_shifts(chart, monkeypatch):
+    """The skyline repaint is worked out in narrow blocks merged while that adds few pixels:
+    a tall stall's ramp makes a tall rectangle about as wide as the ramp (fails with 128-column
+    blocks: 128 columns from the top down, per frame), the low rest a few wide ones."""
+    from lanemon.ui.heartbeat.scroll_plot import ScrollPlot
+
+    monkeypatch.setattr(ScrollPlot, "_scroll_cheaper", lambda *_args: False)
+    c, hb, clock, _controller = chart
+    rs = np.random.RandomState(17)
+    _frames(c, hb, clock, 10, rs, stall_at=3)
+    _frames(c, hb, clock, 5, rs)                      # after the y range grew: shifting frames
+    h = c.area.height()
+    assert c.area.last_repaint == "skyline"
+    tall = [r for r in c.area.update_region if r.top() < h // 2]
+    assert tall, c.area.update_region
+    assert sum(r.width() for r in tall) <= 64, tall
+    assert len(c.area.update_region) <= 8, c.area.update_region

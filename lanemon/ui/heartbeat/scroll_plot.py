@@ -37,7 +37,9 @@ same inside of a span. So a frame asks Qt to repaint only (``update_region``,
 ``last_repaint``):
 
 - "skyline": the rows under the curve's highest point, before and now, in
-  blocks of ``BLOCK`` columns; the columns between where each span's edge was
+  blocks of ``BLOCK`` columns (neighbours share a rectangle while that adds
+  fewer than ``MERGE_PX`` pixels: a tall stall's ramp repaints about its own
+  width, the low rest a few wide rectangles); the columns between where each span's edge was
   and is; where each moving label was and is (nothing for one that stayed
   where it was, showing the same). The rest keeps its pixels.
 - "scroll", when that skyline would cover more than a quarter of the area (a
@@ -67,7 +69,8 @@ from lanemon.ui.heartbeat.lag_trace import SMALL, LagTrace
 from lanemon.ui.kit import theme
 
 PAD = 3            # pixels of plate around a label's text
-BLOCK = 128        # columns per block of the repainted skyline (few, large rectangles: each costs)
+BLOCK = 32         # columns per block of the repainted skyline (merged into few rectangles: MERGE_PX)
+MERGE_PX = 2048    # neighbouring blocks share a rectangle while that repaints fewer extra pixels
 STRIP = 64         # columns of the background-and-grid image a frame's new columns are copied from
 STEP = 8           # a block's top rounded up to this many rows (neighbours merge more often)
 
@@ -411,16 +414,18 @@ class ScrollPlot(QWidget):
         w, h = self.px_w, self.px_h
         ring_x = (self._k - w + 1) % w                     # the ring's column at screen x = 0
         tops = self._tops                                  # (plain lists: no numpy in a frame)
+        blk = BLOCK
         blocks_now = []                  # per block of BLOCK screen columns: the curve's top row
-        for x in range(0, w, BLOCK):
+        for x in range(0, w, blk):
             a = (ring_x + x) % w
-            b = a + min(BLOCK, w - x)
+            b = a + min(blk, w - x)
             blocks_now.append(min(tops[a:b]) if b <= w else min(min(tops[a:]), min(tops[:b - w])))
         before_blocks, self._screen_blocks = self._screen_blocks, (w, blocks_now)
         moving = [(label, label.look()) for label in labels[len(self._fixed_labels):] if label.isVisible()]
         before, self._label_rects = self._label_rects, moving
         overlay, self._overlay_seen = self._overlay_seen, self.overlay is not None
-        if full or old_k is None or overlay or self._overlay_seen or before_blocks is None or before_blocks[0] != w:
+        if full or old_k is None or overlay or self._overlay_seen or before_blocks is None or before_blocks[0] != w \
+                or len(before_blocks[1]) != len(blocks_now):
             self.update_region = [QRect(0, 0, w, h)]
             self.last_repaint = "whole"
             self.update()
@@ -431,18 +436,26 @@ class ScrollPlot(QWidget):
             # the curve's skyline, before and now, in blocks of BLOCK columns: rows from the
             # higher of the two down changed (the fill goes down to the bottom)
             blocks = [min(was, now) // STEP * STEP for was, now in zip(before_blocks[1], blocks_now)]
-            if shift > 0 and self._scroll_cheaper(blocks, w, h):
+            if shift > 0 and self._scroll_cheaper(blocks, w, h, blk):
                 self._scroll_screen(shift, before, moving)
                 return
-            x = 0
-            while x < len(blocks):
-                top = blocks[x]
-                end = x + 1
-                while end < len(blocks) and blocks[end] == top:
-                    end += 1
+            # neighbouring blocks share a rectangle (the higher top) while that adds fewer than
+            # MERGE_PX pixels: few rectangles, and a tall stall's ramp only about as wide as it is
+            n = len(blocks)
+            i = 0
+            while i < n:
+                top = blocks[i]
+                j = i + 1
+                while j < n:
+                    t = blocks[j]
+                    m = top if top < t else t
+                    if ((top - m) * (j - i) + (t - m)) * blk > MERGE_PX:
+                        break
+                    top = m
+                    j += 1
                 if top < h:
-                    region.append(QRect(x * BLOCK, top, (end - x) * BLOCK, h - top))
-                x = end
+                    region.append(QRect(i * blk, top, (j - i) * blk, h - top))
+                i = j
         off_old, off_new = w - 1 - old_k, w - 1 - self._k
         new = self._painted_spans
         for key in old_spans.keys() | new.keys():
@@ -472,11 +485,11 @@ class ScrollPlot(QWidget):
         for r in region:                  # Qt gathers them (and clips them to the widget)
             self.update(r)
 
-    def _scroll_cheaper(self, blocks: list[int], w: int, h: int) -> bool:
+    def _scroll_cheaper(self, blocks: list[int], w: int, h: int, blk: int = 32) -> bool:
         """Would the skyline repaint (``blocks``: the top row of each block of ``BLOCK`` columns,
         under which the curve was or is) cover more than a quarter of the area? Then moving
         the screen's pixels costs less."""
-        return sum(h - top for top in blocks) * BLOCK > (w * h) // 4
+        return sum(h - top for top in blocks) * blk > (w * h) // 4
 
     def _scroll_screen(self, shift: int, before: list, moving: list) -> None:
         """Move the shown pixels ``shift`` columns left (``QWidget.scroll``: the window's
