@@ -38,6 +38,9 @@ class FakeHeartbeat:
     def between(self, first: int, stop: int):
         return self.t[first:stop].copy(), self.lag[first:stop].copy()
 
+    def between_lists(self, first: int, stop: int):
+        return self.t[first:stop].tolist(), self.lag[first:stop].tolist()
+
     def recent(self, seconds: float, now: float):
         keep = self.t >= now - seconds          # like Heartbeat.recent: up to the newest tick
         return self.t[keep], self.lag[keep]

@@ -65,3 +65,42 @@ def test_a_stall_stays_the_maximum_of_its_column_and_reset_forgets():
     assert list(y) == [3.0, 4.0] and x[0] == pytest.approx(-0.02)
     with pytest.raises(ValueError):
         cm.reset(0.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    gaps=st.lists(st.floats(0.0005, 0.08), min_size=1, max_size=300),
+    columns=st.integers(4, 200),
+    dt=st.sampled_from([0.004, 0.0163, 0.05]),
+    span=st.data(),
+)
+def test_around_reads_the_same_columns_as_held(gaps, columns, dt, span):
+    """``around(a, b, lo, hi)`` (what a frame paints reads, in plain Python) is the part of
+    ``held(lo, hi)`` from the held column before ``a`` to the one after ``b``; ``before``
+    the held column before ``c``."""
+    t = 1000.0 + np.cumsum(gaps)
+    lag = np.linspace(0.1, 50.0, t.size)
+    cm = ColumnMax(columns, dt)
+    cm.add(t, lag)
+    last = cm.last_column
+    lo = span.draw(st.integers(last - cm.capacity - 5, last))
+    hi = span.draw(st.integers(lo, last + 3))
+    a = span.draw(st.integers(lo - 3, hi + 3))
+    b = span.draw(st.integers(a, hi + 80))
+    cols, peaks = cm.held(lo, hi)
+    cols, peaks = cols.tolist(), peaks.tolist()
+    before = [i for i, k in enumerate(cols) if k < a]
+    after = [i for i, k in enumerate(cols) if k > b]
+    keep = before[-1:] + [i for i, k in enumerate(cols) if a <= k <= b] + after[:1]
+    assert cm.around(a, b, lo, hi) == ([cols[i] for i in keep], [peaks[i] for i in keep])
+    earlier = cm.held(lo, a - 1)[0].tolist()
+    assert cm.before(a, lo) == (earlier[-1] if earlier else None)
+
+
+def test_to_view_list_is_to_view_per_value():
+    from lanemon.ui.heartbeat.y_scale import LOG_FLOOR_MS, YScale
+
+    values = [0.0, LOG_FLOOR_MS / 2, LOG_FLOOR_MS, 0.37, 16.7, 400.0, 123456.0]
+    for log in (False, True):
+        scale = YScale(log=log)
+        assert scale.to_view_list(values) == [scale.to_view(v) for v in values]

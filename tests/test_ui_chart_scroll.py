@@ -196,3 +196,44 @@ def test_the_screen_after_many_frames_equals_the_area_painted_whole(chart, monke
     assert mode in seen
     differ = np.argwhere((shown != _rendered(c)).any(axis=2))
     assert differ.size == 0, differ[:10]
+
+
+def test_a_label_that_stays_put_is_repainted_when_its_text_changes(chart):
+    """A frame repaints no label that stays as it was (where it is and what it shows); one
+    whose text changes in place (a run's label held at the left edge) is repainted."""
+    c, hb, clock, controller = chart
+    rs = np.random.RandomState(13)
+    _frames(c, hb, clock, 5, rs)
+    run = SimpleNamespace(id=0, kind="whole", label="whole", status="done", t_start=clock.t - 19.9,
+                          t_end=clock.t - 17.0, stats=SimpleNamespace(max=12.0))
+    controller.records.append(run)
+    for _ in range(3):
+        _frames(c, hb, clock, 1, rs)
+        _screen(c)
+    label = next(lb for lb in c.area.labels() if lb.text().startswith("#0"))
+    assert label.box()[0] == 0                       # held at the left edge as the run leaves
+    run.stats = SimpleNamespace(max=19.0)            # its text changes, not where it is (nor its size)
+    _frames(c, hb, clock, 1, rs)
+    assert "19 ms" in label.text() and label.box()[0] == 0
+    shown = _screen(c)
+    differ = np.argwhere((shown != _rendered(c)).any(axis=2))
+    assert differ.size == 0, differ[:10]
+
+
+def test_a_stall_in_view_repaints_about_its_own_width_as_the_picture_shifts(chart, monkeypatch):
+    """The skyline repaint is worked out in narrow blocks merged while that adds few pixels:
+    a tall stall's ramp makes a tall rectangle about as wide as the ramp (fails with 128-column
+    blocks: 128 columns from the top down, per frame), the low rest a few wide ones."""
+    from lanemon.ui.heartbeat.scroll_plot import ScrollPlot
+
+    monkeypatch.setattr(ScrollPlot, "_scroll_cheaper", lambda *_args: False)
+    c, hb, clock, _controller = chart
+    rs = np.random.RandomState(17)
+    _frames(c, hb, clock, 10, rs, stall_at=3)
+    _frames(c, hb, clock, 5, rs)                      # after the y range grew: shifting frames
+    h = c.area.height()
+    assert c.area.last_repaint == "skyline"
+    tall = [r for r in c.area.update_region if r.top() < h // 2]
+    assert tall, c.area.update_region
+    assert sum(r.width() for r in tall) <= 64, tall
+    assert len(c.area.update_region) <= 8, c.area.update_region

@@ -585,3 +585,38 @@ def test_the_presenter_toggles_own_stall_mark_covers_its_paint_a_loop_turn_later
         assert marks[0].t_done is not None and marks[0].t_done >= painted
     win.removeEventFilter(spy)
     win.talk.set_presenter(False)
+
+
+def test_talk_mode_and_player_follow_the_window_without_filtering_its_events(qtbot, monkeypatch):
+    """The talk mode and the talk player follow the window's resize, show and state through its
+    signals (``MainWindow.resized`` ...), not an event filter: a filter on the window was a
+    Python call for each of its events, a paint request per chart frame included (fails on the
+    code before: both saw every event). The shortcut overlay still follows a resize."""
+    import asyncio
+
+    from lanemon.ui.shell.talk_mode import TalkMode
+    from lanemon.ui.talk.player import TalkPlayer
+
+    filtered = []
+
+    def spy(self, obj, event):
+        filtered.append((type(self).__name__, event.type()))
+        return False
+
+    monkeypatch.setattr(TalkMode, "eventFilter", spy, raising=False)
+    monkeypatch.setattr(TalkPlayer, "eventFilter", spy, raising=False)
+
+    async def scenario(win):
+        await _ready(win)
+        win.update()
+        await asyncio.sleep(0.2)                      # frames and paints of the window
+        key(win, Qt.Key.Key_F1)
+        win.resize(win.width() - 40, win.height() - 30)
+        await wait_until(lambda: win.talk.overlay.geometry() == win.rect(), 5)
+        key(win, Qt.Key.Key_Escape)
+        return win.talk.overlay.geometry() == win.rect()
+
+    rc, follows, errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert follows
+    assert filtered == []

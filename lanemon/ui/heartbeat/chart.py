@@ -82,6 +82,7 @@ STATS_EVERY = 8            # frames between text updates (~4 per second)
 # only when a step at most half as high would do (few axis / grid re-renders)
 TOP_STEPS = (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)
 SHRINK_BELOW = 0.5
+FEW_TICKS = 64             # new ticks at most: folded in as lists (a frame brings ~3)
 OWN_PHASES = frozenset({"window start-up"})   # controller phases that are the window's own stalls
 OWN_NOTE = " · own stalls left out"   # (last in the header: where room is short, it is what elides)
 MAX_OWN_STALLS = 64                            # own stalls remembered (older ones have scrolled away)
@@ -204,6 +205,26 @@ class ShownCurve:
         return self._chart.shown_curve()[1]
 
 
+class _ShownColumns:
+    """What the plot area reads of the curve (``ScrollPlot.show_frame``'s ``curve``): the held
+    columns around a stretch and their maxima in view coordinates, read when it paints them."""
+
+    __slots__ = ("columns", "scale")
+
+    def __init__(self) -> None:
+        self.columns: ColumnMax | None = None
+        self.scale = YScale(log=False)
+
+    def around(self, a: int, b: int, lo: int, hi: int) -> tuple[list[int], list[float]]:
+        """``ColumnMax.around``, the maxima in view coordinates."""
+        cols, peaks = self.columns.around(a, b, lo, hi)
+        return cols, self.scale.to_view_list(peaks)
+
+    def before(self, c: int, lo: int) -> int | None:
+        """``ColumnMax.before``."""
+        return self.columns.before(c, lo)
+
+
 class HeartbeatChart(QWidget):
     log_scale_changed = Signal(bool)
 
@@ -223,16 +244,18 @@ class HeartbeatChart(QWidget):
         self._region_kind: dict[object, str] = {}   # a run's kind by its key (phases and own stalls: none)
         self._region_styles: dict[str | None, tuple] = {}   # _region_style's, for the current look
         self._ref_lines: list[tuple[float, PlateLabel, float]] = []   # ms, label, where (0..1 of x)
-        self._shown = None                 # (held columns, their maxima in view coordinates, now, dt)
+        self._shown = None                 # (newest column shown, now, dt) of the last frame
+        self._curve = _ShownColumns()      # what the plot area reads of the curve
         self._labels_now: list[PlateLabel] = []   # the labels the plot area draws this frame
         self._paused_at: float | None = None
-        self._drawn = None                 # what the curve was last drawn from
+        self._drawn = None                 # the columns the highest lag shown was found in (None: again)
+        self._peak_col = 0                 # the column of the highest lag shown
         self._columns: ColumnMax | None = None   # per-column maxima (see _fold_in_ticks)
         self._columns_key = None           # (window, columns) they were made for
         self._seen = 0                     # heartbeat ticks folded into them
         self._vb_size = (0.0, 0.0)         # the plot area in pixels (kept on resize)
         self._own: list[OwnStall] = []     # the window's own stalls, oldest first
-        self._own_peak = 0.0               # the highest lag the curve shows (ms)
+        self._own_peak = 0.0               # the highest lag the curve shows (ms), in column _peak_col
         # stalls of the window's loop its watchdog saw (own_watchdog), oldest first, and their labels
         self.own_blocks: deque[OwnBlock] = deque(maxlen=MAX_OWN_BLOCKS)
         self._block_labels: dict[tuple, PlateLabel] = {}
@@ -429,8 +452,14 @@ class HeartbeatChart(QWidget):
 
     def _without_own(self, t: np.ndarray, lag: np.ndarray) -> tuple[np.ndarray, bool]:
         """``lag`` without the ticks of the window's own stalls; whether any was left out."""
+        if t.size == 0:
+            return lag, False
+        first, last = float(t[0]), float(t[-1])
+        spans = [(t0, t1) for _label, t0, t1 in self.own_spans(t) if t0 < last and t1 >= first]
+        if not spans:                      # (the usual case: no mask to build)
+            return lag, False
         keep = np.ones(t.size, dtype=bool)
-        for _label, t0, t1 in self.own_spans(t):
+        for t0, t1 in spans:
             keep &= ~((t > t0) & (t <= t1))
         if keep.all():
             return lag, False
@@ -643,23 +672,33 @@ class HeartbeatChart(QWidget):
         columns, changed = self._fold_in_ticks(now)
         dt = columns.dt
         area = self.area
-        area.set_columns(dt)
+        if dt != area.dt:
+            area.set_columns(dt)
         k_now = math.floor(now / dt)
-        key = (self.heartbeat.count if self._paused_at is None else -1, k_now, self._columns_key)
-        if key != self._drawn:
+        lo = k_now - max(1, area.px_w)         # the columns shown: lo..k_now
+        key = self._columns_key
+        if key != self._drawn or self._peak_col < lo:
+            # the highest lag shown, again (new columns, or its column scrolled out); else the
+            # new ticks raised it (_fold_in_ticks)
             self._drawn = key
-            cols, peaks = columns.held(k_now - max(1, area.width()), k_now)
-            self._own_peak = float(peaks.max()) if peaks.size else 0.0
-            self._shown = (cols, self._scale.to_view(peaks), now, dt)
+            cols, peaks = columns.held(lo, k_now)
+            i = int(peaks.argmax()) if peaks.size else -1
+            self._own_peak = float(peaks[i]) if i >= 0 else 0.0
+            self._peak_col = int(cols[i]) if i >= 0 else lo
+        self._shown = (k_now, now, dt)
+        self._curve.columns = columns
+        self._curve.scale = self._scale
         peak = self._own_peak
         if self.programs is not None:
             peak = max(peak, self.programs.draw(now, w, self._scale, self._top))
             self._show_legend(self.programs.legend())
-        want = nice_top(peak)
-        if want > self._top_ms or want <= SHRINK_BELOW * self._top_ms:
-            self._set_top(want)
+        top_ms = self._top_ms
+        if peak * 1.18 > top_ms or top_ms > MIN_TOP_MS:   # else nice_top(peak) is top_ms: no change
+            want = nice_top(peak)
+            if want > top_ms or want <= SHRINK_BELOW * top_ms:
+                self._set_top(want)
         spans = self._draw_runs(now, k_now)
-        area.show_frame(k_now, self._shown[0], self._shown[1], changed, spans, self._labels_now)
+        area.show_frame(k_now, self._curve, changed, spans, self._labels_now)
 
         if self._frame % STATS_EVERY == 0:
             t, lag, _later = self._shown_ticks(w, now)
@@ -686,7 +725,7 @@ class HeartbeatChart(QWidget):
         each frame adds only the ticks that came since the last. While paused no tick is
         added; on resume the ones recorded meanwhile are."""
         w = self._window_s
-        n_cols = self.area.width() if self.area.width() >= 2 else 100   # a column per pixel
+        n_cols = self.area.px_w if self.area.px_w >= 2 else 100   # a column per pixel
         key = (w, n_cols)
         hb = self.heartbeat
         if key != self._columns_key:
@@ -699,19 +738,35 @@ class HeartbeatChart(QWidget):
             self._columns.add(t, lag)
             self._seen = hb.count - later          # those after the pause: folded in on resume
             return self._columns, None
-        if hb.count != self._seen and self._paused_at is None:
-            t, lag = hb.between(self._seen, hb.count)
-            self._seen = hb.count
-            return self._columns, self._columns.add(t, lag)
+        count = hb.count
+        if count != self._seen and self._paused_at is None:
+            columns = self._columns
+            if count - self._seen <= FEW_TICKS:            # a frame's ~3: plain Python
+                t, lag = hb.between_lists(self._seen, count)
+                first = columns.add_few(t, lag)
+            else:                                          # a resume after a long pause
+                t_np, lag_np = hb.between(self._seen, count)
+                first = columns.add(t_np, lag_np)
+                i = int(lag_np.argmax())
+                t, lag = [float(t_np[i])], [float(lag_np[i])]
+            self._seen = count
+            peak = self._own_peak
+            if lag and max(lag) >= peak:                   # the highest lag shown: a new one
+                for ti, li in zip(t, lag):
+                    if li >= peak:
+                        peak, self._peak_col = li, math.floor(ti / columns.dt)
+                self._own_peak = peak
+            return columns, first
         return self._columns, None
 
     def shown_curve(self) -> tuple[np.ndarray | None, np.ndarray | None]:
         """The curve shown: (seconds ago of each held column's start, its maximum in view
         coordinates); ``(None, None)`` before the first frame."""
-        if self._shown is None:
+        if self._shown is None or self._columns is None:
             return None, None
-        cols, y, now, dt = self._shown
-        return cols * dt - now, y
+        k_now, now, dt = self._shown
+        cols, peaks = self._columns.held(k_now - max(1, self.area.px_w), k_now)
+        return cols * dt - now, np.asarray(self._scale.to_view_list(peaks.tolist()), dtype=np.float64)
 
     def shaded(self) -> list[Span]:
         """The spans shaded now (runs, phases, the window's own stalls), in no order."""
@@ -724,7 +779,7 @@ class HeartbeatChart(QWidget):
         min_s = w / 400            # a very short run stays visible as a sliver
         seen = set()
         placed = []   # (x0 in pixels, label, priority) for the label layout, any order (LABEL_RUN first)
-        px0 = self.area.width() - 1 - k_now    # pixel x of absolute column k: k + px0
+        px0 = self.area.px_w - 1 - k_now       # pixel x of absolute column k: k + px0
         dt = self._columns.dt
         for rec in reversed(self.controller.records):
             end = rec.t_end if rec.t_end is not None else now
@@ -816,7 +871,7 @@ class HeartbeatChart(QWidget):
         for a start-up's or a toggle's. (Pixels of the plot area, y downwards.)"""
         if not placed:      # nothing in view (an idle frame): no row to work out
             return
-        width, height = float(self.area.width()), float(max(1, self.area.height()))
+        width, height = float(self.area.px_w), float(max(1, self.area.px_h))
         # a row is as tall as the tallest label (large type: taller than 15% of the chart)
         tallest = max((label.size()[1] for _, label, _ in placed), default=0.0)
         row_h = max(0.15 * height, tallest + 2)
@@ -824,8 +879,8 @@ class HeartbeatChart(QWidget):
         taken: list[list[tuple[float, float]]] = [[] for _ in range(rows)]   # (x0, x1) per row
         # the reference lines' labels stay where they are: a run label takes another row
         # rather than cover one
-        fixed = [label.rect() for _ms, label, _where in self._ref_lines if label.isVisible()]
-        fixed = [(r.left(), r.left() + r.width(), r.top(), r.top() + r.height()) for r in fixed]
+        fixed = [label.box() for _ms, label, _where in self._ref_lines if label.isVisible()]
+        fixed = [(x, x + fw, y, y + fh) for x, y, fw, fh in fixed]
         for x0, label, _priority in sorted(placed, key=lambda p: (p[2], p[0])):
             lw, lh = label.size()
             x = max(0.0, min(float(x0), width - lw))   # keep the whole label inside the chart

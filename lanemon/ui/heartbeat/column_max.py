@@ -11,9 +11,12 @@ time: column ``k`` holds the ticks with ``k * dt <= t < (k + 1) * dt``. So:
 - a column's point does not change as the chart scrolls (the columns do not
   move with "now"), so the curve keeps its shape instead of shimmering;
 - ``window(t0, t1)`` returns the columns of a time range that hold a tick,
-  oldest first: ``(k * dt, max lag)``; a column without a tick gives no point.
+  oldest first: ``(k * dt, max lag)``; a column without a tick gives no point;
+- ``around(a, b, lo, hi)`` reads only the few columns a frame paints (the held
+  ones from the one before ``a`` to the one after ``b``), in plain Python:
+  the same columns and maxima as ``held`` gives for that stretch.
 
-Plain numpy, no Qt. ``reset(dt)`` forgets everything (a new column width:
+Plain Python lists (numpy only to hand out a long stretch), no Qt. ``reset(dt)`` forgets everything (a new column width:
 the chart's window or width changed).
 """
 
@@ -23,7 +26,7 @@ import math
 
 import numpy as np
 
-SMALL = 32     # at most this many ticks: added one by one (a frame brings ~3)
+FEW = 64       # at most this many ticks: added one by one in plain Python (a frame brings ~3)
 EMPTY = np.iinfo(np.int64).min   # a slot with no column (any real column index may occur, -1 too)
 
 
@@ -33,8 +36,10 @@ class ColumnMax:
         cap = 1 << max(4, math.ceil(math.log2(max(columns, 1) + 2)))
         self._mask = cap - 1
         self.capacity = cap
-        self._ids = np.full(cap, EMPTY, dtype=np.int64)  # which column a slot holds (EMPTY: none)
-        self._max = np.zeros(cap, dtype=np.float64)
+        # plain lists, not numpy: a frame reads and writes a few slots, and a numpy scalar
+        # access costs ~10x a list's (more on a cold cache, as each frame runs)
+        self._ids: list[int] = [EMPTY] * cap     # which column a slot holds (EMPTY: none)
+        self._max: list[float] = [0.0] * cap
         self.dt = 0.0
         self.last_column = -1
         self.reset(dt)
@@ -44,7 +49,7 @@ class ColumnMax:
         if not dt > 0:
             raise ValueError(f"column width must be > 0, got {dt!r}")
         self.dt = float(dt)
-        self._ids.fill(EMPTY)
+        self._ids[:] = [EMPTY] * self.capacity
         self.last_column = -1
 
     def add(self, t: np.ndarray, lag: np.ndarray) -> int | None:
@@ -53,31 +58,42 @@ class ColumnMax:
         the ticks touched (``None``: no tick)."""
         if t.size == 0:
             return None
+        if t.size <= FEW:
+            return self.add_few(t.tolist(), lag.tolist())
         first = math.floor(float(t[0]) / self.dt)
-        if t.size <= SMALL:      # a frame's few ticks: plain Python beats a dozen numpy calls
-            dt, ids, peaks, mask = self.dt, self._ids, self._max, self._mask
-            for ti, li in zip(t.tolist(), lag.tolist()):
-                k = math.floor(ti / dt)
-                slot = k & mask
-                if ids[slot] != k:
-                    ids[slot] = k
-                    peaks[slot] = li
-                elif li > peaks[slot]:
-                    peaks[slot] = li
-                self.last_column = k
-            return first
+        # many ticks (a resume after a long pause, a new window): one maximum per column with
+        # numpy, then at most ``capacity`` columns merged in Python
         k = np.floor(t / self.dt).astype(np.int64)
         if k[-1] - k[0] >= self.capacity:          # more than the ring holds: keep the newest
             keep = int(np.searchsorted(k, k[-1] - self.capacity + 1))
             k, lag = k[keep:], lag[keep:]
         starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
-        cols = k[starts]
-        peaks = np.maximum.reduceat(lag, starts)
-        slots = cols & self._mask
-        same = self._ids[slots] == cols             # a column that already has ticks
-        self._max[slots] = np.where(same, np.maximum(self._max[slots], peaks), peaks)
-        self._ids[slots] = cols
-        self.last_column = int(cols[-1])
+        ids, peaks, mask = self._ids, self._max, self._mask
+        for col, peak in zip(k[starts].tolist(), np.maximum.reduceat(lag, starts).tolist()):
+            slot = col & mask
+            if ids[slot] != col:
+                ids[slot] = col
+                peaks[slot] = peak
+            elif peak > peaks[slot]:
+                peaks[slot] = peak
+        self.last_column = int(k[-1])
+        return first
+
+    def add_few(self, t: list[float], lag: list[float]) -> int | None:
+        """``add`` for ticks given as Python lists (a frame's ~3: no numpy conversion)."""
+        if not t:
+            return None
+        dt, ids, peaks, mask = self.dt, self._ids, self._max, self._mask
+        k = first = math.floor(t[0] / dt)
+        for ti, li in zip(t, lag):
+            k = math.floor(ti / dt)
+            slot = k & mask
+            if ids[slot] != k:
+                ids[slot] = k
+                peaks[slot] = li
+            elif li > peaks[slot]:
+                peaks[slot] = li
+        self.last_column = k
         return first
 
     def window(self, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:
@@ -95,5 +111,49 @@ class ColumnMax:
             return np.empty(0, dtype=np.int64), np.empty(0)
         cols = np.arange(k0, k1 + 1, dtype=np.int64)
         slots = cols & self._mask
-        held = self._ids[slots] == cols
-        return cols[held], self._max[slots[held]]
+        held = np.asarray(self._ids, dtype=np.int64)[slots] == cols
+        return cols[held], np.asarray(self._max, dtype=np.float64)[slots[held]]
+
+    def around(self, a: int, b: int, lo: int, hi: int) -> tuple[list[int], list[float]]:
+        """The held columns among ``lo..hi`` from the last one before ``a`` to the first one
+        after ``b`` (each if any), with every held column between, and their maxima: Python
+        lists, oldest first; the same as the part of ``held(lo, hi)`` they are. Reads about
+        ``b - a`` slots (a frame's few columns; a long stretch goes through ``held``)."""
+        lo = max(lo, self.last_column - self.capacity + 1)   # only the newest columns are kept
+        a, b = max(a, lo), min(b, hi)
+        if b - a > 64:
+            cols, peaks = self.held(lo, hi)
+            i0 = max(0, int(np.searchsorted(cols, a)) - 1)
+            i1 = int(np.searchsorted(cols, b, side="right")) + 1
+            return cols[i0:i1].tolist(), peaks[i0:i1].tolist()
+        ids, peaks, mask = self._ids, self._max, self._mask
+        cols: list[int] = []
+        out: list[float] = []
+        k = min(a, hi + 1) - 1
+        while k >= lo:                        # the held column before a
+            if ids[k & mask] == k:
+                cols.append(k)
+                out.append(peaks[k & mask])
+                break
+            k -= 1
+        k = a
+        while k <= hi:                        # a..b, then up to the first held one after b
+            slot = k & mask
+            if ids[slot] == k:
+                cols.append(k)
+                out.append(peaks[slot])
+                if k > b:
+                    break
+            k += 1
+        return cols, out
+
+    def before(self, c: int, lo: int) -> int | None:
+        """The last held column before ``c`` and not before ``lo`` (``None``: none)."""
+        lo = max(lo, self.last_column - self.capacity + 1)
+        ids, mask = self._ids, self._mask
+        k = min(c - 1, self.last_column)
+        while k >= lo:
+            if ids[k & mask] == k:
+                return k
+            k -= 1
+        return None

@@ -31,6 +31,7 @@ import numpy as np
 from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QBrush, QPainter, QPen
 
+_NO_PEN = Qt.PenStyle.NoPen   # (a PySide enum member read per frame is a Python-level lookup)
 SMALL = 24    # at most this many columns: computed in plain Python (a frame's few new columns)
 
 
@@ -105,20 +106,22 @@ class LagTrace:
     def setPen(self, pen: QPen) -> None:
         self._pen = QPen(pen)
 
-    def paint(self, painter: QPainter, xs: np.ndarray, ys: np.ndarray, lo: int, hi: int, base: int
+    def paint(self, painter: QPainter, xs, ys, lo: int, hi: int, base: int
               ) -> tuple[list[int], list[int]]:
-        """Columns ``lo..hi`` of the curve through ``(xs, ys)`` and its fill down to row ``base``
-        (exclusive). Returns the columns that got something and the highest row painted in
-        each (the curve's or the fill's)."""
-        if xs.size == 0:
+        """Columns ``lo..hi`` of the curve through ``(xs, ys)`` (numpy arrays, or Python lists
+        for a few columns) and its fill down to row ``base`` (exclusive). Returns the columns
+        that got something and the highest row painted in each (the curve's or the fill's)."""
+        if len(xs) == 0:
             return [], []
-        if min(hi, int(xs[-1])) - max(lo, int(xs[0])) < SMALL:     # a frame's few columns
+        if isinstance(xs, list):
+            cs, tops, bottoms, fills = _column_spans_small(xs, ys, lo, hi)
+        elif min(hi, int(xs[-1])) - max(lo, int(xs[0])) < SMALL:     # a frame's few columns
             cs, tops, bottoms, fills = _column_spans_small(xs.tolist(), ys.tolist(), lo, hi)
         else:
             cs, tops, bottoms, fills = (a.tolist() for a in _column_spans_numpy(xs, ys, lo, hi))
         if not cs:
             return [], []
-        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setPen(_NO_PEN)
         painter.setBrush(self._brush)
         painter.drawRects([QRect(x, max(f, -1), 1, base - max(f, -1)) for x, f in zip(cs, fills) if f < base])
         painter.setBrush(self._pen.color())

@@ -18,8 +18,9 @@ Each painted column gets everything that scrolls, in this order: the
 background, the spans of phases and own stalls, the horizontal grid, the
 runs' spans, the fill and the curve (``lag_trace``: computed column by
 column from the curve's points). Every column is painted by the same code
-whether one column or the whole ring is painted, and painting is clipped to
-whole columns, so the ring after any number of frames holds the same pixels
+whether one column or the whole ring is painted, and nothing is drawn outside
+the columns painted (integer rectangles cut to them by hand: no clip, which
+costs more), so the ring after any number of frames holds the same pixels
 as a full repaint of the same state (``tests/test_ui_chart_scroll.py``). The
 whole ring is repainted only when the y scale, the size, the look (theme),
 the columns' width (window) or the data's identity changes (``invalidate``).
@@ -36,8 +37,11 @@ same inside of a span. So a frame asks Qt to repaint only (``update_region``,
 ``last_repaint``):
 
 - "skyline": the rows under the curve's highest point, before and now, in
-  blocks of ``BLOCK`` columns; the columns between where each span's edge was
-  and is; where each moving label was and is. The rest keeps its pixels.
+  blocks of ``BLOCK`` columns (neighbours share a rectangle while that adds
+  fewer than ``MERGE_PX`` pixels: a tall stall's ramp repaints about its own
+  width, the low rest a few wide rectangles); the columns between where each span's edge was
+  and is; where each moving label was and is (nothing for one that stayed
+  where it was, showing the same). The rest keeps its pixels.
 - "scroll", when that skyline would cover more than a quarter of the area (a
   tall stall's ramp in view): the screen's pixels are moved
   (``QWidget.scroll``) and only the columns painted into the ring this frame
@@ -54,18 +58,33 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from typing import Protocol
 
 import numpy as np
 from PySide6.QtCore import QLine, QPoint, QRect, QSize, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QImage, QPainter, QPen, QPixmap, QTransform
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QImage, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import QWidget
 
-from lanemon.ui.heartbeat.lag_trace import LagTrace
+from lanemon.ui.heartbeat.lag_trace import SMALL, LagTrace
 from lanemon.ui.kit import theme
 
 PAD = 3            # pixels of plate around a label's text
-BLOCK = 128        # columns per block of the repainted skyline (few, large rectangles: each costs)
+BLOCK = 32         # columns per block of the repainted skyline (merged into few rectangles: MERGE_PX)
+MERGE_PX = 2048    # neighbouring blocks share a rectangle while that repaints fewer extra pixels
+STRIP = 64         # columns of the background-and-grid image a frame's new columns are copied from
 STEP = 8           # a block's top rounded up to this many rows (neighbours merge more often)
+
+
+class Curve(Protocol):
+    """What the plot area reads of the curve, only for the columns it paints: the held
+    columns (a point each: the column's maximum lag, view coordinates)."""
+
+    def around(self, a: int, b: int, lo: int, hi: int) -> tuple[list[int], list[float]]:
+        """The held columns among ``lo..hi`` from the last one before ``a`` to the first one
+        after ``b``, every held one between, and their maxima (ascending lists)."""
+
+    def before(self, c: int, lo: int) -> int | None:
+        """The last held column before ``c``, not before ``lo`` (``None``: none)."""
 
 
 class SpanStyle:
@@ -115,6 +134,8 @@ class PlateLabel:
         self._size = self._measure()
         self._x = 0.0
         self._y = 0.0
+        self._box = self._place()
+        self._pixmap_version = 0
         self._visible = True
 
     def text(self) -> str:
@@ -137,6 +158,7 @@ class PlateLabel:
         self._color = QColor(color)
         self._fill = QColor(fill) if fill is not None else None
         self._pixmap = None
+        self._pixmap_version += 1
 
     def color(self) -> QColor:
         return QColor(self._color)
@@ -150,7 +172,10 @@ class PlateLabel:
         return self._size
 
     def setPos(self, x: float, y: float) -> None:
-        self._x, self._y = float(x), float(y)
+        x, y = float(x), float(y)
+        if x != self._x or y != self._y:
+            self._x, self._y = x, y
+            self._box = self._place()
 
     def pos(self) -> tuple[float, float]:
         """Where its anchor corner is (pixels of the plot area)."""
@@ -158,9 +183,21 @@ class PlateLabel:
 
     def rect(self) -> QRect:
         """Where it is drawn (pixels of the plot area)."""
+        return QRect(*self._box)
+
+    def box(self) -> tuple[int, int, int, int]:
+        """``rect()`` as a tuple ``(x, y, width, height)`` (kept: no Qt call to read it)."""
+        return self._box
+
+    def look(self) -> tuple:
+        """Where it is and what it shows (its box and pixmap): equal from one frame to the
+        next only if it needs no repaint."""
+        return self._box, self._pixmap_version
+
+    def _place(self) -> tuple[int, int, int, int]:
         w, h = self._size
         ax, ay = self._anchor
-        return QRect(round(self._x - ax * w), round(self._y - ay * h), int(w), int(h))
+        return round(self._x - ax * w), round(self._y - ay * h), int(w), int(h)
 
     def isVisible(self) -> bool:
         return self._visible
@@ -188,7 +225,9 @@ class PlateLabel:
 
     def _changed(self) -> None:
         self._size = self._measure()
+        self._box = self._place()
         self._pixmap = None
+        self._pixmap_version += 1
 
 
 class ScrollPlot(QWidget):
@@ -204,10 +243,12 @@ class ScrollPlot(QWidget):
         self.setAttribute(Qt.WidgetAttribute.WA_NoSystemBackground, True)
         self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
         self._ring: QImage | None = None
-        self._column_image: QImage | None = None   # background and grid of one column (_column)
-        self._tops = np.empty(0, dtype=np.int64)
-        self._screen_tops: np.ndarray | None = None   # last frame's, per screen column
-        self._padded = np.empty(0, dtype=np.int64)
+        self._ring_size = (0, 0)
+        #: the size in pixels as of the last resize event (what a frame reads: no Qt call)
+        self.px_w, self.px_h = self.width(), self.height()
+        self._column_image: QImage | None = None   # background and grid, STRIP columns (_strip)
+        self._tops: list[int] = []           # per ring column: the highest row of the curve
+        self._screen_blocks: tuple[int, list[int]] | None = None   # last frame's (width, tops per block)
         self._painted_screen: list[tuple[int, int]] = []   # the screen columns painted this frame
         #: how the last frame's picture reached the screen: "whole", "skyline" or "scroll"
         self.last_repaint = ""
@@ -217,18 +258,17 @@ class ScrollPlot(QWidget):
         self._grid_views: list[float] = []   # horizontal grid lines, view coordinates
         self._ref_views: list[tuple[float, QColor]] = []
         self._grid_rows: list[int] = []
-        self._ref_lines: list[tuple[QPen, QLine]] = []
-        self._label_rects: list[tuple[PlateLabel, QRect]] = []   # the moving labels, where drawn last frame
+        self._ref_lines: list[tuple[QPen, QLine, int]] = []   # pen, line, its row
+        self._label_rects: list[tuple[PlateLabel, tuple]] = []   # the moving labels, as drawn last frame (look)
         self._overlay_seen = False           # was an overlay drawn last frame?
         #: the rectangles the last frame asked to repaint (tests; None: none yet)
         self.update_region: list[QRect] | None = None
         self._vgrid_s: list[float] = []      # vertical grid lines, seconds ago
-        self._vlines: list[QLine] = []
+        self._vlines: list[int] = []         # the vertical grid lines' x
         self._bg = QColor(theme.BG)          # (set_look sets the chart's)
         self._grid = QColor(theme.GRID)
         self._trace = LagTrace()             # paints the fill and curve of a piece, pixel coordinates
-        self._cols = np.empty(0, dtype=np.int64)   # the held columns shown and their maxima (view)
-        self._ys = np.empty(0, dtype=np.float64)
+        self._curve: Curve | None = None      # the last frame's (show_frame)
         self._painted_spans: dict = {}       # key -> (first column, last column, style)
         self._labels: list[PlateLabel] = []
         self._fixed_labels: list[PlateLabel] = []
@@ -292,11 +332,11 @@ class ScrollPlot(QWidget):
     def x_of(self, t: float) -> float:
         """The pixel x of absolute time ``t`` (seconds), as of the last frame."""
         k = self._k if self._k is not None else 0
-        return t / self._dt - k + self.width() - 1
+        return t / self._dt - k + self.px_w - 1
 
     def y_of(self, view):
         """The pixel y of a view coordinate (a number or a numpy array)."""
-        return (self._top - view) * (self.height() / max(1e-12, self._top - self._bottom))
+        return (self._top - view) * (self.px_h / max(1e-12, self._top - self._bottom))
 
     def labels(self) -> list[PlateLabel]:
         """The labels drawn now (visible ones)."""
@@ -318,28 +358,31 @@ class ScrollPlot(QWidget):
         return out
 
     # --- a frame -----------------------------------------------------------------------
-    def show_frame(self, k_now: int, cols: np.ndarray, ys: np.ndarray, changed_from: int | None,
+    def show_frame(self, k_now: int, curve: Curve, changed_from: int | None,
                    spans: Iterable[Span], labels: list[PlateLabel]) -> None:
-        """Shift to ``k_now`` (the newest column shown), with the held columns ``cols``
-        (ascending) and their maxima ``ys`` (view coordinates), the first column whose
-        maximum changed since the last frame (``None``: none did), the spans in view and the
-        labels to draw (placed in pixels). Paints what changed into the ring (see the module
-        docstring) and asks for a repaint."""
-        w, h = self.width(), self.height()
+        """Shift to ``k_now`` (the newest column shown), with the curve's held columns read
+        from ``curve`` where they are painted (``Curve``; the columns shown are
+        ``k_now - width .. k_now``), the first column whose maximum changed since the last
+        frame (``None``: none did), the spans in view and the labels to draw (placed in
+        pixels). Paints what changed into the ring (see the module docstring) and asks for a
+        repaint."""
+        w, h = self.px_w, self.px_h
         self._labels = labels
+        self._curve = curve
         if w < 2 or h < 2:
-            self._k, self._cols, self._ys = k_now, cols, ys
+            self._k = k_now
             return
-        if self._ring is None or self._ring.width() != w or self._ring.height() != h:
-            self._ring = QImage(w, h, QImage.Format.Format_ARGB32_Premultiplied)
-            self._tops = np.full(w, h, dtype=np.int64)   # per ring column: the highest row of the curve
-            self._screen_tops = None
+        if self._ring is None or self._ring_size != (w, h):
+            self._ring = QImage(w, h, QImage.Format.Format_RGB32)
+            self._ring_size = (w, h)
+            self._tops = [h] * w                          # per ring column: the highest row of the curve
+            self._screen_blocks = None
             self._rows()
             self._vlines_now()
             self._full = True
         old_k = self._k
         old_spans = self._painted_spans
-        self._k, self._cols, self._ys = k_now, cols, ys
+        self._k = k_now
         first = k_now - w + 1                     # the oldest column in view
         ranges: list[tuple[int, int]] = []
         full = self._full or old_k is None or k_now - old_k >= w or k_now < old_k
@@ -352,13 +395,13 @@ class ScrollPlot(QWidget):
             if k_now > old_k:
                 ranges.append((old_k + 1, k_now))
             if changed_from is not None:
-                i = int(np.searchsorted(cols, changed_from)) - 1
-                ranges.append((int(cols[i]) if i >= 0 else first, k_now))
+                held = curve.before(changed_from, k_now - w)
+                ranges.append((held if held is not None else first, k_now))
             ranges.extend(self._span_changes(spans))
         painted = self._paint_ranges(ranges, first, k_now)
-        self._ask_repaint(ys, old_spans, old_k, labels, full or painted >= w, painted > 0)
+        self._ask_repaint(old_spans, old_k, labels, full or painted >= w, painted > 0)
 
-    def _ask_repaint(self, ys: np.ndarray, old_spans: dict, old_k: int | None,
+    def _ask_repaint(self, old_spans: dict, old_k: int | None,
                      labels: list[PlateLabel], full: bool, painted: bool) -> None:
         """Ask to repaint what changed on screen as the picture shifted (see the module
         docstring): all of it after a full repaint of the ring or with an overlay; else the
@@ -366,41 +409,51 @@ class ScrollPlot(QWidget):
         between where each span's edge was and is, and where the moving labels were and are.
         The rest of the screen shows what it showed: uniform along x (background, grid, a
         span's inside), so the same after a shift."""
-        w, h = self.width(), self.height()
+        w, h = self.px_w, self.px_h
         ring_x = (self._k - w + 1) % w                     # the ring's column at screen x = 0
-        tops = np.concatenate((self._tops[ring_x:], self._tops[:ring_x]))
-        before_tops, self._screen_tops = self._screen_tops, tops
-        moving = [(label, label.rect()) for label in labels[len(self._fixed_labels):] if label.isVisible()]
+        tops = self._tops                                  # (plain lists: no numpy in a frame)
+        blk = BLOCK
+        blocks_now = []                  # per block of BLOCK screen columns: the curve's top row
+        for x in range(0, w, blk):
+            a = (ring_x + x) % w
+            b = a + min(blk, w - x)
+            blocks_now.append(min(tops[a:b]) if b <= w else min(min(tops[a:]), min(tops[:b - w])))
+        before_blocks, self._screen_blocks = self._screen_blocks, (w, blocks_now)
+        moving = [(label, label.look()) for label in labels[len(self._fixed_labels):] if label.isVisible()]
         before, self._label_rects = self._label_rects, moving
         overlay, self._overlay_seen = self._overlay_seen, self.overlay is not None
-        if full or old_k is None or overlay or self._overlay_seen or before_tops is None or before_tops.size != w:
+        if full or old_k is None or overlay or self._overlay_seen or before_blocks is None or before_blocks[0] != w \
+                or len(before_blocks[1]) != len(blocks_now):
             self.update_region = [QRect(0, 0, w, h)]
             self.last_repaint = "whole"
             self.update()
             return
         shift = self._k - old_k
-        if shift > 0 and self._scroll_cheaper(before_tops, tops, w, h):
-            self._scroll_screen(shift, before, moving)
-            return
         region = []
         if self._k != old_k or painted:
             # the curve's skyline, before and now, in blocks of BLOCK columns: rows from the
             # higher of the two down changed (the fill goes down to the bottom)
-            padded = self._padded
-            if padded.size != w + (-w) % BLOCK:
-                padded = self._padded = np.empty(w + (-w) % BLOCK, dtype=np.int64)
-            padded[w:] = h
-            np.minimum(before_tops, tops, out=padded[:w])
-            blocks = (padded.reshape(-1, BLOCK).min(axis=1) // STEP * STEP).tolist()
-            x = 0
-            while x < len(blocks):
-                top = blocks[x]
-                end = x + 1
-                while end < len(blocks) and blocks[end] == top:
-                    end += 1
+            blocks = [min(was, now) // STEP * STEP for was, now in zip(before_blocks[1], blocks_now)]
+            if shift > 0 and self._scroll_cheaper(blocks, w, h, blk):
+                self._scroll_screen(shift, before, moving)
+                return
+            # neighbouring blocks share a rectangle (the higher top) while that adds fewer than
+            # MERGE_PX pixels: few rectangles, and a tall stall's ramp only about as wide as it is
+            n = len(blocks)
+            i = 0
+            while i < n:
+                top = blocks[i]
+                j = i + 1
+                while j < n:
+                    t = blocks[j]
+                    m = top if top < t else t
+                    if ((top - m) * (j - i) + (t - m)) * blk > MERGE_PX:
+                        break
+                    top = m
+                    j += 1
                 if top < h:
-                    region.append(QRect(x * BLOCK, top, (end - x) * BLOCK, h - top))
-                x = end
+                    region.append(QRect(i * blk, top, (j - i) * blk, h - top))
+                i = j
         off_old, off_new = w - 1 - old_k, w - 1 - self._k
         new = self._painted_spans
         for key in old_spans.keys() | new.keys():
@@ -414,20 +467,27 @@ class ScrollPlot(QWidget):
             for cols, off in ((o, off_old), (n, off_new)):
                 if cols is not None:
                     region.append(QRect(cols[0] + off, 0, cols[1] - cols[0] + 1, h))
-        was = {id(label): r for label, r in before}
-        for label, r in moving:                        # where each label was and is: one rectangle
-            old = was.pop(id(label), None)
-            region.append(r if old is None else r.united(old))
-        region += was.values()                         # labels no longer shown
+        was = {id(label): look for label, look in before}
+        for label, (box, version) in moving:           # where each label was and is: one rectangle
+            old_look = was.pop(id(label), None)
+            if old_look is None:
+                region.append(QRect(*box))
+            elif old_look != (box, version):           # (a label that stays as it was needs nothing)
+                old = old_look[0]
+                x0, y0 = min(box[0], old[0]), min(box[1], old[1])
+                region.append(QRect(x0, y0, max(box[0] + box[2], old[0] + old[2]) - x0,
+                                    max(box[1] + box[3], old[1] + old[3]) - y0))
+        region += [QRect(*look[0]) for look in was.values()]   # labels no longer shown
         self.update_region = region
         self.last_repaint = "skyline"
         for r in region:                  # Qt gathers them (and clips them to the widget)
             self.update(r)
 
-    def _scroll_cheaper(self, before_tops: np.ndarray, tops: np.ndarray, w: int, h: int) -> bool:
-        """Would the skyline repaint (rows under the curve, before and now) cover more than a
-        quarter of the area? Then moving the screen's pixels costs less."""
-        return int((h - np.minimum(before_tops, tops)).sum()) > (w * h) // 4
+    def _scroll_cheaper(self, blocks: list[int], w: int, h: int, blk: int = 32) -> bool:
+        """Would the skyline repaint (``blocks``: the top row of each block of ``BLOCK`` columns,
+        under which the curve was or is) cover more than a quarter of the area? Then moving
+        the screen's pixels costs less."""
+        return sum(h - top for top in blocks) * blk > (w * h) // 4
 
     def _scroll_screen(self, shift: int, before: list, moving: list) -> None:
         """Move the shown pixels ``shift`` columns left (``QWidget.scroll``: the window's
@@ -435,13 +495,14 @@ class ScrollPlot(QWidget):
         not move with the picture: the columns painted into the ring this frame, the vertical
         grid lines and the reference lines (fixed on screen), the fixed labels, and the moving
         labels that moved otherwise than with the picture."""
-        w, h = self.width(), self.height()
+        w, h = self.px_w, self.px_h
         rects = [QRect(xa, 0, xb - xa + 1, h) for xa, xb in self._painted_screen]
-        rects += [QRect(line.x1() - shift, 0, shift + 1, h) for line in self._vlines]
-        rects += [QRect(0, line.y1(), w, 1) for _pen, line in self._ref_lines]
+        rects += [QRect(x - shift, 0, shift + 1, h) for x in self._vlines]
+        rects += [QRect(0, row, w, 1) for _pen, _line, row in self._ref_lines]
         rects += [label.rect().adjusted(-shift, 0, 0, 0) for label in self._fixed_labels if label.isVisible()]
-        was = {id(label): r for label, r in before}
-        for label, r in moving:
+        was = {id(label): QRect(*look[0]) for label, look in before}
+        for label, (box, _version) in moving:
+            r = QRect(*box)
             old = was.pop(id(label), None)
             if old is None or old.translated(-shift, 0) != r:
                 rects.append(r)
@@ -500,7 +561,7 @@ class ScrollPlot(QWidget):
                 merged.append([a, b])
         if not merged:
             return 0
-        w = self._ring.width()
+        w = self.px_w
         self._painted_screen = [(a - last + w - 1, b - last + w - 1) for a, b in merged]
         count = 0
         p = QPainter(self._ring)
@@ -510,10 +571,7 @@ class ScrollPlot(QWidget):
                 while a <= b:
                     ia = a % w
                     n = min(b - a + 1, w - ia)
-                    xa = a - last + w - 1
-                    p.setTransform(QTransform.fromTranslate(ia - xa, 0))
-                    p.setClipRect(QRect(xa, 0, n, self._ring.height()))
-                    self._paint_piece(p, xa, xa + n - 1, last)
+                    self._paint_piece(p, ia, ia + n - 1, ia - a)
                     self.painted_columns += n
                     count += n
                     a += n
@@ -521,78 +579,95 @@ class ScrollPlot(QWidget):
             p.end()
         return count
 
-    def _paint_piece(self, p: QPainter, xa: int, xb: int, last: int) -> None:
-        """Everything that scrolls, for screen columns ``xa..xb`` (the painter clips to them)."""
-        w, h = self.width(), self.height()
-        n = xb - xa + 1
-        shift = (xa - (w - 1 - last)) % w - xa        # the piece lies in the ring in one stretch
-        self._tops[xa + shift:xa + shift + n] = h             # no curve (until painted below)
-        off = w - 1 - last                        # screen x of column k: k + off
+    def _paint_piece(self, p: QPainter, ra: int, rb: int, off: int) -> None:
+        """Everything that scrolls, for the ring's columns ``ra..rb`` (column ``k`` is the ring's
+        ``k + off`` here). Nothing is drawn outside them, with no clip (a clip costs more than
+        the few rectangles cut to the piece by hand)."""
+        h = self.px_h
+        n = rb - ra + 1
+        self._tops[ra:rb + 1] = [h] * n       # no curve (until painted below)
         here = [(c0 + off, c1 + off, style) for c0, c1, style in self._painted_spans.values()
-                if c1 + off >= xa and c0 + off <= xb]
+                if c1 + off >= ra and c0 + off <= rb]
         if not any(style.under_grid for _x0, _x1, style in here):
-            # background and grid: a column made once per look and scale, stretched (1:1 rows)
-            p.drawImage(QRect(xa, 0, n, h), self._column())
+            # background and grid: a strip made once per look and scale, copied (no scaling)
+            strip = self._strip()
+            x = ra
+            while x <= rb:
+                m = min(rb - x + 1, STRIP)
+                p.drawImage(QPoint(x, 0), strip, QRect(0, 0, m, h))
+                x += m
         else:
-            p.fillRect(QRect(xa, 0, n, h), self._bg)
-            self._paint_spans(p, here, True, h)
+            p.fillRect(QRect(ra, 0, n, h), self._bg)
+            self._paint_spans(p, here, True, h, ra, rb)
             for row in self._grid_rows:
-                p.fillRect(QRect(xa, row, n, 1), self._grid)
-        self._paint_spans(p, here, False, h)
-        # the fill and the curve: from the held point before xa to the one after xb
-        cols = self._cols
-        if cols.size:
-            i0 = max(0, int(np.searchsorted(cols, xa - off)) - 1)
-            i1 = min(cols.size, int(np.searchsorted(cols, xb - off, side="right")) + 1)
-            if i1 > i0:
-                cs, tops = self._trace.paint(p, cols[i0:i1] + off, self.y_of(self._ys[i0:i1]), xa, xb, h)
-                ring = self._tops
-                for c, top in zip(cs, tops):         # the ring's column of screen x: its x + shift
-                    ring[c + shift] = max(top, 0)
+                p.fillRect(QRect(ra, row, n, 1), self._grid)
+        if here:
+            self._paint_spans(p, here, False, h, ra, rb)
+        # the fill and the curve: from the held point before ra to the one after rb
+        w = self.px_w
+        cols, views = self._curve.around(ra - off, rb - off, self._k - w, self._k)
+        if cols:
+            scale, top = h / max(1e-12, self._top - self._bottom), self._top   # y_of, term by term
+            if len(cols) <= SMALL:
+                xs = [c + off for c in cols]
+                ys = [(top - v) * scale for v in views]
+            else:
+                xs = np.asarray(cols, dtype=np.int64) + off
+                ys = (top - np.asarray(views, dtype=np.float64)) * scale
+            cs, tops = self._trace.paint(p, xs, ys, ra, rb, h)
+            ring = self._tops
+            for c, top_row in zip(cs, tops):
+                ring[c] = max(top_row, 0)
 
     @staticmethod
-    def _paint_spans(p: QPainter, spans: list, under_grid: bool, h: int) -> None:
+    def _paint_spans(p: QPainter, spans: list, under_grid: bool, h: int, ra: int, rb: int) -> None:
+        """The spans' fills and edges, cut to columns ``ra..rb``."""
         for x0, x1, style in spans:
             if style.under_grid != under_grid:
                 continue
-            p.fillRect(QRect(x0, 0, x1 - x0 + 1, h), style.fill)
-            p.fillRect(QRect(x0, 0, 1, h), style.edge)
-            if x1 != x0:
+            a, b = max(x0, ra), min(x1, rb)
+            p.fillRect(QRect(a, 0, b - a + 1, h), style.fill)
+            if ra <= x0 <= rb:
+                p.fillRect(QRect(x0, 0, 1, h), style.edge)
+            if x1 != x0 and ra <= x1 <= rb:
                 p.fillRect(QRect(x1, 0, 1, h), style.edge)
 
-    def _column(self) -> QImage:
-        """One column of background and horizontal grid (made when the look, scale or height
-        changes)."""
-        h = self.height()
+    def _strip(self) -> QImage:
+        """``STRIP`` columns of background and horizontal grid (made when the look, scale or
+        height changes)."""
+        h = self.px_h
         image = self._column_image
         if image is None or image.height() != h:
-            image = QImage(1, max(1, h), QImage.Format.Format_ARGB32_Premultiplied)
+            image = QImage(STRIP, max(1, h), QImage.Format.Format_RGB32)
             image.fill(self._bg)
+            p = QPainter(image)
             for row in self._grid_rows:
-                image.setPixelColor(0, row, self._grid)
+                p.fillRect(QRect(0, row, STRIP, 1), self._grid)
+            p.end()
             self._column_image = image
         return image
 
     def _rows(self) -> None:
-        h = self.height()
+        h = self.px_h
         self._column_image = None
         rows = [int(math.floor(self.y_of(v))) for v in self._grid_views]
         self._grid_rows = [r for r in rows if 0 <= r < h]
-        w = self.width()
+        w = self.px_w
         self._ref_lines = []
         for v, color in self._ref_views:
             row = int(math.floor(self.y_of(v)))
             if 0 <= row < h:
-                self._ref_lines.append((QPen(color, 0, Qt.PenStyle.DashLine), QLine(0, row, w - 1, row)))
+                self._ref_lines.append((QPen(color, 0, Qt.PenStyle.DashLine), QLine(0, row, w - 1, row), row))
 
     def _vlines_now(self) -> None:
-        w, h = self.width(), self.height()
+        w = self.px_w
         xs = [round(w - 1 - s / self._dt) for s in self._vgrid_s]
-        self._vlines = [QLine(x, 0, x, h - 1) for x in xs if 0 <= x < w]
+        self._vlines = [x for x in xs if 0 <= x < w]
 
     # --- Qt ----------------------------------------------------------------------------
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
+        self.px_w, self.px_h = self.width(), self.height()
         self._rows()
         self._vlines_now()
         self._full = True
@@ -601,26 +676,50 @@ class ScrollPlot(QWidget):
     def paintEvent(self, event) -> None:
         p = QPainter(self)
         ring, k = self._ring, self._k
-        w, h = self.width(), self.height()
-        if ring is None or k is None or ring.width() != w or ring.height() != h:
+        w, h = self.px_w, self.px_h
+        if ring is None or k is None or self._ring_size != (w, h):
             p.fillRect(self.rect(), self._bg)
+            self._paint_fixed(p, None)
+            p.end()
+            return
+        self._paint_ring(p, ring, (k - w + 1) % w, w, 0, 0, w, h)   # (Qt clips to what is repainted)
+        self._paint_fixed(p, event.rect())
+        p.end()
+
+    @staticmethod
+    def _paint_ring(p: QPainter, ring: QImage, off: int, w: int, x: int, y: int, n: int, rows: int) -> None:
+        """Screen columns ``x .. x + n - 1``, rows ``y .. y + rows - 1``, from the ring (column
+        ``x`` of the screen is the ring's ``(x + off) mod w``: one or two pieces)."""
+        a = (x + off) % w
+        first = min(n, w - a)
+        p.drawImage(QPoint(x, y), ring, QRect(a, y, first, rows))
+        if first < n:
+            p.drawImage(QPoint(x + first, y), ring, QRect(0, y, n - first, rows))
+
+    def _paint_fixed(self, p: QPainter, bounds: QRect | None) -> None:
+        """What does not scroll, over the ring: the vertical grid, the reference lines, the
+        overlay, the labels; only what meets ``bounds`` (the repainted area's bounding
+        rectangle; ``None``: all)."""
+        if bounds is None:
+            x0, x1, y0, y1 = 0, self.px_w - 1, 0, self.px_h - 1
         else:
-            off = (k - w + 1) % w
-            p.drawImage(QPoint(0, 0), ring, QRect(off, 0, w - off, h))
-            if off:
-                p.drawImage(QPoint(w - off, 0), ring, QRect(0, 0, off, h))
-        if self._vlines:
-            p.setPen(QPen(self._grid, 0))
-            p.drawLines(self._vlines)
-        for pen, line in self._ref_lines:
-            p.setPen(pen)
-            p.drawLine(line)
+            x0, x1, y0, y1 = bounds.left(), bounds.right(), bounds.top(), bounds.bottom()
+        # the vertical grid: a one-pixel rectangle per line over the repainted rows (the same
+        # pixels as a line; a line is stroked pixel by pixel against the clip, ~4x the cost)
+        grid, rows = self._grid, y1 - y0 + 1
+        for x in self._vlines:
+            if x0 <= x <= x1:
+                p.fillRect(x, y0, 1, rows, grid)
+        for pen, line, row in self._ref_lines:
+            if y0 <= row <= y1:
+                p.setPen(pen)
+                p.drawLine(line)
         if self.overlay is not None:
             self.overlay(p)
         for label in self._labels:
             if label.isVisible():
-                p.drawPixmap(label.rect().topLeft(), label.pixmap())
-        p.end()
-
+                x, y, lw, lh = label.box()
+                if x <= x1 and x + lw > x0 and y <= y1 and y + lh > y0:
+                    p.drawPixmap(x, y, label.pixmap())
 
 __all__ = ["PlateLabel", "ScrollPlot", "Span", "SpanStyle"]

@@ -2,8 +2,8 @@
 
 ``Heartbeat`` re-arms a single-shot ``QTimer`` of ``Qt.PreciseTimer`` type
 from the moment it actually fired (so a stall is one late tick, never a burst
-of catch-up ticks). Each tick writes two numbers into preallocated numpy
-arrays (a ring buffer): the fire time (``time.perf_counter`` seconds) and the
+of catch-up ticks). Each tick writes two numbers into preallocated arrays
+(a ring buffer; ``array.array``, read through numpy views): the fire time (``time.perf_counter`` seconds) and the
 lag in ms (fire time minus due time, never below 0). Nothing else happens in
 the tick, so the heartbeat does not itself cause lag; readers (the chart, the
 run statistics) copy what they need when they need it.
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from array import array
 
 import numpy as np
 from PySide6.QtCore import QObject, Qt, QTimer
@@ -54,10 +55,15 @@ class Heartbeat(QObject):
             raise ValueError(f"capacity must be a power of two, got {capacity}")
         self._mask = capacity - 1
         self.capacity = capacity
-        # written now (np.full, not np.zeros' untouched pages): the ring's memory is taken at
-        # start, not page by page over its first 11 minutes (it looked like a leak in the soak)
-        self._t = np.full(capacity, 0.0)
-        self._lag = np.full(capacity, 0.0)
+        # written now (not left as untouched pages): the ring's memory is taken at start, not
+        # page by page over its first 11 minutes (it looked like a leak in the soak). Stored in
+        # ``array.array``s, which the tick writes and a reader's few new ticks are read from
+        # with no numpy scalar machinery (cheaper each, and less of it to bring into the cache
+        # each time); numpy views of the same memory serve the bulk reads
+        self._t_store = array("d", bytes(8 * capacity))
+        self._lag_store = array("d", bytes(8 * capacity))
+        self._t = np.frombuffer(self._t_store, dtype=np.float64)
+        self._lag = np.frombuffer(self._lag_store, dtype=np.float64)
         self._n = 0
         self._period_ms = self._check_period(period_ms)
         self._period_s = self._period_ms / 1000.0
@@ -74,8 +80,8 @@ class Heartbeat(QObject):
         now = time.perf_counter()
         lag = (now - self._due) * 1000.0
         i = self._n & self._mask
-        self._t[i] = now
-        self._lag[i] = lag if lag > 0.0 else 0.0
+        self._t_store[i] = now
+        self._lag_store[i] = lag if lag > 0.0 else 0.0
         self._n += 1
         self._due = now + self._period_s
         self._timer.start(self._period_ms)
@@ -125,7 +131,7 @@ class Heartbeat(QObject):
 
     @property
     def last_lag_ms(self) -> float:
-        return float(self._lag[(self._n - 1) & self._mask]) if self._n else 0.0
+        return self._lag_store[(self._n - 1) & self._mask] if self._n else 0.0
 
     def between(self, first: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         """Copies of ticks ``first..stop-1`` (tick numbers; clipped to what the buffer holds)."""
@@ -138,6 +144,18 @@ class Heartbeat(QObject):
             return self._t[a:b].copy(), self._lag[a:b].copy()
         idx = np.arange(first, stop) & self._mask   # it wraps around the end
         return self._t[idx], self._lag[idx]
+
+    def between_lists(self, first: int, stop: int) -> tuple[list[float], list[float]]:
+        """``between`` as Python lists (a reader's few new ticks: no numpy copies)."""
+        stop = min(stop, self._n)
+        first = max(first, stop - self.capacity, 0)
+        if stop <= first:
+            return [], []
+        a, b = first & self._mask, stop & self._mask
+        if a < b:
+            return self._t_store[a:b].tolist(), self._lag_store[a:b].tolist()
+        return (self._t_store[a:].tolist() + self._t_store[:b].tolist(),
+                self._lag_store[a:].tolist() + self._lag_store[:b].tolist())
 
     def recent(self, seconds: float, now: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Copies of the ticks of the last ``seconds`` (oldest first)."""
@@ -172,7 +190,7 @@ class Heartbeat(QObject):
         """Wait (yielding) until a tick fired after time ``t``; False on timeout."""
         deadline = time.perf_counter() + timeout_s
         while True:
-            if self._n and self._t[(self._n - 1) & self._mask] > t:
+            if self._n and self._t_store[(self._n - 1) & self._mask] > t:
                 return True
             if time.perf_counter() > deadline or not self.running:
                 return False

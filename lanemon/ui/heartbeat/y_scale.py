@@ -39,6 +39,15 @@ class YScale:
             return np.log10(np.maximum(ms, LOG_FLOOR_MS))
         return math.log10(max(float(ms), LOG_FLOOR_MS))
 
+    def to_view_list(self, ms: list[float]) -> list[float]:
+        """``ms`` (a list of numbers) in view coordinates, with ``math`` (the same numbers
+        whatever part of the curve is asked for: numpy's ``log10`` may differ from it in the
+        last bit)."""
+        if not self.log:
+            return ms
+        log10, floor = math.log10, LOG_FLOOR_MS
+        return [log10(v if v > floor else floor) for v in ms]
+
     @property
     def bottom(self) -> float:
         """The axis's lower end in view coordinates (0 ms, or ``LOG_FLOOR_MS``)."""

@@ -16,6 +16,12 @@ Hooks for later views and presenter mode:
   on the chart and on every view.
 - ``close_requested`` (signal) is emitted by ``closeEvent``; ``app.main``
   turns it into an asyncio Event.
+- ``resized``, ``shown`` and ``window_state_changed`` (signals): after the
+  window's own resize, show and window-state change. What follows the window
+  connects to them rather than filter its events: an event filter on the window
+  is a Python call for every event it gets, a paint request ~30 times a second
+  included (two filters cost ~0.05-0.09 ms of each chart frame, measured
+  2026-12-02).
 - ``warn(text)``: a fault the user should know of and that lasts (settings
   that cannot be kept): a warning on the right of the status bar until the
   window closes.
@@ -38,7 +44,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QRect, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QRect, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QApplication,
@@ -87,6 +93,9 @@ def opening_geometry(available: QRect) -> QRect:
 
 class MainWindow(QMainWindow):
     close_requested = Signal()
+    resized = Signal()
+    shown = Signal()
+    window_state_changed = Signal()
 
     def __init__(self, period_ms: int = DEFAULT_PERIOD_MS, parent: QWidget | None = None, *,
                  lanes_scheduler: Scheduler | None = None, probe_address: str | None = None,
@@ -400,6 +409,19 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event) -> None:
         event.accept()
         self.close_requested.emit()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self.resized.emit()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        self.shown.emit()
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.WindowStateChange:
+            self.window_state_changed.emit()
 
     # --- small things ----------------------------------------------------------------------------
     def _update_status(self) -> None:

@@ -35,7 +35,7 @@ from __future__ import annotations
 import datetime
 import os
 
-from PySide6.QtCore import QByteArray, QEvent, QObject, QStandardPaths, Qt
+from PySide6.QtCore import QByteArray, QObject, QStandardPaths, Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
@@ -265,7 +265,9 @@ class TalkMode(QObject):
         # the chart takes the focus at start (and on a click): digits are shortcuts, not typing
         window.chart.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         window.chart.setFocus(Qt.FocusReason.OtherFocusReason)
-        window.installEventFilter(self)
+        window.resized.connect(self._window_resized)
+        window.shown.connect(self._window_shown)
+        window.window_state_changed.connect(self._window_state_changed)
         window.controller.changed.connect(self._trace_runs)
         window.controller.notice.connect(self._note_blocking)
         window.controller.changed.connect(self._clear_stale_banner)
@@ -465,19 +467,20 @@ class TalkMode(QObject):
         return self._about
 
     # --- events ---------------------------------------------------------------------------
-    def eventFilter(self, obj, event) -> bool:
-        if obj is self.window:
-            kind = event.type()
-            if kind == QEvent.Type.Resize and self.overlay.isVisible():
-                self.overlay.setGeometry(self.window.rect())
-                self.overlay.fit_height()
-            elif kind == QEvent.Type.Show and not self._shown:
-                self._shown = True
-                self._fit_split()        # presenter mode restored before the window had a size
-                trace("shown")
-            elif kind == QEvent.Type.WindowStateChange:
-                self.actions["fullscreen"].setChecked(self.window.isFullScreen())
-        return False
+    # (the window's signals, not an event filter: see MainWindow's resized)
+    def _window_resized(self) -> None:
+        if self.overlay.isVisible():
+            self.overlay.setGeometry(self.window.rect())
+            self.overlay.fit_height()
+
+    def _window_shown(self) -> None:
+        if not self._shown:
+            self._shown = True
+            self._fit_split()        # presenter mode restored before the window had a size
+            trace("shown")
+
+    def _window_state_changed(self) -> None:
+        self.actions["fullscreen"].setChecked(self.window.isFullScreen())
 
     def _note_blocking(self, text: str) -> None:
         """The controller's notice: is it the whole run's announcement (its ``banner``)?"""

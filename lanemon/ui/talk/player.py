@@ -142,7 +142,7 @@ class TalkPlayer(QObject):
         file_menu.insertAction(first, self.close_action)
         if first is not None:
             file_menu.insertSeparator(first)
-        window.installEventFilter(self)
+        window.resized.connect(self._window_resized)   # (not an event filter: see MainWindow's resized)
         window.close_requested.connect(self._closing)
 
     # --- loading -----------------------------------------------------------------------------
@@ -547,10 +547,9 @@ class TalkPlayer(QObject):
     def _closing(self) -> None:
         self._cancel_step()
 
-    def eventFilter(self, obj, event) -> bool:
-        if obj is self._window and event.type() == QEvent.Type.Resize and self.blank:
+    def _window_resized(self) -> None:
+        if self.blank:
             self.blank_screen.setGeometry(self._window.rect())
-        return False
 
 
 def install(window) -> TalkPlayer:
