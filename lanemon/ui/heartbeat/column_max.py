@@ -68,33 +68,30 @@ class ColumnMax:
             keep = int(np.searchsorted(k, k[-1] - self.capacity + 1))
             k, lag = k[keep:], lag[keep:]
         starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
-        ids, peaks, mask = self._ids, self._max, self._mask
-        for col, peak in zip(k[starts].tolist(), np.maximum.reduceat(lag, starts).tolist()):
-            slot = col & mask
-            if ids[slot] != col:
-                ids[slot] = col
-                peaks[slot] = peak
-            elif peak > peaks[slot]:
-                peaks[slot] = peak
-        self.last_column = int(k[-1])
+        self._merge(k[starts].tolist(), np.maximum.reduceat(lag, starts).tolist())
         return first
 
     def add_few(self, t: list[float], lag: list[float]) -> int | None:
         """``add`` for ticks given as Python lists (a frame's ~3: no numpy conversion)."""
         if not t:
             return None
-        dt, ids, peaks, mask = self.dt, self._ids, self._max, self._mask
-        k = first = math.floor(t[0] / dt)
-        for ti, li in zip(t, lag):
-            k = math.floor(ti / dt)
-            slot = k & mask
-            if ids[slot] != k:
-                ids[slot] = k
-                peaks[slot] = li
-            elif li > peaks[slot]:
-                peaks[slot] = li
-        self.last_column = k
-        return first
+        dt = self.dt
+        cols = [math.floor(ti / dt) for ti in t]
+        self._merge(cols, lag)
+        return cols[0]
+
+    def _merge(self, cols: list[int], peaks_in: list[float]) -> None:
+        """Fold ``(column, lag)`` pairs (columns ascending) into the ring: a slot holding an
+        older column is taken over, the same column keeps the higher lag."""
+        ids, peaks, mask = self._ids, self._max, self._mask
+        for col, peak in zip(cols, peaks_in):
+            slot = col & mask
+            if ids[slot] != col:
+                ids[slot] = col
+                peaks[slot] = peak
+            elif peak > peaks[slot]:
+                peaks[slot] = peak
+        self.last_column = cols[-1]
 
     def window(self, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:
         """``(column start times, maxima)`` of the columns from the one holding ``t0`` to
