@@ -318,3 +318,46 @@ async def test_the_model_stays_bounded_with_ten_thousand_finished_jobs_and_keeps
     # a finished job reported again (a late feed row) is not counted twice
     model.apply_jobs([n], [_job(n, "succeeded", f"w{n % 300}", start=float(n), end=n + 0.5)])
     assert model.snapshot(0.0).queues["cafe"].counts["succeeded"] == n
+
+
+async def test_the_scheduled_lanes_kept_between_snapshots_equal_a_fresh_models():
+    """The held ``scheduled`` lanes' views and holders are kept between snapshots and made again
+    only for a lane whose row or agent's name changed: after each of many seeded batches of
+    claims, releases, other lanes' changes and session renames, they equal those of a model
+    made from scratch with the same rows."""
+    import random
+    from types import SimpleNamespace
+
+    from lanemon.store.sql.backend import LaneRow
+
+    rng = random.Random(19)
+    model = FollowModel()
+    rows: dict[str, LaneRow] = {}
+    sessions = {f"h:1:{i}:agent-{i}": f"agent-{i}" for i in range(3)}
+    model.set_sessions([SimpleNamespace(session=s, name=n) for s, n in sessions.items()])
+    epoch = 0
+    for step in range(300):
+        keys = []
+        for _ in range(rng.randint(0, 6)):
+            name = rng.choice(["scheduled", "scheduled", "reservations"])
+            key = f"{name}:w{rng.randint(0, 19)}"
+            keys.append(key)
+            if key in rows and rng.random() < 0.5:
+                del rows[key]                      # released
+            else:
+                epoch += 1
+                ws = key.split(":", 1)[1]
+                rows[key] = LaneRow(name, ws, f"owner-{epoch}", rng.choice(list(sessions)), epoch,
+                                    float(epoch), epoch + 10.0, rng.random() < 0.1, None)
+        model.apply_lanes(keys, [rows[k] for k in keys if k in rows])
+        if step % 37 == 5:                         # an agent renamed: every holder's name may change
+            s = rng.choice(list(sessions))
+            sessions[s] = f"{sessions[s]}'"
+            model.set_sessions([SimpleNamespace(session=k, name=n) for k, n in sessions.items()])
+        fresh = FollowModel()
+        fresh.set_sessions([SimpleNamespace(session=k, name=n) for k, n in sessions.items()])
+        fresh.apply_lanes(list(rows), list(rows.values()))
+        got, want = model.snapshot(now=float(step)), fresh.snapshot(now=float(step))
+        assert got.scheduled == want.scheduled, step
+        assert dict(got.holders) == dict(want.holders), step
+    assert len(model.snapshot(now=0.0).scheduled) == sum(1 for k in rows if k.startswith("scheduled:"))
