@@ -19,8 +19,9 @@ here -- else one line says why it is not measured.
    both queues, are submitted at once (one ``SqlStore.submit``) and the agents
    take them. Jobs per second = jobs / (the last of those jobs'
    ``store_ended`` - the first one's ``store_started``), on the store clock,
-   from the store's dump: the agents' start-up is not in it. Each count runs :data:`ROUNDS` times, the order
-   alternating (1, 2, 4, 8, then 8, 4, 2, 1, ...); its figure is the median.
+   from the store's dump: the agents' start-up is not in it. Each count runs
+   :data:`ROUNDS` times, the order alternating (1, 2, 4, 8, then 8, 4, 2, 1,
+   ...); its figure is the median.
    From the same dump (:func:`lanemon.agents.audit.audit`):
    the most runs of one workspace at once (must be 1: store lanes) and every
    rule of the audit (no overlap, unique epochs, every job terminal, the
