@@ -3,6 +3,8 @@ small store followed by the window (figures and verdicts printed; no timing asse
 
 from __future__ import annotations
 
+import re
+
 from lanemon import bench
 from lanemon.bench._common import child_processes
 from lanemon.cli import main
@@ -18,7 +20,7 @@ def test_smallest_agents_bench_runs_real_agents_and_says_each_goal():
     from lanemon.bench import agents
 
     lines: list[str] = []
-    figures = bench.run("agents", lines.append, agents=(1, 2), jobs=24, window_jobs=300, segments=1,
+    figures = bench.run("agents", lines.append, agents=(1, 2), jobs=24, window_jobs=300, segments=2,
                         segment_s=0.3, record_s=0.3, postgresql=False, warmup=12)
     text = "\n".join(lines)
 
@@ -59,6 +61,12 @@ def test_smallest_agents_bench_runs_real_agents_and_says_each_goal():
         assert window[key] >= 0
     assert abs(window["heartbeat_follow_minus_idle_ms"]
                - (window["heartbeat_follow_p99_ms"] - window["heartbeat_idle_p99_ms"])) <= 0.002
+    # the pooled figure and each alternation's own difference, with how many were within the goal
+    diffs = window["heartbeat_alternations_ms"]
+    assert len(diffs) == 2 and window["heartbeat_agreed"] == sum(d <= agents.GOAL_HEARTBEAT_MS for d in diffs)
+    assert figures["goals"][1]["agreed"] == window["heartbeat_agreed"] and figures["goals"][1]["alternations"] == 2
+    assert re.search(r"each alternation: [+-]\d+\.\d\d [+-]\d+\.\d\d ms \(" + str(window["heartbeat_agreed"])
+                     + r"/2 within the goal\)", text)
     # each goal beside the figure it is compared with, with an honest verdict either way
     met = {True: "meets goal", False: "MISSES goal"}
     assert f"goal <= +1 ms -> {met[window['heartbeat_goal_met']]}" in text
