@@ -269,3 +269,12 @@ def test_a_timeout_around_a_stopped_worker_stops_it_and_further_runs_work():
 
     victim, results = asyncio.run(main())
     assert results == [hash_range(0, t) for t in (1_000, 2_000, 3_000)]
+
+
+@pytest.mark.parametrize("kind", ["cold", "warm"])
+def test_worker_process_runs_below_the_loop_that_started_it(kind):
+    from lanemon.work import _kernel
+
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    got = asyncio.run(worker_call("priority", kind))
+    assert got == min(19, mine + _kernel.WORKER_NICE) and got > mine or mine == 19

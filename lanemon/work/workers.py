@@ -38,6 +38,10 @@ Guarantees:
 - Process starts (and the first forkserver start) happen in a helper thread,
   never on the event loop, so starting a worker does not stall the loop.
 
+- Worker processes run ``_kernel.WORKER_NICE`` lower than the process that
+  started them: with every core busy, the event loop wins a core from the
+  work it handed off.
+
 Processes import only ``lanemon.work._kernel`` (no Qt, no numpy).
 """
 
@@ -510,7 +514,8 @@ async def run_in_worker(total: int, kind: str = "warm") -> int:
 
 
 async def worker_call(op: str, kind: str = "warm"):
-    """Ask a worker process a diagnostic question (``"pid"`` or ``"modules"``)."""
+    """Ask a worker process a diagnostic question (``"pid"``, ``"modules"`` or ``"priority"``:
+    its nice value, ``_kernel.WORKER_NICE`` above this process's)."""
     if kind == "thread":
         raise ValueError("worker_call asks a worker process: cold or warm, not thread")
     return await _process_call(kind, op, None, op)
