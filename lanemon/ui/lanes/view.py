@@ -913,8 +913,9 @@ class LanesView(LiveView):
         job (waiting ones cancelled, running ones stopped) and forgets the finished ones; the
         tab shows the empty state (its rows, the timeline's bars and held saves go with the
         scheduler's ``reset`` event) and the freed heap goes back to the system
-        (``lanemon.heap.trim``). Refused (said under the controls): while following a store
-        (Reset acts on this window's own scheduler) and while a reset is under way."""
+        (``lanemon.heap.drop_caches``, ``lanemon.heap.trim``). Refused (said under the
+        controls): while following a store (Reset acts on this window's own scheduler) and
+        while a reset is under way."""
         if self.follower is not None:
             self._say("Reset acts on this window's own simulation: back to it first.", error=True)
             return None
@@ -939,6 +940,7 @@ class LanesView(LiveView):
             self.pacer.close()
             self.pacer = None
         self.burst_chunks = []
+        heap.drop_caches()               # (the source text of modules imported since start-up)
         heap.trim()
         self.request_refresh()
         return n
