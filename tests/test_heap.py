@@ -23,3 +23,17 @@ def test_trim_does_nothing_without_glibc(monkeypatch):
     monkeypatch.setattr(heap, "_trim", None)
     monkeypatch.setattr(sys, "platform", "darwin")
     assert heap.trim() is False
+
+
+def test_drop_caches_empties_linecache():
+    """PySide6's import hook reads every module imported after it into ``linecache``
+    (``inspect.getsource``): ``drop_caches`` lets that text go (before: no such function)."""
+    import linecache
+
+    import lanemon.lanes.queues as q
+
+    assert linecache.getline(q.__file__, 1)      # (read into the cache)
+    assert q.__file__ in linecache.cache
+    assert heap.drop_caches() >= 1
+    assert linecache.cache == {}
+    assert linecache.getline(q.__file__, 1)      # read again when asked

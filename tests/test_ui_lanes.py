@@ -729,6 +729,7 @@ def test_reset_ends_every_job_and_the_tab_shows_the_empty_state(qtbot):
     from PySide6.QtWidgets import QApplication
 
     from lanemon.lanes import GatedWork
+    from lanemon.ui.kit.static_texts import StaticTexts
 
     async def scenario(win):
         win.show_view("lanes")
@@ -752,6 +753,8 @@ def test_reset_ends_every_job_and_the_tab_shows_the_empty_state(qtbot):
                          and sum(view.timeline.counts.values()) > 10, 30)
         before = (view.lanes_model.rowCount(), sum(m.rowCount() for m in view.queue_models.values()),
                   sum(view.timeline.counts.values()))
+        laid_out = StaticTexts((view.font(),))           # texts laid out during the burst
+        laid_out.get(0, f"{s.jobs_submitted:,} submitted")
         QTest.keyClick(win, Qt.Key.Key_R, Qt.KeyboardModifier.AltModifier)   # Reset
         await wait_until(lambda: c.notice.text().startswith("Reset:"), 60)
         await wait_until(lambda: view.lanes_model.rowCount() == 0, 10)
@@ -764,7 +767,7 @@ def test_reset_ends_every_job_and_the_tab_shows_the_empty_state(qtbot):
             bars=sum(view.timeline.counts.values()), timeline_rows=len(view.timeline.rows),
             counters=view.counters.text(), violations=list(view.checker.violations),
             burst_running=view._burst is not None and not view._burst.done(),
-            said=c.notice.text(), submitted_then=s.jobs_submitted)
+            said=c.notice.text(), submitted_then=s.jobs_submitted, texts_kept=len(laid_out))
         jid = await _add(view, "ws-09", "reservations", 0.0)   # it takes jobs again
         await wait_until(lambda: _label(view, "reservations", jid) == "succeeded", 10)
         return before, after, jid > done_id
@@ -778,4 +781,5 @@ def test_reset_ends_every_job_and_the_tab_shows_the_empty_state(qtbot):
     assert "jobs 0/0" in after["counters"] and "max runs at once per workspace 0" in after["counters"]
     assert after["violations"] == [] and after["submitted_then"] == 0
     assert after["said"].startswith("Reset:") and "ended" in after["said"]
+    assert after["texts_kept"] == 0        # every laid-out text cache emptied (their arenas)
     assert newer

@@ -164,3 +164,19 @@ def test_the_text_cache_is_bounded_and_keeps_what_is_drawn_every_frame(qapp):
         sizes.append(len(texts))
     assert max(sizes) <= 2 * 50
     assert texts.get(0, "1999.9 s")[0] is texts.get(0, "1999.9 s")[0]
+
+
+def test_forget_all_empties_every_text_cache(qapp):
+    """``static_texts.forget_all`` (the Lanes Reset calls it): every cache alive is emptied,
+    and a text is laid out again when next asked for (before: no such function)."""
+    from PySide6.QtGui import QFont
+
+    from lanemon.ui.kit import static_texts
+
+    a = static_texts.StaticTexts((QFont("DejaVu Sans", 11),), limit=50)
+    b = static_texts.StaticTexts((QFont("DejaVu Sans", 11),), limit=50)
+    old = a.get(0, "12,345 running")[0]
+    b.get(0, "3.1 s")
+    assert static_texts.forget_all() >= 2
+    assert len(a) == 0 and len(b) == 0
+    assert a.get(0, "12,345 running")[0] is not old and len(a) == 1

@@ -187,3 +187,33 @@ def test_every_view_of_the_window_is_a_live_view_and_others_are_refused(qtbot):
     win.show_view("probe")
     assert probe.log == ["fonts"]
     win.set_font_scale(1.0)
+
+
+def test_cost_ring_keeps_the_last_costs_oldest_first():
+    from lanemon.ui.kit.live_view import CostRing
+
+    r = CostRing(4)
+    assert list(r) == [] and len(r) == 0 and max(r, default=0.0) == 0.0
+    for ms in (1.0, 2.0, 3.0):
+        r.append(ms)
+    assert list(r) == [1.0, 2.0, 3.0] and len(r) == 3
+    for ms in (4.0, 5.0, 6.0):
+        r.append(ms)
+    assert list(r) == [3.0, 4.0, 5.0, 6.0] and len(r) == 4 and sorted(r)[-1] == 6.0
+    with pytest.raises(ValueError):
+        CostRing(0)
+
+
+def test_tick_costs_keep_no_object_per_tick(qtbot):
+    """A tick's cost kept as a float object per tick sat, after a burst, in the arenas the
+    burst took (issue 19, Deliver 6): the costs are C doubles now, and what a tick leaves
+    in ``frame_costs_ms`` is no object made then (before: a deque of 240 floats)."""
+    import gc
+
+    view = _shown(qtbot, Probe(steps=1, moving=True))     # (every tick works)
+    for _ in range(300):
+        view.frame()
+    assert len(view.frame_costs_ms) == 240
+    held = [o for o in gc.get_referents(view.frame_costs_ms) if isinstance(o, float)]
+    assert held == []
+    assert all(isinstance(x, float) and x >= 0 for x in view.frame_costs_ms)

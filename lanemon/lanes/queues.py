@@ -1289,7 +1289,9 @@ class Scheduler:
            workspace's runs, the workspaces seen (those still busy outside stay:
            their occupancy is not history), the snapshot caches, and the store's
            terminal records when the store can forget them (``forget_finished``:
-           the memory engine; a store shared by processes keeps its records);
+           the memory engine; a store shared by processes keeps its records); the
+           job tables and the lanes' tables are made anew at their present size
+           (``compact`` where the lanes have it: the memory engine's);
         4. the counts start again from zero (``Counts``, the queues' tallies,
            ``jobs_submitted`` ...); the lanes' epochs and the job IDs go on growing
            (an ID or token from before the reset is never taken for a new one's:
@@ -1362,9 +1364,14 @@ class Scheduler:
 
     def _forget_finished(self) -> None:
         """Reset's steps 3 and 4 (see ``reset``); live jobs are not touched. The job tables
-        are made anew: a dict keeps the table of the most entries it ever held (a
-        99,999-job burst's ``_live`` and ``waiting``: megabytes each)."""
+        and the lanes' tables (``ProjectLanes.compact``) are made anew: a dict keeps the
+        table of the most entries it ever held (a 99,999-job burst's ``_live`` and
+        ``waiting``: megabytes each; its 9,999 workspaces' held lanes and views)."""
         self._live = dict(self._live)
+        for lanes in (self.scheduled_lanes, *(q.lanes for q in self._queue_list)):
+            compact = getattr(lanes, "compact", None)     # (the memory engine's tables)
+            if compact is not None:
+                compact()
         if not len(self.record_lock):
             self.record_lock = RecordLock()
         for q in self._queue_list:

@@ -36,7 +36,8 @@ view) subclasses ``LiveView`` and writes only what it shows; the base owns when:
 ui`` times for every view alike); ``refresh_now()`` shows everything at once
 from fresh data, whatever the throttle (screenshots, tests, the bench's worst
 case). ``frames`` counts refreshes started; ``frame_costs_ms`` keeps the cost
-of the last ``COST_FRAMES`` ticks that did work.
+of the last ``COST_FRAMES`` ticks that did work (a ``CostRing``: C doubles, no Python
+object per tick).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from array import array
 from collections import deque
 from collections.abc import Callable, Iterable
 
@@ -56,6 +58,40 @@ FRAME_MS = 33          # ~30 fps
 COST_FRAMES = 240      # tick costs kept in ``frame_costs_ms``
 
 Step = Callable[[], None]
+
+
+class CostRing:
+    """The last ``size`` costs (ms) appended, oldest first when iterated (``len``, ``max``,
+    ``sorted`` as on a list). Kept as C doubles in one ``array`` made at the start: appending
+    makes no Python object that outlives the call. (A ``deque`` of floats kept each tick's
+    float: those made during a 99,999-job burst sat in the pymalloc arenas the burst took,
+    and such an arena goes back to the system only once every block in it is free.)"""
+
+    __slots__ = ("_costs", "_size", "_next", "_len")
+
+    def __init__(self, size: int) -> None:
+        if size < 1:
+            raise ValueError(f"size must be >= 1, got {size!r}")
+        self._costs = array("d", bytes(8 * size))
+        self._size = size
+        self._next = 0
+        self._len = 0
+
+    def append(self, ms: float) -> None:
+        self._costs[self._next] = ms
+        self._next = (self._next + 1) % self._size
+        if self._len < self._size:
+            self._len += 1
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __iter__(self):
+        c = self._costs
+        if self._len < self._size:
+            return iter(c[:self._len].tolist())
+        i = self._next
+        return iter(c[i:].tolist() + c[:i].tolist())
 
 
 class LiveView(QWidget):
@@ -80,7 +116,7 @@ class LiveView(QWidget):
         self._shut = False
         self._shown = False          # between a show and a hide event (no Qt call per tick)
         self.frames = 0
-        self.frame_costs_ms: deque[float] = deque(maxlen=COST_FRAMES)
+        self.frame_costs_ms = CostRing(COST_FRAMES)
         self.frame_timer = QTimer(self)
         self.frame_timer.setInterval(FRAME_MS)
         self.frame_timer.timeout.connect(self.frame)

@@ -14,16 +14,35 @@ old one is dropped; a text found in the old generation moves to the new one.
 So at most ``2 * limit`` texts are kept (each ~2 KB of Qt's memory, so a live
 panel's ever-new strings, times and counts, reach the ceiling early and stay
 there), and what is on screen frame after frame is never laid out again.
+
+``forget_all()`` empties every ``StaticTexts`` there is (each text is laid out again when
+next drawn): the Lanes tab's Reset calls it, because the texts laid out during a
+99,999-job burst (counts, times) are kept in the pymalloc arenas the burst took, and an
+arena goes back to the system only once every block in it is free.
 """
 
 from __future__ import annotations
 
+import weakref
+
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QFontMetrics, QStaticText, QTransform
+
+_all: weakref.WeakSet[StaticTexts] = weakref.WeakSet()   # every cache alive, for forget_all
+
+
+def forget_all() -> int:
+    """Empty every ``StaticTexts`` alive; how many texts were dropped."""
+    n = 0
+    for texts in list(_all):
+        n += len(texts)
+        texts.forget()
+    return n
 
 
 class StaticTexts:
     def __init__(self, fonts: tuple[QFont, ...] = (), limit: int = 1000) -> None:
+        _all.add(self)
         self.fonts = tuple(fonts)
         self._limit = limit
         self._cache: dict[tuple, tuple[QStaticText, float, float]] = {}   # the new generation
@@ -39,8 +58,12 @@ class StaticTexts:
 
     def set_fonts(self, fonts: tuple[QFont, ...]) -> None:
         self.fonts = tuple(fonts)
-        self._cache.clear()
-        self._old.clear()
+        self.forget()
+
+    def forget(self) -> None:
+        """Drop every laid-out text (new tables: a dict keeps the room it once needed)."""
+        self._cache = {}
+        self._old = {}
 
     def get(self, font_index: int, text: str, elide_px: int | None = None) -> tuple[QStaticText, float, float]:
         key = (font_index, text, elide_px)

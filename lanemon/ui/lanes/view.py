@@ -92,7 +92,7 @@ from PySide6.QtWidgets import (
 
 from lanemon import gc_pace, heap
 from lanemon.lanes import CpuWork, InvariantChecker, Scheduler, parse_owner
-from lanemon.ui.kit import theme
+from lanemon.ui.kit import static_texts, theme
 from lanemon.ui.kit.fast_delegate import FastDelegate
 from lanemon.ui.kit.live_label import LiveLabel, figure_parts
 from lanemon.ui.kit.live_view import LiveView
@@ -913,8 +913,10 @@ class LanesView(LiveView):
         job (waiting ones cancelled, running ones stopped) and forgets the finished ones; the
         tab shows the empty state (its rows, the timeline's bars and held saves go with the
         scheduler's ``reset`` event) and the freed heap goes back to the system
-        (``lanemon.heap.trim``). Refused (said under the controls): while following a store
-        (Reset acts on this window's own scheduler) and while a reset is under way."""
+        (every laid-out text cache emptied: ``static_texts.forget_all``;
+        ``lanemon.heap.drop_caches``, ``lanemon.heap.trim``). Refused (said under the
+        controls): while following a store (Reset acts on this window's own scheduler) and
+        while a reset is under way."""
         if self.follower is not None:
             self._say("Reset acts on this window's own simulation: back to it first.", error=True)
             return None
@@ -939,6 +941,8 @@ class LanesView(LiveView):
             self.pacer.close()
             self.pacer = None
         self.burst_chunks = []
+        static_texts.forget_all()        # (the texts laid out during the burst: its arenas)
+        heap.drop_caches()               # (the source text of modules imported since start-up)
         heap.trim()
         self.request_refresh()
         return n

@@ -27,7 +27,8 @@ window at start (status bar), and on stderr if the save at close fails.
 The window shows the chart, the Runs tab, the menus and the status bar
 first; right after its first paint the other tabs are added and the
 background work starts (``MainWindow.install_views``, through
-``first_paint.install``). Then the objects that make the window (modules,
+``first_paint.install``). Then the source text PySide's import hook made ``linecache``
+keep goes (``heap.drop_caches``) and the objects that make the window (modules,
 Qt wrappers, the plots: ~80,000) are moved out of the garbage collector's
 way (``gc.freeze`` after one full collection): a full collection otherwise walks all of them,
 ~25 ms with the loop stopped, every time enough new objects have piled up.
@@ -46,6 +47,7 @@ import qasync
 from PySide6.QtCore import QSocketNotifier
 from PySide6.QtWidgets import QApplication
 
+from lanemon import heap
 from lanemon.ui.kit import theme
 from lanemon.ui.shell import first_paint, settings
 from lanemon.ui.shell.main_window import MainWindow
@@ -205,7 +207,9 @@ async def main(window: MainWindow | None = None, store_url: str | None = None, t
     problem = settings.unwritable(store)
 
     def freeze() -> None:
-        """The window's objects out of the collector's way, once they are all there."""
+        """The window's objects out of the collector's way, once they are all there; first
+        the source text PySide's import hook had cached goes (``heap.drop_caches``: ~18 MB)."""
+        heap.drop_caches()
         gc.collect()
         gc.freeze()
 
