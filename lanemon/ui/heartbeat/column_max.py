@@ -16,13 +16,17 @@ time: column ``k`` holds the ticks with ``k * dt <= t < (k + 1) * dt``. So:
   ones from the one before ``a`` to the one after ``b``), in plain Python:
   the same columns and maxima as ``held`` gives for that stretch.
 
-Plain Python lists (numpy only to hand out a long stretch), no Qt. ``reset(dt)`` forgets everything (a new column width:
+The ring is two C arrays (``array.array``: numpy only to hand out a long stretch), no Qt:
+a list of Python ints and floats would keep one object per slot, written at any time, and
+those few long-lived objects pinned the memory a 99,999-job burst took (each slot's float
+in another of its 1 MiB arenas) long after its Reset. ``reset(dt)`` forgets everything (a new column width:
 the chart's window or width changed).
 """
 
 from __future__ import annotations
 
 import math
+from array import array
 
 import numpy as np
 
@@ -36,10 +40,11 @@ class ColumnMax:
         cap = 1 << max(4, math.ceil(math.log2(max(columns, 1) + 2)))
         self._mask = cap - 1
         self.capacity = cap
-        # plain lists, not numpy: a frame reads and writes a few slots, and a numpy scalar
-        # access costs ~10x a list's (more on a cold cache, as each frame runs)
-        self._ids: list[int] = [EMPTY] * cap     # which column a slot holds (EMPTY: none)
-        self._max: list[float] = [0.0] * cap
+        # C arrays, not numpy: a frame reads and writes a few slots, and a numpy scalar access
+        # costs ~10x an array's (more on a cold cache, as each frame runs); not lists: a list
+        # keeps a Python object per slot (see the module docstring)
+        self._ids = array("q", [EMPTY]) * cap     # which column a slot holds (EMPTY: none)
+        self._max = array("d", [0.0]) * cap
         self.dt = 0.0
         self.last_column = -1
         self.reset(dt)
@@ -49,7 +54,7 @@ class ColumnMax:
         if not dt > 0:
             raise ValueError(f"column width must be > 0, got {dt!r}")
         self.dt = float(dt)
-        self._ids[:] = [EMPTY] * self.capacity
+        self._ids[:] = array("q", [EMPTY]) * self.capacity
         self.last_column = -1
 
     def add(self, t: np.ndarray, lag: np.ndarray) -> int | None:
@@ -108,8 +113,8 @@ class ColumnMax:
             return np.empty(0, dtype=np.int64), np.empty(0)
         cols = np.arange(k0, k1 + 1, dtype=np.int64)
         slots = cols & self._mask
-        held = np.asarray(self._ids, dtype=np.int64)[slots] == cols
-        return cols[held], np.asarray(self._max, dtype=np.float64)[slots[held]]
+        held = np.frombuffer(self._ids, dtype=np.int64)[slots] == cols
+        return cols[held], np.frombuffer(self._max, dtype=np.float64)[slots[held]]
 
     def around(self, a: int, b: int, lo: int, hi: int) -> tuple[list[int], list[float]]:
         """The held columns among ``lo..hi`` from the last one before ``a`` to the first one
