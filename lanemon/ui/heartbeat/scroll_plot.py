@@ -26,10 +26,11 @@ whole ring is repainted only when the y scale, the size, the look (theme),
 the columns' width (window) or the data's identity changes (``invalidate``).
 
 What does not scroll is drawn over the ring on each paint: the vertical
-"seconds ago" grid (fixed on screen, as the axis's ticks), the dashed
+"seconds ago" grid (fixed on screen, as the axis's ticks; one ``drawRects`` of
+full-height one-pixel rectangles, cut by Qt to what is repainted), the dashed
 reference lines (16.7 and 50 ms: fixed on screen too, so their dashes do not
-crawl), the labels (texts on plates, from cached pixmaps; placed by the
-chart) and an optional overlay (the probed programs' lines).
+crawl; each drawn once into a transparent row image, copied), the labels
+(texts on plates, from cached pixmaps; placed by the chart) and an optional overlay (the probed programs' lines).
 
 On screen, most of the picture does not change as it shifts: above the
 curve's highest point every column is the same background and grid, or the
@@ -37,9 +38,12 @@ same inside of a span. So a frame asks Qt to repaint only (``update_region``,
 ``last_repaint``):
 
 - "skyline": the rows under the curve's highest point, before and now, in
-  blocks of ``BLOCK`` columns (neighbours share a rectangle while that adds
-  fewer than ``MERGE_PX`` pixels: a tall stall's ramp repaints about its own
-  width, the low rest a few wide rectangles); the columns between where each span's edge was
+  blocks of ``BLOCK`` columns anchored to time, whose tops are kept as columns
+  are painted (a frame reads ~40 of them, not every column; a block's
+  rectangle reaches from where its columns are to where they were), neighbours
+  sharing a rectangle while that adds fewer than ``MERGE_PX`` pixels (a tall
+  stall's ramp repaints about its own width, the low rest a few wide
+  rectangles); the columns between where each span's edge was
   and is; where each moving label was and is (nothing for one that stayed
   where it was, showing the same). The rest keeps its pixels.
 - "scroll", when that skyline would cover more than a quarter of the area (a
@@ -73,6 +77,7 @@ BLOCK = 32         # columns per block of the repainted skyline (merged into few
 MERGE_PX = 2048    # neighbouring blocks share a rectangle while that repaints fewer extra pixels
 STRIP = 64         # columns of the background-and-grid image a frame's new columns are copied from
 STEP = 8           # a block's top rounded up to this many rows (neighbours merge more often)
+_NO_PEN = Qt.PenStyle.NoPen   # (a PySide enum member read per paint is a Python-level lookup)
 
 
 class Curve(Protocol):
@@ -248,7 +253,12 @@ class ScrollPlot(QWidget):
         self.px_w, self.px_h = self.width(), self.height()
         self._column_image: QImage | None = None   # background and grid, STRIP columns (_strip)
         self._tops: list[int] = []           # per ring column: the highest row of the curve
-        self._screen_blocks: tuple[int, list[int]] | None = None   # last frame's (width, tops per block)
+        # per block of BLOCK columns anchored to time (absolute column // BLOCK): the highest row
+        # of the curve in its columns in view; kept as columns are painted (see _note_tops)
+        self._block_tops: dict[int, int] = {}
+        self._block_low = 0                  # blocks before this one are gone from the dict
+        self._sky: tuple | None = None       # (rounded tops, rectangles in blocks, scroll?) of _skyline
+        self._blocks_ok = False              # does _block_tops describe the ring (after a full paint)?
         self._painted_screen: list[tuple[int, int]] = []   # the screen columns painted this frame
         #: how the last frame's picture reached the screen: "whole", "skyline" or "scroll"
         self.last_repaint = ""
@@ -258,13 +268,14 @@ class ScrollPlot(QWidget):
         self._grid_views: list[float] = []   # horizontal grid lines, view coordinates
         self._ref_views: list[tuple[float, QColor]] = []
         self._grid_rows: list[int] = []
-        self._ref_lines: list[tuple[QPen, QLine, int]] = []   # pen, line, its row
+        self._ref_lines: list[tuple[QImage, int]] = []   # a reference line's row image, its row
         self._label_rects: list[tuple[PlateLabel, tuple]] = []   # the moving labels, as drawn last frame (look)
         self._overlay_seen = False           # was an overlay drawn last frame?
         #: the rectangles the last frame asked to repaint (tests; None: none yet)
         self.update_region: list[QRect] | None = None
         self._vgrid_s: list[float] = []      # vertical grid lines, seconds ago
         self._vlines: list[int] = []         # the vertical grid lines' x
+        self._vline_rects: list[QRect] = []  # ... as full-height one-pixel rectangles (Qt clips them)
         self._bg = QColor(theme.BG)          # (set_look sets the chart's)
         self._grid = QColor(theme.GRID)
         self._trace = LagTrace()             # paints the fill and curve of a piece, pixel coordinates
@@ -376,7 +387,7 @@ class ScrollPlot(QWidget):
             self._ring = QImage(w, h, QImage.Format.Format_RGB32)
             self._ring_size = (w, h)
             self._tops = [h] * w                          # per ring column: the highest row of the curve
-            self._screen_blocks = None
+            self._blocks_ok = False
             self._rows()
             self._vlines_now()
             self._full = True
@@ -390,6 +401,9 @@ class ScrollPlot(QWidget):
             ranges.append((first, k_now))
             self.full_repaints += 1
             self._full = False
+            self._block_tops = {}                 # found again from the columns painted
+            self._block_low = first // BLOCK
+            self._sky = None
             self._painted_spans = {sp.key: self._span_cols(sp) for sp in spans}
         else:
             if k_now > old_k:
@@ -400,6 +414,7 @@ class ScrollPlot(QWidget):
             ranges.extend(self._span_changes(spans))
         painted = self._paint_ranges(ranges, first, k_now)
         self._ask_repaint(old_spans, old_k, labels, full or painted >= w, painted > 0)
+        self._blocks_ok = True
 
     def _ask_repaint(self, old_spans: dict, old_k: int | None,
                      labels: list[PlateLabel], full: bool, painted: bool) -> None:
@@ -408,52 +423,37 @@ class ScrollPlot(QWidget):
         band from the curve's highest point (this frame's or the last's) down, the columns
         between where each span's edge was and is, and where the moving labels were and are.
         The rest of the screen shows what it showed: uniform along x (background, grid, a
-        span's inside), so the same after a shift."""
+        span's inside), so the same after a shift.
+
+        The band is worked out per block of ``BLOCK`` columns anchored to time
+        (``_block_tops``: kept as columns are painted, so a frame reads ~40 numbers, not the
+        ~1,200 columns): a block's top only rises while it is in view (a column's maximum only
+        grows, the curve's last segment only gains height), so the block's rectangle from
+        where its columns are now to where they were (``shift`` columns to the right) covers
+        the rows its columns showed before and show now."""
         w, h = self.px_w, self.px_h
-        ring_x = (self._k - w + 1) % w                     # the ring's column at screen x = 0
-        tops = self._tops                                  # (plain lists: no numpy in a frame)
-        blk = BLOCK
-        blocks_now = []                  # per block of BLOCK screen columns: the curve's top row
-        for x in range(0, w, blk):
-            a = (ring_x + x) % w
-            b = a + min(blk, w - x)
-            blocks_now.append(min(tops[a:b]) if b <= w else min(min(tops[a:]), min(tops[:b - w])))
-        before_blocks, self._screen_blocks = self._screen_blocks, (w, blocks_now)
+        k = self._k
         moving = [(label, label.look()) for label in labels[len(self._fixed_labels):] if label.isVisible()]
         before, self._label_rects = self._label_rects, moving
         overlay, self._overlay_seen = self._overlay_seen, self.overlay is not None
-        if full or old_k is None or overlay or self._overlay_seen or before_blocks is None or before_blocks[0] != w \
-                or len(before_blocks[1]) != len(blocks_now):
+        if full or old_k is None or overlay or self._overlay_seen or not self._blocks_ok:
+            self._forget_blocks(k - w + 1)
             self.update_region = [QRect(0, 0, w, h)]
             self.last_repaint = "whole"
             self.update()
             return
-        shift = self._k - old_k
+        shift = k - old_k
         region = []
-        if self._k != old_k or painted:
-            # the curve's skyline, before and now, in blocks of BLOCK columns: rows from the
-            # higher of the two down changed (the fill goes down to the bottom)
-            blocks = [min(was, now) // STEP * STEP for was, now in zip(before_blocks[1], blocks_now)]
-            if shift > 0 and self._scroll_cheaper(blocks, w, h, blk):
+        if shift or painted:
+            kb0 = (k - w + 1) // BLOCK
+            self._forget_blocks(kb0 * BLOCK)
+            sky = self._skyline(kb0, k // BLOCK, w, h)
+            if shift > 0 and sky[2]:
                 self._scroll_screen(shift, before, moving)
                 return
-            # neighbouring blocks share a rectangle (the higher top) while that adds fewer than
-            # MERGE_PX pixels: few rectangles, and a tall stall's ramp only about as wide as it is
-            n = len(blocks)
-            i = 0
-            while i < n:
-                top = blocks[i]
-                j = i + 1
-                while j < n:
-                    t = blocks[j]
-                    m = top if top < t else t
-                    if ((top - m) * (j - i) + (t - m)) * blk > MERGE_PX:
-                        break
-                    top = m
-                    j += 1
-                if top < h:
-                    region.append(QRect(i * blk, top, (j - i) * blk, h - top))
-                i = j
+            x = kb0 * BLOCK + w - 1 - k           # the screen x of block kb0's first column
+            for i, j, top in sky[1]:
+                region.append(QRect(x + i * BLOCK, top, (j - i) * BLOCK + shift, h - top))
         off_old, off_new = w - 1 - old_k, w - 1 - self._k
         new = self._painted_spans
         for key in old_spans.keys() | new.keys():
@@ -483,6 +483,59 @@ class ScrollPlot(QWidget):
         for r in region:                  # Qt gathers them (and clips them to the widget)
             self.update(r)
 
+    def _forget_blocks(self, first: int) -> None:
+        """Drop the blocks wholly before column ``first`` (scrolled out)."""
+        kb0 = first // BLOCK
+        tops = self._block_tops
+        for kb in range(self._block_low, kb0):
+            tops.pop(kb, None)
+        self._block_low = max(self._block_low, kb0)
+
+    def _skyline(self, kb0: int, kb1: int, w: int, h: int) -> tuple:
+        """The blocks ``kb0..kb1``'s tops (rounded up to ``STEP`` rows), the rectangles of the
+        band under them as ``(first block, end block, top)`` (relative to ``kb0``;
+        neighbouring blocks share a rectangle, the higher top, while that adds fewer than
+        ``MERGE_PX`` pixels: few rectangles, and a tall stall's ramp only about as wide as it
+        is), and whether scrolling the screen is cheaper (``_scroll_cheaper``). Worked out
+        again only when a rounded top changed or a block came or went."""
+        get = self._block_tops.get
+        tops = [get(kb, h) // STEP * STEP for kb in range(kb0, kb1 + 1)]
+        sky = self._sky
+        if sky is not None and sky[0] == tops:
+            return sky
+        blk = BLOCK
+        rects = []
+        n = len(tops)
+        i = 0
+        while i < n:
+            top = tops[i]
+            j = i + 1
+            while j < n:
+                t = tops[j]
+                m = top if top < t else t
+                if ((top - m) * (j - i) + (t - m)) * blk > MERGE_PX:
+                    break
+                top = m
+                j += 1
+            if top < h:
+                rects.append((i, j, top))
+            i = j
+        self._sky = sky = (tops, rects, self._scroll_cheaper(tops, w, h, blk))
+        return sky
+
+    def _note_tops(self, a: int, b: int, first: int, last: int) -> None:
+        """Columns ``a..b`` (absolute) were painted: their blocks' tops (the highest row of the
+        curve among their columns in view ``first..last``) take them in. A block's top is
+        never lowered here (see ``_ask_repaint``); a full paint starts them again."""
+        tops, w, blk = self._tops, self.px_w, BLOCK
+        block_tops = self._block_tops
+        for kb in range(a // blk, b // blk + 1):
+            lo, hi = max(kb * blk, first), min(kb * blk + blk - 1, last)
+            ia, ib = lo % w, hi % w
+            top = min(tops[ia:ib + 1]) if ia <= ib else min(min(tops[ia:]), min(tops[:ib + 1]))
+            was = block_tops.get(kb)
+            block_tops[kb] = top if was is None or top < was else was
+
     def _scroll_cheaper(self, blocks: list[int], w: int, h: int, blk: int = 32) -> bool:
         """Would the skyline repaint (``blocks``: the top row of each block of ``BLOCK`` columns,
         under which the curve was or is) cover more than a quarter of the area? Then moving
@@ -498,7 +551,7 @@ class ScrollPlot(QWidget):
         w, h = self.px_w, self.px_h
         rects = [QRect(xa, 0, xb - xa + 1, h) for xa, xb in self._painted_screen]
         rects += [QRect(x - shift, 0, shift + 1, h) for x in self._vlines]
-        rects += [QRect(0, row, w, 1) for _pen, _line, row in self._ref_lines]
+        rects += [QRect(0, row, w, 1) for _image, row in self._ref_lines]
         rects += [label.rect().adjusted(-shift, 0, 0, 0) for label in self._fixed_labels if label.isVisible()]
         was = {id(label): QRect(*look[0]) for label, look in before}
         for label, (box, _version) in moving:
@@ -568,13 +621,15 @@ class ScrollPlot(QWidget):
         try:
             for a, b in merged:
                 # screen x of column k: k - last + w - 1; the ring's x: k mod w (maybe two pieces)
-                while a <= b:
-                    ia = a % w
-                    n = min(b - a + 1, w - ia)
-                    self._paint_piece(p, ia, ia + n - 1, ia - a)
+                k = a
+                while k <= b:
+                    ia = k % w
+                    n = min(b - k + 1, w - ia)
+                    self._paint_piece(p, ia, ia + n - 1, ia - k)
                     self.painted_columns += n
                     count += n
-                    a += n
+                    k += n
+                self._note_tops(a, b, first, last)
         finally:
             p.end()
         return count
@@ -657,12 +712,21 @@ class ScrollPlot(QWidget):
         for v, color in self._ref_views:
             row = int(math.floor(self.y_of(v)))
             if 0 <= row < h:
-                self._ref_lines.append((QPen(color, 0, Qt.PenStyle.DashLine), QLine(0, row, w - 1, row), row))
+                # the dashed line drawn once into a transparent row (its dashes start at x = 0 as
+                # on screen; opaque colours: the same pixels as the line drawn there each paint)
+                image = QImage(max(1, w), 1, QImage.Format.Format_ARGB32_Premultiplied)
+                image.fill(Qt.GlobalColor.transparent)
+                p = QPainter(image)
+                p.setPen(QPen(color, 0, Qt.PenStyle.DashLine))
+                p.drawLine(QLine(0, 0, w - 1, 0))
+                p.end()
+                self._ref_lines.append((image, row))
 
     def _vlines_now(self) -> None:
         w = self.px_w
         xs = [round(w - 1 - s / self._dt) for s in self._vgrid_s]
         self._vlines = [x for x in xs if 0 <= x < w]
+        self._vline_rects = [QRect(x, 0, 1, max(1, self.px_h)) for x in self._vlines]
 
     # --- Qt ----------------------------------------------------------------------------
     def resizeEvent(self, event) -> None:
@@ -704,16 +768,16 @@ class ScrollPlot(QWidget):
             x0, x1, y0, y1 = 0, self.px_w - 1, 0, self.px_h - 1
         else:
             x0, x1, y0, y1 = bounds.left(), bounds.right(), bounds.top(), bounds.bottom()
-        # the vertical grid: a one-pixel rectangle per line over the repainted rows (the same
-        # pixels as a line; a line is stroked pixel by pixel against the clip, ~4x the cost)
-        grid, rows = self._grid, y1 - y0 + 1
-        for x in self._vlines:
-            if x0 <= x <= x1:
-                p.fillRect(x, y0, 1, rows, grid)
-        for pen, line, row in self._ref_lines:
+        # the vertical grid: one-pixel rectangles the height of the area, cut by Qt to what is
+        # repainted (the same pixels as a line; a line is stroked pixel by pixel against the
+        # clip, ~4x the cost); the reference lines from their row images
+        if self._vline_rects:
+            p.setPen(_NO_PEN)
+            p.setBrush(self._grid)
+            p.drawRects(self._vline_rects)
+        for image, row in self._ref_lines:
             if y0 <= row <= y1:
-                p.setPen(pen)
-                p.drawLine(line)
+                p.drawImage(0, row, image)
         if self.overlay is not None:
             self.overlay(p)
         for label in self._labels:
