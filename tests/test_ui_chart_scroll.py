@@ -267,3 +267,27 @@ def test_a_shifting_frame_reads_the_tops_of_the_blocks_it_painted_only(chart, mo
         _frames(c, hb, clock, 1, rs)
         assert c.area.last_repaint == "skyline"
         assert _CountedReads.read <= 2 * BLOCK, _CountedReads.read
+
+
+def test_a_frame_writes_its_few_new_columns_without_a_painter(chart, monkeypatch):
+    """With no span in them, a frame's few new columns are written into the ring's pixels
+    (background, fill and curve from columns Qt painted once), with no QPainter on the ring
+    (fails on the code before: one painter per frame); the ring still equals a full repaint
+    (the tests above)."""
+    from lanemon.ui.heartbeat import scroll_plot
+
+    c, hb, clock, _controller = chart
+    rs = np.random.RandomState(23)
+    _frames(c, hb, clock, 5, rs)
+    opened = []
+
+    class CountingPainter(scroll_plot.QPainter):
+        def __init__(self, *args):
+            opened.append(args[0] if args else None)
+            super().__init__(*args)
+
+    monkeypatch.setattr(scroll_plot, "QPainter", CountingPainter)
+    before = c.area.painted_columns
+    _frames(c, hb, clock, 10, rs)
+    assert c.area.painted_columns - before >= 10
+    assert not [d for d in opened if d is c.area._ring], len(opened)

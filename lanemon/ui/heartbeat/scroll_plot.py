@@ -17,11 +17,15 @@ painted in a ring of pixel columns (a ``QImage`` the plot's size; column
 Each painted column gets everything that scrolls, in this order: the
 background, the spans of phases and own stalls, the horizontal grid, the
 runs' spans, the fill and the curve (``lag_trace``: computed column by
-column from the curve's points). Every column is painted by the same code
+column from the curve's points). Every column is painted the same way
 whether one column or the whole ring is painted, and nothing is drawn outside
 the columns painted (integer rectangles cut to them by hand: no clip, which
 costs more), so the ring after any number of frames holds the same pixels
-as a full repaint of the same state (``tests/test_ui_chart_scroll.py``). The
+as a full repaint of the same state (``tests/test_ui_chart_scroll.py``). A
+frame's few columns with no span in them are written straight into the
+ring's pixels, with no painter: each pixel is the background-and-grid
+column's, the same column under the fill (both painted once by Qt with the
+fill's own calls), or the curve's opaque colour. The
 whole ring is repainted only when the y scale, the size, the look (theme),
 the columns' width (window) or the data's identity changes (``invalidate``).
 
@@ -69,7 +73,7 @@ from PySide6.QtCore import QLine, QPoint, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QImage, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import QWidget
 
-from lanemon.ui.heartbeat.lag_trace import SMALL, LagTrace
+from lanemon.ui.heartbeat.lag_trace import SMALL, LagTrace, column_spans_list
 from lanemon.ui.kit import theme
 
 PAD = 3            # pixels of plate around a label's text
@@ -248,7 +252,9 @@ class ScrollPlot(QWidget):
         self.setAttribute(Qt.WidgetAttribute.WA_NoSystemBackground, True)
         self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
         self._ring: QImage | None = None
+        self._ring_px: np.ndarray | None = None   # the ring's pixels (rows x columns, uint32), written in place
         self._ring_size = (0, 0)
+        self._templates: tuple | None = None     # (strip, background column, filled column, pen) (_column_templates)
         #: the size in pixels as of the last resize event (what a frame reads: no Qt call)
         self.px_w, self.px_h = self.width(), self.height()
         self._column_image: QImage | None = None   # background and grid, STRIP columns (_strip)
@@ -385,6 +391,7 @@ class ScrollPlot(QWidget):
             return
         if self._ring is None or self._ring_size != (w, h):
             self._ring = QImage(w, h, QImage.Format.Format_RGB32)
+            self._ring_px = np.frombuffer(self._ring.bits(), np.uint32).reshape(h, self._ring.bytesPerLine() // 4)
             self._ring_size = (w, h)
             self._tops = [h] * w                          # per ring column: the highest row of the curve
             self._blocks_ok = False
@@ -617,7 +624,8 @@ class ScrollPlot(QWidget):
         w = self.px_w
         self._painted_screen = [(a - last + w - 1, b - last + w - 1) for a, b in merged]
         count = 0
-        p = QPainter(self._ring)
+        p = None
+        spans = list(self._painted_spans.values())
         try:
             for a, b in merged:
                 # screen x of column k: k - last + w - 1; the ring's x: k mod w (maybe two pieces)
@@ -625,24 +633,91 @@ class ScrollPlot(QWidget):
                 while k <= b:
                     ia = k % w
                     n = min(b - k + 1, w - ia)
-                    self._paint_piece(p, ia, ia + n - 1, ia - k)
+                    ra, rb, off = ia, ia + n - 1, ia - k
+                    here = [(c0 + off, c1 + off, style) for c0, c1, style in spans
+                            if c1 + off >= ra and c0 + off <= rb] if spans else spans
+                    if n <= SMALL and not here and self._write_piece(ra, rb, off):
+                        pass                    # (a frame's few columns with no span: written)
+                    else:
+                        if p is None:
+                            p = QPainter(self._ring)
+                        self._paint_piece(p, ra, rb, off, here)
                     self.painted_columns += n
                     count += n
                     k += n
                 self._note_tops(a, b, first, last)
         finally:
-            p.end()
+            if p is not None:
+                p.end()
         return count
 
-    def _paint_piece(self, p: QPainter, ra: int, rb: int, off: int) -> None:
+    def _write_piece(self, ra: int, rb: int, off: int) -> bool:
+        """The ring's columns ``ra..rb`` with no span in them, written into its pixels with no
+        painter: each pixel is the background-and-grid strip's, the same under the fill (both
+        columns painted once by Qt, ``_column_templates``), or the curve's opaque colour, so
+        the pixels are those ``_paint_piece`` paints. False (nothing written) if the curve's
+        colour is translucent (it would blend)."""
+        templates = self._column_templates()
+        if templates is None:
+            return False
+        _strip, background, filled, pen = templates
+        h = self.px_h
+        px = self._ring_px
+        px[:, ra:rb + 1] = background
+        n = rb - ra + 1
+        ring = self._tops
+        ring[ra:rb + 1] = [h] * n             # no curve (until written below)
+        w = self.px_w
+        cols, views = self._curve.around(ra - off, rb - off, self._k - w, self._k)
+        if not cols:
+            return True
+        scale, top = h / max(1e-12, self._top - self._bottom), self._top   # y_of, term by term
+        cs, tops, bottoms, fills = column_spans_list([c + off for c in cols], [(top - v) * scale for v in views],
+                                                     ra, rb)
+        for c, t, b, f in zip(cs, tops, bottoms, fills):
+            if f < h:                          # the fill: rows f .. h - 1 (LagTrace.paint's rectangles)
+                f = f if f > 0 else 0
+                px[f:, c] = filled[f:]
+            if t < 0:
+                t = 0
+            if b >= h:
+                b = h - 1
+            if t <= b:                         # the curve: rows t .. b
+                px[t:b + 1, c] = pen
+            top_row = t if t < f else f
+            ring[c] = top_row if top_row > 0 else 0
+        return True
+
+    def _column_templates(self) -> tuple | None:
+        """``(strip, background column (h x 1), filled column (h), curve colour)`` for
+        ``_write_piece``: the strip's first column, the same with the fill painted over it by
+        ``LagTrace.fill_rect`` (a one-pixel-wide rectangle, as the fill is painted), and the
+        curve's colour as a pixel; made again when the strip is. ``None`` if the curve's colour
+        is translucent."""
+        strip = self._strip()
+        templates = self._templates
+        if templates is not None and templates[0] is strip:
+            return templates if templates[3] is not None else None
+        h = strip.height()
+        column = strip.copy(0, 0, 1, h)
+        background = np.frombuffer(column.constBits(), np.uint32).reshape(h, column.bytesPerLine() // 4)[:, :1].copy()
+        p = QPainter(column)
+        self._trace.fill_rect(p, QRect(0, 0, 1, h))
+        p.end()
+        filled = np.frombuffer(column.constBits(), np.uint32).reshape(h, column.bytesPerLine() // 4)[:, 0].copy()
+        color = self._trace.pen().color()
+        pen = np.uint32(color.rgba()) if color.alpha() == 255 else None
+        self._templates = (strip, background, filled, pen)
+        return self._templates if pen is not None else None
+
+    def _paint_piece(self, p: QPainter, ra: int, rb: int, off: int, here: list) -> None:
         """Everything that scrolls, for the ring's columns ``ra..rb`` (column ``k`` is the ring's
-        ``k + off`` here). Nothing is drawn outside them, with no clip (a clip costs more than
-        the few rectangles cut to the piece by hand)."""
+        ``k + off`` here; ``here``: the spans that meet them, in ring columns). Nothing is drawn
+        outside them, with no clip (a clip costs more than the few rectangles cut to the piece
+        by hand)."""
         h = self.px_h
         n = rb - ra + 1
         self._tops[ra:rb + 1] = [h] * n       # no curve (until painted below)
-        here = [(c0 + off, c1 + off, style) for c0, c1, style in self._painted_spans.values()
-                if c1 + off >= ra and c0 + off <= rb]
         if not any(style.under_grid for _x0, _x1, style in here):
             # background and grid: a strip made once per look and scale, copied (no scaling)
             strip = self._strip()
