@@ -238,6 +238,7 @@ class HeartbeatChart(QWidget):
         self._scale = YScale(log=False)
         self._top_ms = nice_top(0.0)       # the y axis top in ms ...
         self._top = self._top_ms           # ... and in view coordinates (``_scale``)
+        self._nice = (0.0, self._top_ms)   # (peak, nice_top(peak)) of the last frame
         # run shading: a span each (painted into the plot area's ring where it changes), its
         # label drawn over the plot area from a cached pixmap
         self._regions: dict[object, tuple[Span, PlateLabel]] = {}
@@ -694,7 +695,10 @@ class HeartbeatChart(QWidget):
             self._show_legend(self.programs.legend())
         top_ms = self._top_ms
         if peak * 1.18 > top_ms or top_ms > MIN_TOP_MS:   # else nice_top(peak) is top_ms: no change
-            want = nice_top(peak)
+            nice = self._nice
+            if nice[0] != peak:                           # (the same peak frame after frame: kept)
+                nice = self._nice = (peak, nice_top(peak))
+            want = nice[1]
             if want > top_ms or want <= SHRINK_BELOW * top_ms:
                 self._set_top(want)
         spans = self._draw_runs(now, k_now)

@@ -70,7 +70,7 @@ from typing import Protocol
 
 import numpy as np
 from PySide6.QtCore import QLine, QPoint, QRect, QSize, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QImage, QPainter, QPen, QPixmap
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QImage, QPainter, QPen, QPixmap, QRegion
 from PySide6.QtWidgets import QWidget
 
 from lanemon.ui.heartbeat.lag_trace import SMALL, LagTrace, column_spans_list
@@ -264,6 +264,8 @@ class ScrollPlot(QWidget):
         self._block_tops: dict[int, int] = {}
         self._block_low = 0                  # blocks before this one are gone from the dict
         self._sky: tuple | None = None       # (rounded tops, rectangles in blocks, scroll?) of _skyline
+        self._sky_key: tuple | None = None   # (first block, last block, _block_version) it was made for
+        self._block_version = 0              # counts changes of the blocks' rounded tops
         self._blocks_ok = False              # does _block_tops describe the ring (after a full paint)?
         self._painted_screen: list[tuple[int, int]] = []   # the screen columns painted this frame
         #: how the last frame's picture reached the screen: "whole", "skyline" or "scroll"
@@ -282,6 +284,7 @@ class ScrollPlot(QWidget):
         self._vgrid_s: list[float] = []      # vertical grid lines, seconds ago
         self._vlines: list[int] = []         # the vertical grid lines' x
         self._vline_rects: list[QRect] = []  # ... as full-height one-pixel rectangles (Qt clips them)
+        self._vline_region = QRegion()       # ... as one region
         self._bg = QColor(theme.BG)          # (set_look sets the chart's)
         self._grid = QColor(theme.GRID)
         self._trace = LagTrace()             # paints the fill and curve of a piece, pixel coordinates
@@ -505,9 +508,13 @@ class ScrollPlot(QWidget):
         ``MERGE_PX`` pixels: few rectangles, and a tall stall's ramp only about as wide as it
         is), and whether scrolling the screen is cheaper (``_scroll_cheaper``). Worked out
         again only when a rounded top changed or a block came or went."""
+        sky = self._sky
+        key = (kb0, kb1, self._block_version)
+        if sky is not None and key == self._sky_key:
+            return sky                       # (no rounded top changed, no block came or went)
+        self._sky_key = key
         get = self._block_tops.get
         tops = [get(kb, h) // STEP * STEP for kb in range(kb0, kb1 + 1)]
-        sky = self._sky
         if sky is not None and sky[0] == tops:
             return sky
         blk = BLOCK
@@ -541,7 +548,10 @@ class ScrollPlot(QWidget):
             ia, ib = lo % w, hi % w
             top = min(tops[ia:ib + 1]) if ia <= ib else min(min(tops[ia:]), min(tops[:ib + 1]))
             was = block_tops.get(kb)
-            block_tops[kb] = top if was is None or top < was else was
+            if was is None or top < was:
+                block_tops[kb] = top
+                if was is None or top // STEP != was // STEP:
+                    self._block_version += 1   # (the skyline is worked out again)
 
     def _scroll_cheaper(self, blocks: list[int], w: int, h: int, blk: int = 32) -> bool:
         """Would the skyline repaint (``blocks``: the top row of each block of ``BLOCK`` columns,
@@ -802,6 +812,10 @@ class ScrollPlot(QWidget):
         xs = [round(w - 1 - s / self._dt) for s in self._vgrid_s]
         self._vlines = [x for x in xs if 0 <= x < w]
         self._vline_rects = [QRect(x, 0, 1, max(1, self.px_h)) for x in self._vlines]
+        region = QRegion()
+        for r in self._vline_rects:
+            region = region.united(r)
+        self._vline_region = region
 
     # --- Qt ----------------------------------------------------------------------------
     def resizeEvent(self, event) -> None:
@@ -847,9 +861,16 @@ class ScrollPlot(QWidget):
         # repainted (the same pixels as a line; a line is stroked pixel by pixel against the
         # clip, ~4x the cost); the reference lines from their row images
         if self._vline_rects:
-            p.setPen(_NO_PEN)
-            p.setBrush(self._grid)
-            p.drawRects(self._vline_rects)
+            if bounds is None:
+                p.setPen(_NO_PEN)
+                p.setBrush(self._grid)
+                p.drawRects(self._vline_rects)
+            else:   # the lines' pixels in what is repainted: a fill clipped to them (Qt cuts each
+                # row of it to a few pixels; full-height rectangles cut by a many-rectangle
+                # repaint cost a clipped run per row of each line)
+                p.setClipRegion(self._vline_region, Qt.ClipOperation.IntersectClip)
+                p.fillRect(bounds, self._grid)
+                p.setClipping(False)
         for image, row in self._ref_lines:
             if y0 <= row <= y1:
                 p.drawImage(0, row, image)
