@@ -279,8 +279,7 @@ class ScrollPlot(QWidget):
         self._ref_lines: list[tuple[QImage, int]] = []   # a reference line's row image, its row
         self._label_rects: list[tuple[PlateLabel, tuple]] = []   # the moving labels, as drawn last frame (look)
         self._overlay_seen = False           # was an overlay drawn last frame?
-        #: the rectangles the last frame asked to repaint (tests; None: none yet)
-        self.update_region: list[QRect] | None = None
+        self._asked: list | None = None      # what the last frame asked to repaint (update_region)
         self._vgrid_s: list[float] = []      # vertical grid lines, seconds ago
         self._vlines: list[int] = []         # the vertical grid lines' x
         self._vline_rects: list[QRect] = []  # ... as full-height one-pixel rectangles (Qt clips them)
@@ -339,6 +338,13 @@ class ScrollPlot(QWidget):
         self._full = True
         self._column_image = None
         self.update()
+
+    @property
+    def update_region(self) -> list[QRect] | None:
+        """The rectangles the last frame asked to repaint (tests; ``None``: none yet)."""
+        if self._asked is None:
+            return None
+        return [r if isinstance(r, QRect) else QRect(*r) for r in self._asked]
 
     # --- geometry ----------------------------------------------------------------------
     @property
@@ -448,7 +454,7 @@ class ScrollPlot(QWidget):
         overlay, self._overlay_seen = self._overlay_seen, self.overlay is not None
         if full or old_k is None or overlay or self._overlay_seen or not self._blocks_ok:
             self._forget_blocks(k - w + 1)
-            self.update_region = [QRect(0, 0, w, h)]
+            self._asked = [(0, 0, w, h)]
             self.last_repaint = "whole"
             self.update()
             return
@@ -463,7 +469,8 @@ class ScrollPlot(QWidget):
                 return
             x = kb0 * BLOCK + w - 1 - k           # the screen x of block kb0's first column
             for i, j, top in sky[1]:
-                region.append(QRect(x + i * BLOCK, top, (j - i) * BLOCK + shift, h - top))
+                region.append((x + i * BLOCK, top, (j - i) * BLOCK + shift, h - top))
+        # (rectangles as (x, y, width, height): no QRect made per rectangle per frame)
         off_old, off_new = w - 1 - old_k, w - 1 - self._k
         new = self._painted_spans
         for key in old_spans.keys() | new.keys():
@@ -472,26 +479,27 @@ class ScrollPlot(QWidget):
                 for co, cn in ((o[0], n[0]), (o[1], n[1])):
                     xo, xn = co + off_old, cn + off_new
                     if xo != xn:
-                        region.append(QRect(min(xo, xn), 0, abs(xo - xn) + 1, h))
+                        region.append((min(xo, xn), 0, abs(xo - xn) + 1, h))
                 continue
             for cols, off in ((o, off_old), (n, off_new)):
                 if cols is not None:
-                    region.append(QRect(cols[0] + off, 0, cols[1] - cols[0] + 1, h))
+                    region.append((cols[0] + off, 0, cols[1] - cols[0] + 1, h))
         was = {id(label): look for label, look in before}
         for label, (box, version) in moving:           # where each label was and is: one rectangle
             old_look = was.pop(id(label), None)
             if old_look is None:
-                region.append(QRect(*box))
+                region.append(box)
             elif old_look != (box, version):           # (a label that stays as it was needs nothing)
                 old = old_look[0]
                 x0, y0 = min(box[0], old[0]), min(box[1], old[1])
-                region.append(QRect(x0, y0, max(box[0] + box[2], old[0] + old[2]) - x0,
-                                    max(box[1] + box[3], old[1] + old[3]) - y0))
-        region += [QRect(*look[0]) for look in was.values()]   # labels no longer shown
-        self.update_region = region
+                region.append((x0, y0, max(box[0] + box[2], old[0] + old[2]) - x0,
+                               max(box[1] + box[3], old[1] + old[3]) - y0))
+        region += [look[0] for look in was.values()]   # labels no longer shown
+        self._asked = region
         self.last_repaint = "skyline"
-        for r in region:                  # Qt gathers them (and clips them to the widget)
-            self.update(r)
+        update = self.update
+        for x, y, rw, rh in region:       # Qt gathers them (and clips them to the widget)
+            update(x, y, rw, rh)
 
     def _forget_blocks(self, first: int) -> None:
         """Drop the blocks wholly before column ``first`` (scrolled out)."""
@@ -582,7 +590,7 @@ class ScrollPlot(QWidget):
         self.scroll(-shift, 0)
         for r in rects:
             self.update(r)
-        self.update_region = [QRect(w - shift, 0, shift, h), *rects]
+        self._asked = [QRect(w - shift, 0, shift, h), *rects]
         self.last_repaint = "scroll"
 
     def _span_cols(self, sp: Span) -> tuple[int, int, SpanStyle]:
