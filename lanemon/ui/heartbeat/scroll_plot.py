@@ -712,8 +712,10 @@ class ScrollPlot(QWidget):
         ``LagTrace.fill_rect`` (a one-pixel-wide rectangle, as the fill is painted), and the
         curve's colour as a pixel; made again when the strip is. ``None`` if the curve's colour
         is translucent."""
-        strip = self._strip()
         templates = self._templates
+        if templates is not None and templates[0] is self._column_image:   # (made again with the strip)
+            return templates if templates[3] is not None else None
+        strip = self._strip()
         if templates is not None and templates[0] is strip:
             return templates if templates[3] is not None else None
         h = strip.height()
@@ -865,9 +867,9 @@ class ScrollPlot(QWidget):
             x0, x1, y0, y1 = 0, self.px_w - 1, 0, self.px_h - 1
         else:
             x0, x1, y0, y1 = bounds.left(), bounds.right(), bounds.top(), bounds.bottom()
-        # the vertical grid: one-pixel rectangles the height of the area, cut by Qt to what is
-        # repainted (the same pixels as a line; a line is stroked pixel by pixel against the
-        # clip, ~4x the cost); the reference lines from their row images
+        # the vertical grid: the lines' pixels (one-pixel rectangles the height of the area:
+        # the same pixels as a line, which is stroked pixel by pixel against the clip, ~4x the
+        # cost); the reference lines from their row images
         if self._vline_rects:
             if bounds is None:
                 p.setPen(_NO_PEN)
