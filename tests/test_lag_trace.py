@@ -77,6 +77,6 @@ def test_a_few_columns_in_python_give_the_numbers_numpy_gives(qapp):
         xs, ys = _curve(seed, 12, gaps=seed % 2 == 0)
         lo = int(xs[0]) + seed % 5
         hi = min(int(xs[-1]), lo + lag_trace.SMALL - 1)
-        small = lag_trace._column_spans_small(xs.tolist(), ys.tolist(), lo, hi)
+        small = lag_trace.column_spans_list(xs.tolist(), ys.tolist(), lo, hi)
         big = lag_trace._column_spans_numpy(xs, ys, lo, hi)
         assert [list(a) for a in small] == [a.tolist() for a in big]

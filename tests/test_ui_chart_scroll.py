@@ -237,3 +237,57 @@ def test_a_stall_in_view_repaints_about_its_own_width_as_the_picture_shifts(char
     assert tall, c.area.update_region
     assert sum(r.width() for r in tall) <= 64, tall
     assert len(c.area.update_region) <= 8, c.area.update_region
+
+
+class _CountedReads(list):
+    """A list that counts the items its slices and indices read (writes are not counted)."""
+
+    read = 0
+
+    def __getitem__(self, i):
+        out = super().__getitem__(i)
+        _CountedReads.read += len(out) if isinstance(i, slice) else 1
+        return out
+
+
+def test_a_shifting_frame_reads_the_tops_of_the_blocks_it_painted_only(chart, monkeypatch):
+    """The skyline is worked out from per-block tops kept as columns are painted: a frame
+    reads the curve's top of the blocks its painted columns fall in (at most two 32-column
+    blocks per piece), not of every column in view (fails on the code that took the minimum of
+    each screen block's columns every frame: ~the whole width per frame)."""
+    from lanemon.ui.heartbeat.scroll_plot import BLOCK, ScrollPlot
+
+    monkeypatch.setattr(ScrollPlot, "_scroll_cheaper", lambda *_args: False)
+    c, hb, clock, _controller = chart
+    rs = np.random.RandomState(19)
+    _frames(c, hb, clock, 5, rs)
+    c.area._tops = _CountedReads(c.area._tops)
+    for _ in range(20):
+        _CountedReads.read = 0
+        _frames(c, hb, clock, 1, rs)
+        assert c.area.last_repaint == "skyline"
+        assert _CountedReads.read <= 2 * BLOCK, _CountedReads.read
+
+
+def test_a_frame_writes_its_few_new_columns_without_a_painter(chart, monkeypatch):
+    """With no span in them, a frame's few new columns are written into the ring's pixels
+    (background, fill and curve from columns Qt painted once), with no QPainter on the ring
+    (fails on the code before: one painter per frame); the ring still equals a full repaint
+    (the tests above)."""
+    from lanemon.ui.heartbeat import scroll_plot
+
+    c, hb, clock, _controller = chart
+    rs = np.random.RandomState(23)
+    _frames(c, hb, clock, 5, rs)
+    opened = []
+
+    class CountingPainter(scroll_plot.QPainter):
+        def __init__(self, *args):
+            opened.append(args[0] if args else None)
+            super().__init__(*args)
+
+    monkeypatch.setattr(scroll_plot, "QPainter", CountingPainter)
+    before = c.area.painted_columns
+    _frames(c, hb, clock, 10, rs)
+    assert c.area.painted_columns - before >= 10
+    assert not [d for d in opened if d is c.area._ring], len(opened)

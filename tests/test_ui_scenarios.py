@@ -132,10 +132,12 @@ def test_the_pause_scenario_from_its_button_shows_its_ledger_row_and_says_what_h
     async def scenario(win):
         sc = win.scenarios
         sc.options = FAST
+        idle_refreshing = sc.refreshing          # no scenario yet: no timer for it
         win.show_view("processes")
         sc.box.buttons["pause"].click()
         await wait_until(lambda: sc.run is not None and sc.run.status().step >= 1, 30)
         run = sc.run
+        running_refreshing = sc.refreshing
         folder = run.folder
         lanes = win.views["lanes"]
         await wait_until(lambda: lanes.follower is not None and lanes.follower.url.text == run.url, 60)
@@ -158,10 +160,11 @@ def test_the_pause_scenario_from_its_button_shows_its_ledger_row_and_says_what_h
         pids = [a.pid for a in win.processes_view.fleet.agents()]
         await sc.stop()
         stopped = (lanes.follower is None, _exists(folder), all(procs.state(p) is None for p in pids))
-        return shown, stopped
+        return shown, stopped, (idle_refreshing, running_refreshing, sc.refreshing)
 
-    rc, (shown, stopped), errors = run_window(scenario, size=(1280, 1024))
+    rc, (shown, stopped, refreshing), errors = run_window(scenario, size=(1280, 1024))
     assert rc == 0 and errors == []
+    assert refreshing == (False, True, False)    # the description's timer runs only while it is there
     on_lanes, caption_visible, text, row, result, status = shown
     assert status.state == "proved", status.error
     assert on_lanes and caption_visible

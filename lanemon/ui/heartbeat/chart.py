@@ -45,6 +45,7 @@ from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from operator import itemgetter
 
 import numpy as np
 import pyqtgraph as pg
@@ -90,6 +91,7 @@ MAX_OWN_BLOCKS = 64                            # watchdog blocks remembered (lik
 
 
 LABEL_RUN, LABEL_BLOCK, LABEL_PHASE = 0, 1, 2   # label priorities on the chart, first placed first
+_BY_PRIORITY_THEN_X = itemgetter(2, 0)           # a placed label's (priority, x0): no Python call per label
 
 
 @dataclass
@@ -238,6 +240,7 @@ class HeartbeatChart(QWidget):
         self._scale = YScale(log=False)
         self._top_ms = nice_top(0.0)       # the y axis top in ms ...
         self._top = self._top_ms           # ... and in view coordinates (``_scale``)
+        self._nice = (0.0, self._top_ms)   # (peak, nice_top(peak)) of the last frame
         # run shading: a span each (painted into the plot area's ring where it changes), its
         # label drawn over the plot area from a cached pixmap
         self._regions: dict[object, tuple[Span, PlateLabel]] = {}
@@ -694,7 +697,10 @@ class HeartbeatChart(QWidget):
             self._show_legend(self.programs.legend())
         top_ms = self._top_ms
         if peak * 1.18 > top_ms or top_ms > MIN_TOP_MS:   # else nice_top(peak) is top_ms: no change
-            want = nice_top(peak)
+            nice = self._nice
+            if nice[0] != peak:                           # (the same peak frame after frame: kept)
+                nice = self._nice = (peak, nice_top(peak))
+            want = nice[1]
             if want > top_ms or want <= SHRINK_BELOW * top_ms:
                 self._set_top(want)
         spans = self._draw_runs(now, k_now)
@@ -881,7 +887,7 @@ class HeartbeatChart(QWidget):
         # rather than cover one
         fixed = [label.box() for _ms, label, _where in self._ref_lines if label.isVisible()]
         fixed = [(x, x + fw, y, y + fh) for x, y, fw, fh in fixed]
-        for x0, label, _priority in sorted(placed, key=lambda p: (p[2], p[0])):
+        for x0, label, _priority in sorted(placed, key=_BY_PRIORITY_THEN_X):
             lw, lh = label.size()
             x = max(0.0, min(float(x0), width - lw))   # keep the whole label inside the chart
             for row in range(rows):

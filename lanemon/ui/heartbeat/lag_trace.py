@@ -47,7 +47,8 @@ def _interp(x: float, xs: list, ys: list, j: int) -> tuple[float, int]:
     return slope * (x - xs[j]) + ys[j], j
 
 
-def _column_spans_small(xs: list, ys: list, lo: int, hi: int) -> tuple[list, list, list, list]:
+def column_spans_list(xs: list, ys: list, lo: int, hi: int) -> tuple[list, list, list, list]:
+    """``column_spans`` for a few columns, as Python lists (``xs``, ``ys``: lists)."""
     cs, tops, bottoms, fills = [], [], [], []
     x_first, x_last = xs[0], xs[-1]
     j = 0
@@ -69,7 +70,7 @@ def column_spans(xs: np.ndarray, ys: np.ndarray, lo: int, hi: int
     more with numpy: the same numbers.)"""
     if xs.size and min(hi, int(xs[-1])) - max(lo, int(xs[0])) < SMALL:
         return tuple(np.asarray(a, dtype=np.int64)
-                     for a in _column_spans_small(xs.tolist(), ys.tolist(), lo, hi))
+                     for a in column_spans_list(xs.tolist(), ys.tolist(), lo, hi))
     return _column_spans_numpy(xs, ys, lo, hi)
 
 
@@ -106,6 +107,20 @@ class LagTrace:
     def setPen(self, pen: QPen) -> None:
         self._pen = QPen(pen)
 
+    def brush(self) -> QBrush:
+        """The fill's brush."""
+        return QBrush(self._brush)
+
+    def pen(self) -> QPen:
+        """The curve's pen (its colour is what the curve's rectangles are filled with)."""
+        return QPen(self._pen)
+
+    def fill_rect(self, painter: QPainter, rect: QRect) -> None:
+        """Fill ``rect`` as the fill under the curve is filled (the same painter calls)."""
+        painter.setPen(_NO_PEN)
+        painter.setBrush(self._brush)
+        painter.drawRects([rect])
+
     def paint(self, painter: QPainter, xs, ys, lo: int, hi: int, base: int
               ) -> tuple[list[int], list[int]]:
         """Columns ``lo..hi`` of the curve through ``(xs, ys)`` (numpy arrays, or Python lists
@@ -114,9 +129,9 @@ class LagTrace:
         if len(xs) == 0:
             return [], []
         if isinstance(xs, list):
-            cs, tops, bottoms, fills = _column_spans_small(xs, ys, lo, hi)
+            cs, tops, bottoms, fills = column_spans_list(xs, ys, lo, hi)
         elif min(hi, int(xs[-1])) - max(lo, int(xs[0])) < SMALL:     # a frame's few columns
-            cs, tops, bottoms, fills = _column_spans_small(xs.tolist(), ys.tolist(), lo, hi)
+            cs, tops, bottoms, fills = column_spans_list(xs.tolist(), ys.tolist(), lo, hi)
         else:
             cs, tops, bottoms, fills = (a.tolist() for a in _column_spans_numpy(xs, ys, lo, hi))
         if not cs:
@@ -130,4 +145,4 @@ class LagTrace:
         return cs, [min(t, f) for t, f in zip(tops, fills)]
 
 
-__all__ = ["LagTrace", "column_spans"]
+__all__ = ["LagTrace", "column_spans", "column_spans_list"]

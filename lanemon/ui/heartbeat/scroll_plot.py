@@ -17,19 +17,24 @@ painted in a ring of pixel columns (a ``QImage`` the plot's size; column
 Each painted column gets everything that scrolls, in this order: the
 background, the spans of phases and own stalls, the horizontal grid, the
 runs' spans, the fill and the curve (``lag_trace``: computed column by
-column from the curve's points). Every column is painted by the same code
+column from the curve's points). Every column is painted the same way
 whether one column or the whole ring is painted, and nothing is drawn outside
 the columns painted (integer rectangles cut to them by hand: no clip, which
 costs more), so the ring after any number of frames holds the same pixels
-as a full repaint of the same state (``tests/test_ui_chart_scroll.py``). The
+as a full repaint of the same state (``tests/test_ui_chart_scroll.py``). A
+frame's few columns with no span in them are written straight into the
+ring's pixels, with no painter: each pixel is the background-and-grid
+column's, the same column under the fill (both painted once by Qt with the
+fill's own calls), or the curve's opaque colour. The
 whole ring is repainted only when the y scale, the size, the look (theme),
 the columns' width (window) or the data's identity changes (``invalidate``).
 
 What does not scroll is drawn over the ring on each paint: the vertical
-"seconds ago" grid (fixed on screen, as the axis's ticks), the dashed
+"seconds ago" grid (fixed on screen, as the axis's ticks; one ``drawRects`` of
+full-height one-pixel rectangles, cut by Qt to what is repainted), the dashed
 reference lines (16.7 and 50 ms: fixed on screen too, so their dashes do not
-crawl), the labels (texts on plates, from cached pixmaps; placed by the
-chart) and an optional overlay (the probed programs' lines).
+crawl; each drawn once into a transparent row image, copied), the labels
+(texts on plates, from cached pixmaps; placed by the chart) and an optional overlay (the probed programs' lines).
 
 On screen, most of the picture does not change as it shifts: above the
 curve's highest point every column is the same background and grid, or the
@@ -37,9 +42,12 @@ same inside of a span. So a frame asks Qt to repaint only (``update_region``,
 ``last_repaint``):
 
 - "skyline": the rows under the curve's highest point, before and now, in
-  blocks of ``BLOCK`` columns (neighbours share a rectangle while that adds
-  fewer than ``MERGE_PX`` pixels: a tall stall's ramp repaints about its own
-  width, the low rest a few wide rectangles); the columns between where each span's edge was
+  blocks of ``BLOCK`` columns anchored to time, whose tops are kept as columns
+  are painted (a frame reads ~40 of them, not every column; a block's
+  rectangle reaches from where its columns are to where they were), neighbours
+  sharing a rectangle while that adds fewer than ``MERGE_PX`` pixels (a tall
+  stall's ramp repaints about its own width, the low rest a few wide
+  rectangles); the columns between where each span's edge was
   and is; where each moving label was and is (nothing for one that stayed
   where it was, showing the same). The rest keeps its pixels.
 - "scroll", when that skyline would cover more than a quarter of the area (a
@@ -62,10 +70,10 @@ from typing import Protocol
 
 import numpy as np
 from PySide6.QtCore import QLine, QPoint, QRect, QSize, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QImage, QPainter, QPen, QPixmap
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QImage, QPainter, QPen, QPixmap, QRegion
 from PySide6.QtWidgets import QWidget
 
-from lanemon.ui.heartbeat.lag_trace import SMALL, LagTrace
+from lanemon.ui.heartbeat.lag_trace import SMALL, LagTrace, column_spans_list
 from lanemon.ui.kit import theme
 
 PAD = 3            # pixels of plate around a label's text
@@ -73,6 +81,7 @@ BLOCK = 32         # columns per block of the repainted skyline (merged into few
 MERGE_PX = 2048    # neighbouring blocks share a rectangle while that repaints fewer extra pixels
 STRIP = 64         # columns of the background-and-grid image a frame's new columns are copied from
 STEP = 8           # a block's top rounded up to this many rows (neighbours merge more often)
+_NO_PEN = Qt.PenStyle.NoPen   # (a PySide enum member read per paint is a Python-level lookup)
 
 
 class Curve(Protocol):
@@ -243,12 +252,21 @@ class ScrollPlot(QWidget):
         self.setAttribute(Qt.WidgetAttribute.WA_NoSystemBackground, True)
         self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
         self._ring: QImage | None = None
+        self._ring_px: np.ndarray | None = None   # the ring's pixels (rows x columns, uint32), written in place
         self._ring_size = (0, 0)
+        self._templates: tuple | None = None     # (strip, background column, filled column, pen) (_column_templates)
         #: the size in pixels as of the last resize event (what a frame reads: no Qt call)
         self.px_w, self.px_h = self.width(), self.height()
         self._column_image: QImage | None = None   # background and grid, STRIP columns (_strip)
         self._tops: list[int] = []           # per ring column: the highest row of the curve
-        self._screen_blocks: tuple[int, list[int]] | None = None   # last frame's (width, tops per block)
+        # per block of BLOCK columns anchored to time (absolute column // BLOCK): the highest row
+        # of the curve in its columns in view; kept as columns are painted (see _note_tops)
+        self._block_tops: dict[int, int] = {}
+        self._block_low = 0                  # blocks before this one are gone from the dict
+        self._sky: tuple | None = None       # (rounded tops, rectangles in blocks, scroll?) of _skyline
+        self._sky_key: tuple | None = None   # (first block, last block, _block_version) it was made for
+        self._block_version = 0              # counts changes of the blocks' rounded tops
+        self._blocks_ok = False              # does _block_tops describe the ring (after a full paint)?
         self._painted_screen: list[tuple[int, int]] = []   # the screen columns painted this frame
         #: how the last frame's picture reached the screen: "whole", "skyline" or "scroll"
         self.last_repaint = ""
@@ -258,13 +276,14 @@ class ScrollPlot(QWidget):
         self._grid_views: list[float] = []   # horizontal grid lines, view coordinates
         self._ref_views: list[tuple[float, QColor]] = []
         self._grid_rows: list[int] = []
-        self._ref_lines: list[tuple[QPen, QLine, int]] = []   # pen, line, its row
+        self._ref_lines: list[tuple[QImage, int]] = []   # a reference line's row image, its row
         self._label_rects: list[tuple[PlateLabel, tuple]] = []   # the moving labels, as drawn last frame (look)
         self._overlay_seen = False           # was an overlay drawn last frame?
-        #: the rectangles the last frame asked to repaint (tests; None: none yet)
-        self.update_region: list[QRect] | None = None
+        self._asked: list | None = None      # what the last frame asked to repaint (update_region)
         self._vgrid_s: list[float] = []      # vertical grid lines, seconds ago
         self._vlines: list[int] = []         # the vertical grid lines' x
+        self._vline_rects: list[QRect] = []  # ... as full-height one-pixel rectangles (Qt clips them)
+        self._vline_region = QRegion()       # ... as one region
         self._bg = QColor(theme.BG)          # (set_look sets the chart's)
         self._grid = QColor(theme.GRID)
         self._trace = LagTrace()             # paints the fill and curve of a piece, pixel coordinates
@@ -320,6 +339,13 @@ class ScrollPlot(QWidget):
         self._column_image = None
         self.update()
 
+    @property
+    def update_region(self) -> list[QRect] | None:
+        """The rectangles the last frame asked to repaint (tests; ``None``: none yet)."""
+        if self._asked is None:
+            return None
+        return [r if isinstance(r, QRect) else QRect(*r) for r in self._asked]
+
     # --- geometry ----------------------------------------------------------------------
     @property
     def dt(self) -> float:
@@ -374,9 +400,10 @@ class ScrollPlot(QWidget):
             return
         if self._ring is None or self._ring_size != (w, h):
             self._ring = QImage(w, h, QImage.Format.Format_RGB32)
+            self._ring_px = np.frombuffer(self._ring.bits(), np.uint32).reshape(h, self._ring.bytesPerLine() // 4)
             self._ring_size = (w, h)
             self._tops = [h] * w                          # per ring column: the highest row of the curve
-            self._screen_blocks = None
+            self._blocks_ok = False
             self._rows()
             self._vlines_now()
             self._full = True
@@ -390,6 +417,9 @@ class ScrollPlot(QWidget):
             ranges.append((first, k_now))
             self.full_repaints += 1
             self._full = False
+            self._block_tops = {}                 # found again from the columns painted
+            self._block_low = first // BLOCK
+            self._sky = None
             self._painted_spans = {sp.key: self._span_cols(sp) for sp in spans}
         else:
             if k_now > old_k:
@@ -400,6 +430,7 @@ class ScrollPlot(QWidget):
             ranges.extend(self._span_changes(spans))
         painted = self._paint_ranges(ranges, first, k_now)
         self._ask_repaint(old_spans, old_k, labels, full or painted >= w, painted > 0)
+        self._blocks_ok = True
 
     def _ask_repaint(self, old_spans: dict, old_k: int | None,
                      labels: list[PlateLabel], full: bool, painted: bool) -> None:
@@ -408,52 +439,38 @@ class ScrollPlot(QWidget):
         band from the curve's highest point (this frame's or the last's) down, the columns
         between where each span's edge was and is, and where the moving labels were and are.
         The rest of the screen shows what it showed: uniform along x (background, grid, a
-        span's inside), so the same after a shift."""
+        span's inside), so the same after a shift.
+
+        The band is worked out per block of ``BLOCK`` columns anchored to time
+        (``_block_tops``: kept as columns are painted, so a frame reads ~40 numbers, not the
+        ~1,200 columns): a block's top only rises while it is in view (a column's maximum only
+        grows, the curve's last segment only gains height), so the block's rectangle from
+        where its columns are now to where they were (``shift`` columns to the right) covers
+        the rows its columns showed before and show now."""
         w, h = self.px_w, self.px_h
-        ring_x = (self._k - w + 1) % w                     # the ring's column at screen x = 0
-        tops = self._tops                                  # (plain lists: no numpy in a frame)
-        blk = BLOCK
-        blocks_now = []                  # per block of BLOCK screen columns: the curve's top row
-        for x in range(0, w, blk):
-            a = (ring_x + x) % w
-            b = a + min(blk, w - x)
-            blocks_now.append(min(tops[a:b]) if b <= w else min(min(tops[a:]), min(tops[:b - w])))
-        before_blocks, self._screen_blocks = self._screen_blocks, (w, blocks_now)
+        k = self._k
         moving = [(label, label.look()) for label in labels[len(self._fixed_labels):] if label.isVisible()]
         before, self._label_rects = self._label_rects, moving
         overlay, self._overlay_seen = self._overlay_seen, self.overlay is not None
-        if full or old_k is None or overlay or self._overlay_seen or before_blocks is None or before_blocks[0] != w \
-                or len(before_blocks[1]) != len(blocks_now):
-            self.update_region = [QRect(0, 0, w, h)]
+        if full or old_k is None or overlay or self._overlay_seen or not self._blocks_ok:
+            self._forget_blocks(k - w + 1)
+            self._asked = [(0, 0, w, h)]
             self.last_repaint = "whole"
             self.update()
             return
-        shift = self._k - old_k
+        shift = k - old_k
         region = []
-        if self._k != old_k or painted:
-            # the curve's skyline, before and now, in blocks of BLOCK columns: rows from the
-            # higher of the two down changed (the fill goes down to the bottom)
-            blocks = [min(was, now) // STEP * STEP for was, now in zip(before_blocks[1], blocks_now)]
-            if shift > 0 and self._scroll_cheaper(blocks, w, h, blk):
+        if shift or painted:
+            kb0 = (k - w + 1) // BLOCK
+            self._forget_blocks(kb0 * BLOCK)
+            sky = self._skyline(kb0, k // BLOCK, w, h)
+            if shift > 0 and sky[2]:
                 self._scroll_screen(shift, before, moving)
                 return
-            # neighbouring blocks share a rectangle (the higher top) while that adds fewer than
-            # MERGE_PX pixels: few rectangles, and a tall stall's ramp only about as wide as it is
-            n = len(blocks)
-            i = 0
-            while i < n:
-                top = blocks[i]
-                j = i + 1
-                while j < n:
-                    t = blocks[j]
-                    m = top if top < t else t
-                    if ((top - m) * (j - i) + (t - m)) * blk > MERGE_PX:
-                        break
-                    top = m
-                    j += 1
-                if top < h:
-                    region.append(QRect(i * blk, top, (j - i) * blk, h - top))
-                i = j
+            x = kb0 * BLOCK + w - 1 - k           # the screen x of block kb0's first column
+            for i, j, top in sky[1]:
+                region.append((x + i * BLOCK, top, (j - i) * BLOCK + shift, h - top))
+        # (rectangles as (x, y, width, height): no QRect made per rectangle per frame)
         off_old, off_new = w - 1 - old_k, w - 1 - self._k
         new = self._painted_spans
         for key in old_spans.keys() | new.keys():
@@ -462,26 +479,87 @@ class ScrollPlot(QWidget):
                 for co, cn in ((o[0], n[0]), (o[1], n[1])):
                     xo, xn = co + off_old, cn + off_new
                     if xo != xn:
-                        region.append(QRect(min(xo, xn), 0, abs(xo - xn) + 1, h))
+                        region.append((min(xo, xn), 0, abs(xo - xn) + 1, h))
                 continue
             for cols, off in ((o, off_old), (n, off_new)):
                 if cols is not None:
-                    region.append(QRect(cols[0] + off, 0, cols[1] - cols[0] + 1, h))
+                    region.append((cols[0] + off, 0, cols[1] - cols[0] + 1, h))
         was = {id(label): look for label, look in before}
         for label, (box, version) in moving:           # where each label was and is: one rectangle
             old_look = was.pop(id(label), None)
             if old_look is None:
-                region.append(QRect(*box))
+                region.append(box)
             elif old_look != (box, version):           # (a label that stays as it was needs nothing)
                 old = old_look[0]
                 x0, y0 = min(box[0], old[0]), min(box[1], old[1])
-                region.append(QRect(x0, y0, max(box[0] + box[2], old[0] + old[2]) - x0,
-                                    max(box[1] + box[3], old[1] + old[3]) - y0))
-        region += [QRect(*look[0]) for look in was.values()]   # labels no longer shown
-        self.update_region = region
+                region.append((x0, y0, max(box[0] + box[2], old[0] + old[2]) - x0,
+                               max(box[1] + box[3], old[1] + old[3]) - y0))
+        region += [look[0] for look in was.values()]   # labels no longer shown
+        self._asked = region
         self.last_repaint = "skyline"
-        for r in region:                  # Qt gathers them (and clips them to the widget)
-            self.update(r)
+        update = self.update
+        for x, y, rw, rh in region:       # Qt gathers them (and clips them to the widget)
+            update(x, y, rw, rh)
+
+    def _forget_blocks(self, first: int) -> None:
+        """Drop the blocks wholly before column ``first`` (scrolled out)."""
+        kb0 = first // BLOCK
+        tops = self._block_tops
+        for kb in range(self._block_low, kb0):
+            tops.pop(kb, None)
+        self._block_low = max(self._block_low, kb0)
+
+    def _skyline(self, kb0: int, kb1: int, w: int, h: int) -> tuple:
+        """The blocks ``kb0..kb1``'s tops (rounded up to ``STEP`` rows), the rectangles of the
+        band under them as ``(first block, end block, top)`` (relative to ``kb0``;
+        neighbouring blocks share a rectangle, the higher top, while that adds fewer than
+        ``MERGE_PX`` pixels: few rectangles, and a tall stall's ramp only about as wide as it
+        is), and whether scrolling the screen is cheaper (``_scroll_cheaper``). Worked out
+        again only when a rounded top changed or a block came or went."""
+        sky = self._sky
+        key = (kb0, kb1, self._block_version)
+        if sky is not None and key == self._sky_key:
+            return sky                       # (no rounded top changed, no block came or went)
+        self._sky_key = key
+        get = self._block_tops.get
+        tops = [get(kb, h) // STEP * STEP for kb in range(kb0, kb1 + 1)]
+        if sky is not None and sky[0] == tops:
+            return sky
+        blk = BLOCK
+        rects = []
+        n = len(tops)
+        i = 0
+        while i < n:
+            top = tops[i]
+            j = i + 1
+            while j < n:
+                t = tops[j]
+                m = top if top < t else t
+                if ((top - m) * (j - i) + (t - m)) * blk > MERGE_PX:
+                    break
+                top = m
+                j += 1
+            if top < h:
+                rects.append((i, j, top))
+            i = j
+        self._sky = sky = (tops, rects, self._scroll_cheaper(tops, w, h, blk))
+        return sky
+
+    def _note_tops(self, a: int, b: int, first: int, last: int) -> None:
+        """Columns ``a..b`` (absolute) were painted: their blocks' tops (the highest row of the
+        curve among their columns in view ``first..last``) take them in. A block's top is
+        never lowered here (see ``_ask_repaint``); a full paint starts them again."""
+        tops, w, blk = self._tops, self.px_w, BLOCK
+        block_tops = self._block_tops
+        for kb in range(a // blk, b // blk + 1):
+            lo, hi = max(kb * blk, first), min(kb * blk + blk - 1, last)
+            ia, ib = lo % w, hi % w
+            top = min(tops[ia:ib + 1]) if ia <= ib else min(min(tops[ia:]), min(tops[:ib + 1]))
+            was = block_tops.get(kb)
+            if was is None or top < was:
+                block_tops[kb] = top
+                if was is None or top // STEP != was // STEP:
+                    self._block_version += 1   # (the skyline is worked out again)
 
     def _scroll_cheaper(self, blocks: list[int], w: int, h: int, blk: int = 32) -> bool:
         """Would the skyline repaint (``blocks``: the top row of each block of ``BLOCK`` columns,
@@ -498,7 +576,7 @@ class ScrollPlot(QWidget):
         w, h = self.px_w, self.px_h
         rects = [QRect(xa, 0, xb - xa + 1, h) for xa, xb in self._painted_screen]
         rects += [QRect(x - shift, 0, shift + 1, h) for x in self._vlines]
-        rects += [QRect(0, row, w, 1) for _pen, _line, row in self._ref_lines]
+        rects += [QRect(0, row, w, 1) for _image, row in self._ref_lines]
         rects += [label.rect().adjusted(-shift, 0, 0, 0) for label in self._fixed_labels if label.isVisible()]
         was = {id(label): QRect(*look[0]) for label, look in before}
         for label, (box, _version) in moving:
@@ -512,7 +590,7 @@ class ScrollPlot(QWidget):
         self.scroll(-shift, 0)
         for r in rects:
             self.update(r)
-        self.update_region = [QRect(w - shift, 0, shift, h), *rects]
+        self._asked = [QRect(w - shift, 0, shift, h), *rects]
         self.last_repaint = "scroll"
 
     def _span_cols(self, sp: Span) -> tuple[int, int, SpanStyle]:
@@ -564,30 +642,102 @@ class ScrollPlot(QWidget):
         w = self.px_w
         self._painted_screen = [(a - last + w - 1, b - last + w - 1) for a, b in merged]
         count = 0
-        p = QPainter(self._ring)
+        p = None
+        spans = list(self._painted_spans.values())
         try:
             for a, b in merged:
                 # screen x of column k: k - last + w - 1; the ring's x: k mod w (maybe two pieces)
-                while a <= b:
-                    ia = a % w
-                    n = min(b - a + 1, w - ia)
-                    self._paint_piece(p, ia, ia + n - 1, ia - a)
+                k = a
+                while k <= b:
+                    ia = k % w
+                    n = min(b - k + 1, w - ia)
+                    ra, rb, off = ia, ia + n - 1, ia - k
+                    here = [(c0 + off, c1 + off, style) for c0, c1, style in spans
+                            if c1 + off >= ra and c0 + off <= rb] if spans else spans
+                    if n <= SMALL and not here and self._write_piece(ra, rb, off):
+                        pass                    # (a frame's few columns with no span: written)
+                    else:
+                        if p is None:
+                            p = QPainter(self._ring)
+                        self._paint_piece(p, ra, rb, off, here)
                     self.painted_columns += n
                     count += n
-                    a += n
+                    k += n
+                self._note_tops(a, b, first, last)
         finally:
-            p.end()
+            if p is not None:
+                p.end()
         return count
 
-    def _paint_piece(self, p: QPainter, ra: int, rb: int, off: int) -> None:
+    def _write_piece(self, ra: int, rb: int, off: int) -> bool:
+        """The ring's columns ``ra..rb`` with no span in them, written into its pixels with no
+        painter: each pixel is the background-and-grid strip's, the same under the fill (both
+        columns painted once by Qt, ``_column_templates``), or the curve's opaque colour, so
+        the pixels are those ``_paint_piece`` paints. False (nothing written) if the curve's
+        colour is translucent (it would blend)."""
+        templates = self._column_templates()
+        if templates is None:
+            return False
+        _strip, background, filled, pen = templates
+        h = self.px_h
+        px = self._ring_px
+        px[:, ra:rb + 1] = background
+        n = rb - ra + 1
+        ring = self._tops
+        ring[ra:rb + 1] = [h] * n             # no curve (until written below)
+        w = self.px_w
+        cols, views = self._curve.around(ra - off, rb - off, self._k - w, self._k)
+        if not cols:
+            return True
+        scale, top = h / max(1e-12, self._top - self._bottom), self._top   # y_of, term by term
+        cs, tops, bottoms, fills = column_spans_list([c + off for c in cols], [(top - v) * scale for v in views],
+                                                     ra, rb)
+        for c, t, b, f in zip(cs, tops, bottoms, fills):
+            if f < h:                          # the fill: rows f .. h - 1 (LagTrace.paint's rectangles)
+                f = f if f > 0 else 0
+                px[f:, c] = filled[f:]
+            if t < 0:
+                t = 0
+            if b >= h:
+                b = h - 1
+            if t <= b:                         # the curve: rows t .. b
+                px[t:b + 1, c] = pen
+            top_row = t if t < f else f
+            ring[c] = top_row if top_row > 0 else 0
+        return True
+
+    def _column_templates(self) -> tuple | None:
+        """``(strip, background column (h x 1), filled column (h), curve colour)`` for
+        ``_write_piece``: the strip's first column, the same with the fill painted over it by
+        ``LagTrace.fill_rect`` (a one-pixel-wide rectangle, as the fill is painted), and the
+        curve's colour as a pixel; made again when the strip is. ``None`` if the curve's colour
+        is translucent."""
+        templates = self._templates
+        if templates is not None and templates[0] is self._column_image:   # (made again with the strip)
+            return templates if templates[3] is not None else None
+        strip = self._strip()
+        if templates is not None and templates[0] is strip:
+            return templates if templates[3] is not None else None
+        h = strip.height()
+        column = strip.copy(0, 0, 1, h)
+        background = np.frombuffer(column.constBits(), np.uint32).reshape(h, column.bytesPerLine() // 4)[:, :1].copy()
+        p = QPainter(column)
+        self._trace.fill_rect(p, QRect(0, 0, 1, h))
+        p.end()
+        filled = np.frombuffer(column.constBits(), np.uint32).reshape(h, column.bytesPerLine() // 4)[:, 0].copy()
+        color = self._trace.pen().color()
+        pen = np.uint32(color.rgba()) if color.alpha() == 255 else None
+        self._templates = (strip, background, filled, pen)
+        return self._templates if pen is not None else None
+
+    def _paint_piece(self, p: QPainter, ra: int, rb: int, off: int, here: list) -> None:
         """Everything that scrolls, for the ring's columns ``ra..rb`` (column ``k`` is the ring's
-        ``k + off`` here). Nothing is drawn outside them, with no clip (a clip costs more than
-        the few rectangles cut to the piece by hand)."""
+        ``k + off`` here; ``here``: the spans that meet them, in ring columns). Nothing is drawn
+        outside them, with no clip (a clip costs more than the few rectangles cut to the piece
+        by hand)."""
         h = self.px_h
         n = rb - ra + 1
         self._tops[ra:rb + 1] = [h] * n       # no curve (until painted below)
-        here = [(c0 + off, c1 + off, style) for c0, c1, style in self._painted_spans.values()
-                if c1 + off >= ra and c0 + off <= rb]
         if not any(style.under_grid for _x0, _x1, style in here):
             # background and grid: a strip made once per look and scale, copied (no scaling)
             strip = self._strip()
@@ -657,12 +807,25 @@ class ScrollPlot(QWidget):
         for v, color in self._ref_views:
             row = int(math.floor(self.y_of(v)))
             if 0 <= row < h:
-                self._ref_lines.append((QPen(color, 0, Qt.PenStyle.DashLine), QLine(0, row, w - 1, row), row))
+                # the dashed line drawn once into a transparent row (its dashes start at x = 0 as
+                # on screen; opaque colours: the same pixels as the line drawn there each paint)
+                image = QImage(max(1, w), 1, QImage.Format.Format_ARGB32_Premultiplied)
+                image.fill(Qt.GlobalColor.transparent)
+                p = QPainter(image)
+                p.setPen(QPen(color, 0, Qt.PenStyle.DashLine))
+                p.drawLine(QLine(0, 0, w - 1, 0))
+                p.end()
+                self._ref_lines.append((image, row))
 
     def _vlines_now(self) -> None:
         w = self.px_w
         xs = [round(w - 1 - s / self._dt) for s in self._vgrid_s]
         self._vlines = [x for x in xs if 0 <= x < w]
+        self._vline_rects = [QRect(x, 0, 1, max(1, self.px_h)) for x in self._vlines]
+        region = QRegion()
+        for r in self._vline_rects:
+            region = region.united(r)
+        self._vline_region = region
 
     # --- Qt ----------------------------------------------------------------------------
     def resizeEvent(self, event) -> None:
@@ -704,16 +867,23 @@ class ScrollPlot(QWidget):
             x0, x1, y0, y1 = 0, self.px_w - 1, 0, self.px_h - 1
         else:
             x0, x1, y0, y1 = bounds.left(), bounds.right(), bounds.top(), bounds.bottom()
-        # the vertical grid: a one-pixel rectangle per line over the repainted rows (the same
-        # pixels as a line; a line is stroked pixel by pixel against the clip, ~4x the cost)
-        grid, rows = self._grid, y1 - y0 + 1
-        for x in self._vlines:
-            if x0 <= x <= x1:
-                p.fillRect(x, y0, 1, rows, grid)
-        for pen, line, row in self._ref_lines:
+        # the vertical grid: the lines' pixels (one-pixel rectangles the height of the area:
+        # the same pixels as a line, which is stroked pixel by pixel against the clip, ~4x the
+        # cost); the reference lines from their row images
+        if self._vline_rects:
+            if bounds is None:
+                p.setPen(_NO_PEN)
+                p.setBrush(self._grid)
+                p.drawRects(self._vline_rects)
+            else:   # the lines' pixels in what is repainted: a fill clipped to them (Qt cuts each
+                # row of it to a few pixels; full-height rectangles cut by a many-rectangle
+                # repaint cost a clipped run per row of each line)
+                p.setClipRegion(self._vline_region, Qt.ClipOperation.IntersectClip)
+                p.fillRect(bounds, self._grid)
+                p.setClipping(False)
+        for image, row in self._ref_lines:
             if y0 <= row <= y1:
-                p.setPen(pen)
-                p.drawLine(line)
+                p.drawImage(0, row, image)
         if self.overlay is not None:
             self.overlay(p)
         for label in self._labels:

@@ -13,7 +13,8 @@ said on the tabs that show it (a thin layer over ``lanemon.agents.scenarios``).
 - **The description** (``ScenarioCaption``): the scenario, its step (what is happening
   now), what to look at, and the live figures from the store; at the end its proof (or why
   it failed). It is shown in the Scenarios box and at the top of the Lanes & queues and
-  Counters tabs while a scenario is there (refreshed 4 times a second, only when it changed).
+  Counters tabs while a scenario is there (refreshed 4 times a second, only when it changed;
+  no timer runs while no scenario is there: an idle window's loop does nothing for them).
 - **Stopping** (Stop scenario, another scenario, the window closing) stops the agents the
   scenario started and waits for them to exit; the tabs that followed a throwaway store go
   back to this window's simulation before it is removed. The fleet's own close stops them
@@ -161,8 +162,7 @@ class Scenarios(QObject):
         self.box.stop_button.clicked.connect(self.stop)
         self._timer = QTimer(self)
         self._timer.setInterval(REFRESH_MS)
-        self._timer.timeout.connect(self.refresh)
-        self._timer.start()
+        self._timer.timeout.connect(self.refresh)   # started while a scenario is there (_start, _stop)
         window.close_requested.connect(self._window_closing)
 
     def add_caption(self, caption: ScenarioCaption) -> None:
@@ -202,6 +202,7 @@ class Scenarios(QObject):
         self.run = run
         self._task = asyncio.ensure_future(run.run())
         self.box.stop_button.setEnabled(True)
+        self._timer.start()
         self.refresh()
         await self._follow(run)
 
@@ -235,6 +236,7 @@ class Scenarios(QObject):
     async def _stop(self) -> None:
         run, self.run = self.run, None
         task, self._task = self._task, None
+        self._timer.stop()                  # (the last refresh below says how it ended)
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
@@ -273,6 +275,12 @@ class Scenarios(QObject):
     # --- the description ----------------------------------------------------------------------
     def status(self) -> ScenarioStatus | None:
         return None if self.run is None else self.run.status()
+
+    @property
+    def refreshing(self) -> bool:
+        """Is the description refreshed on a timer now? Only while a scenario is there (running,
+        or ended and not yet stopped)."""
+        return self._timer.isActive()
 
     def refresh(self, ended: ScenarioStatus | None = None) -> None:
         st = self.status()
