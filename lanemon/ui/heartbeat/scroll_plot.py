@@ -65,6 +65,7 @@ are repainted only when they change.
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
@@ -258,7 +259,7 @@ class ScrollPlot(QWidget):
         #: the size in pixels as of the last resize event (what a frame reads: no Qt call)
         self.px_w, self.px_h = self.width(), self.height()
         self._column_image: QImage | None = None   # background and grid, STRIP columns (_strip)
-        self._tops: list[int] = []           # per ring column: the highest row of the curve
+        self._tops = array("i")              # per ring column: the highest row of the curve
         # per block of BLOCK columns anchored to time (absolute column // BLOCK): the highest row
         # of the curve in its columns in view; kept as columns are painted (see _note_tops)
         self._block_tops: dict[int, int] = {}
@@ -402,7 +403,9 @@ class ScrollPlot(QWidget):
             self._ring = QImage(w, h, QImage.Format.Format_RGB32)
             self._ring_px = np.frombuffer(self._ring.bits(), np.uint32).reshape(h, self._ring.bytesPerLine() // 4)
             self._ring_size = (w, h)
-            self._tops = [h] * w                          # per ring column: the highest row of the curve
+            # per ring column: the highest row of the curve; C ints (a list kept an int object
+            # per column, written at any time: they pinned a burst's memory after its Reset)
+            self._tops = array("i", [h]) * w
             self._blocks_ok = False
             self._rows()
             self._vlines_now()
@@ -684,7 +687,7 @@ class ScrollPlot(QWidget):
         px[:, ra:rb + 1] = background
         n = rb - ra + 1
         ring = self._tops
-        ring[ra:rb + 1] = [h] * n             # no curve (until written below)
+        ring[ra:rb + 1] = array("i", [h]) * n   # no curve (until written below)
         w = self.px_w
         cols, views = self._curve.around(ra - off, rb - off, self._k - w, self._k)
         if not cols:
@@ -737,7 +740,7 @@ class ScrollPlot(QWidget):
         by hand)."""
         h = self.px_h
         n = rb - ra + 1
-        self._tops[ra:rb + 1] = [h] * n       # no curve (until painted below)
+        self._tops[ra:rb + 1] = array("i", [h]) * n   # no curve (until painted below)
         if not any(style.under_grid for _x0, _x1, style in here):
             # background and grid: a strip made once per look and scale, copied (no scaling)
             strip = self._strip()
