@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import collections
 
 import pytest
@@ -449,3 +450,44 @@ def test_a_long_passing_message_is_elided_with_its_whole_text_as_tooltip(qtbot):
         assert tip == text
         assert advance <= width and right < lag_left        # drawn in its room, left of the lag figures
     assert all(tip != seen[0][0] for tip in seen[1::2])      # the tooltip goes with the message
+
+
+def test_the_lag_figures_change_without_repainting_the_bar_and_look_the_same(qtbot):
+    """The status bar's lag figures change 4 times a second: a transparent label made Qt repaint
+    the bar (and the window under it) each time, ~0.33 ms. Opaque in the bar's own colour, it
+    repaints only itself, and its background is the bar's, in both themes."""
+    from PySide6.QtCore import QEvent, QObject
+
+    class Paints(QObject):
+        count = 0
+
+        def eventFilter(self, obj, event):
+            if event.type() == QEvent.Type.Paint:
+                self.count += 1
+            return False
+
+    async def scenario(win):
+        await wait_until(win.isVisible, 10)
+        bar, label, seen = win.statusBar(), win.lag_label, []
+        for name in ("light", "dark"):
+            win.talk.set_theme(name)
+            await wait_until(lambda: label.width() > 0, 10)
+            await asyncio.sleep(0.5)              # the theme's own repaint of the bar done
+            paints = Paints()
+            bar.installEventFilter(paints)
+            for i in range(5):
+                label.set_parts([("lag ", None, False), (f"{i}.{i}{i} ms", None, True)])
+                await asyncio.sleep(0.05)         # the label's repaint (and any under it) done
+            bar.removeEventFilter(paints)
+            img = bar.grab().toImage()
+            left = label.mapTo(bar, QPoint(0, 0))
+            # the label's top-left pixel (no text there) and the bar's just left of the label
+            seen.append((name, paints.count, img.pixel(left.x() + 1, left.y()), img.pixel(left.x() - 2, left.y())))
+        return seen
+
+    rc, seen, errors = run_window(scenario, size=(1024, 768))
+    assert rc == 0 and errors == []
+    assert [s[0] for s in seen] == ["light", "dark"]
+    for name, paints, inside, outside in seen:
+        assert paints == 0, (name, paints)            # five changes, no paint of the bar
+        assert inside == outside, (name, hex(inside), hex(outside))

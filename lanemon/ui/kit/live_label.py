@@ -24,7 +24,10 @@ text colour. ``setText(text)`` is one plain part. ``text()`` is the plain text.
 By default it paints its own background, the palette's ``Base`` (the
 window's background, ``theme.BG``, in both palettes), so a change does not
 repaint the widgets under it (the tab pane and its parents): place it on
-that background, or pass ``fill=False`` (elsewhere, e.g. in the status bar).
+that background, or pass the name of the theme colour it sits on (the
+status bar: ``fill="PANEL_BG"``, read from :mod:`theme` at each paint, so
+it follows the theme), or ``fill=False`` (transparent: each change repaints
+what is under it too).
 ``reserve(text)`` keeps room for at least that text (for a label in a
 layout with no stretch to give it).
 """
@@ -35,6 +38,7 @@ from PySide6.QtCore import QEvent, QPointF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
+from lanemon.ui.kit import theme
 from lanemon.ui.kit.static_texts import StaticTexts
 
 Part = tuple[str, "str | None", bool]
@@ -53,9 +57,12 @@ def figure_parts(figures, name_color: str, sep: str) -> list[Part]:
 
 
 class LiveLabel(QWidget):
-    def __init__(self, text: str = "", parent: QWidget | None = None, *, fill: bool = True) -> None:
+    def __init__(self, text: str = "", parent: QWidget | None = None, *,
+                 fill: bool | str = True) -> None:
         super().__init__(parent)
-        self._fill = fill
+        if isinstance(fill, str) and not isinstance(getattr(theme, fill, None), str):
+            raise ValueError(f"fill must be True, False or a theme colour's name, got {fill!r}")
+        self._fill = fill             # True: the palette's Base; a name: that theme colour; False: none
         self._reserved = ""
         self._parts: tuple[Part, ...] = ()
         self._shown: tuple[Part, ...] | None = None      # the parts as painted; None: work out again
@@ -64,7 +71,7 @@ class LiveLabel(QWidget):
         self._texts = StaticTexts(limit=60)
         self._take_font()
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent, fill)
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent, fill is not False)
         self.setText(text)
 
     # --- content -------------------------------------------------------------------------
@@ -171,8 +178,11 @@ class LiveLabel(QWidget):
 
     def paintEvent(self, _event) -> None:
         p = QPainter(self)
-        if self._fill:
+        fill = self._fill
+        if fill is True:
             p.fillRect(self.rect(), self.palette().base())
+        elif fill:
+            p.fillRect(self.rect(), self._color(getattr(theme, fill)))
         fonts = self._texts.fonts
         x, right, h = 1.0, self.width(), self.height()
         for text, color, bold in self._shown_parts():

@@ -162,8 +162,10 @@ class MainWindow(QMainWindow):
         split.setChildrenCollapsible(False)
         self.setCentralWidget(split)
 
-        # changes 4 times a second: a LiveLabel, so the window is not laid out again each time
-        self.lag_label = LiveLabel("", fill=False)
+        # changes 4 times a second: a LiveLabel, so the window is not laid out again each time,
+        # opaque in the bar's own background (the theme's PANEL_BG), so the bar and the window
+        # under it are not repainted each time (~0.33 ms a change, transparent)
+        self.lag_label = LiveLabel("", fill="PANEL_BG")
         self.lag_label.reserve("lag 0000.00 ms   ·   period 100 ms  ")
         # a message is drawn up to 2 px left of the first permanent widget and cut there: an
         # empty margin left of the lag figures keeps a long message from running into them
