@@ -456,15 +456,9 @@ def test_the_lag_figures_change_without_repainting_the_bar_and_look_the_same(qtb
     """The status bar's lag figures change 4 times a second: a transparent label made Qt repaint
     the bar (and the window under it) each time, ~0.33 ms. Opaque in the bar's own colour, it
     repaints only itself, and its background is the bar's, in both themes."""
-    from PySide6.QtCore import QEvent, QObject
+    from PySide6.QtCore import QEvent
 
-    class Paints(QObject):
-        count = 0
-
-        def eventFilter(self, obj, event):
-            if event.type() == QEvent.Type.Paint:
-                self.count += 1
-            return False
+    from lanemon.ui.tools.testing import EventCount
 
     async def scenario(win):
         await wait_until(win.isVisible, 10)
@@ -473,16 +467,16 @@ def test_the_lag_figures_change_without_repainting_the_bar_and_look_the_same(qtb
             win.talk.set_theme(name)
             await wait_until(lambda: label.width() > 0, 10)
             await asyncio.sleep(0.5)              # the theme's own repaint of the bar done
-            paints = Paints()
-            bar.installEventFilter(paints)
+            paints = EventCount(QEvent.Type.Paint)
+            paints.watch(bar)
             for i in range(5):
                 label.set_parts([("lag ", None, False), (f"{i}.{i}{i} ms", None, True)])
                 await asyncio.sleep(0.05)         # the label's repaint (and any under it) done
-            bar.removeEventFilter(paints)
+            paints.unwatch(bar)
             img = bar.grab().toImage()
             left = label.mapTo(bar, QPoint(0, 0))
             # the label's top-left pixel (no text there) and the bar's just left of the label
-            seen.append((name, paints.count, img.pixel(left.x() + 1, left.y()), img.pixel(left.x() - 2, left.y())))
+            seen.append((name, paints.n, img.pixel(left.x() + 1, left.y()), img.pixel(left.x() - 2, left.y())))
         return seen
 
     rc, seen, errors = run_window(scenario, size=(1024, 768))

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QApplication, QFileDialog, QWidget
 from lanemon.ui.kit import theme
 from lanemon.ui.shell import settings
 from lanemon.ui.shell.main_window import MainWindow
-from lanemon.ui.tools.testing import run_window, wait_until
+from lanemon.ui.tools.testing import EventCount, run_window, wait_until
 from lanemon.work import start_method
 
 SMALL = 200_000
@@ -376,7 +376,7 @@ def _page_look(win, key):
 def test_presenter_toggle_leaves_hidden_tabs_alone_and_they_look_right_when_shown(qtbot):
     """F5 restyles only what is visible (restyling the hidden tab pages was most of its loop
     time); a hidden page takes the new look in the idle time after, or when it is shown."""
-    from PySide6.QtCore import QEvent, QObject
+    from PySide6.QtCore import QEvent
 
     win = MainWindow()
     qtbot.addWidget(win)
@@ -387,14 +387,6 @@ def test_presenter_toggle_leaves_hidden_tabs_alone_and_they_look_right_when_show
         qtbot.waitUntil(lambda: win.tabs.currentWidget().isVisible())
     win.show_view("runs")
 
-    class Count(QObject):
-        n = 0
-
-        def eventFilter(self, obj, event):
-            if event.type() == QEvent.Type.StyleChange:
-                Count.n += 1
-            return False
-
     def own_sheet_within(w, view):
         """Does ``w``, or a widget between it and its view (which takes the window's region
         sheet), carry a sheet of its own (a control's, re-set by its view's ``apply_fonts``)?"""
@@ -404,14 +396,14 @@ def test_presenter_toggle_leaves_hidden_tabs_alone_and_they_look_right_when_show
             w = w.parentWidget()
         return False
 
-    counter = Count()
+    counter = EventCount(QEvent.Type.StyleChange)
     hidden = []
     for key in ("placement", "lanes", "counters"):
         view = win.views[key]
         hidden += [w for w in [view, *view.findChildren(QWidget)] if not own_sheet_within(w, view)]
     assert len(hidden) > 100
     for w in hidden:
-        w.installEventFilter(counter)
+        counter.watch(w)
     fonts_changed = {key: 0 for key in win.views}  # a hidden view's fonts: with its page, later
     for key, view in win.views.items():
         def counted(key=key, own=view.fonts_changed):
@@ -420,8 +412,8 @@ def test_presenter_toggle_leaves_hidden_tabs_alone_and_they_look_right_when_show
         view.fonts_changed = counted
     win.talk.set_presenter(True)
     for w in hidden:
-        w.removeEventFilter(counter)
-    assert Count.n == 0, f"{Count.n} style changes in hidden tab pages during the toggle"
+        counter.unwatch(w)
+    assert counter.n == 0, f"{counter.n} style changes in hidden tab pages during the toggle"
     assert fonts_changed == {key: int(key == "runs") for key in win.views}, fonts_changed
     # then, in the idle time after, the hidden pages take the new look, shown or not
     pages = [win.tabs.widget(i) for i in range(win.tabs.count())]
@@ -525,7 +517,7 @@ def test_a_presenter_toggle_paints_the_chart_once(qtbot):
     the toggle's paint, in the new font, the axes widened or narrowed, and the chart was laid
     out and painted again (three chart paints per toggle, 6-9 ms of loop time each). The
     chart now measures its axes when its fonts change: one paint."""
-    from PySide6.QtCore import QEvent, QObject
+    from PySide6.QtCore import QEvent
 
     win = MainWindow()
     qtbot.addWidget(win)
@@ -533,23 +525,14 @@ def test_a_presenter_toggle_paints_the_chart_once(qtbot):
     qtbot.waitExposed(win)
     qtbot.wait(200)
     viewport = win.chart.plot.viewport()
-
-    class Paints(QObject):
-        n = 0
-
-        def eventFilter(self, obj, event):
-            if obj is viewport and event.type() == QEvent.Type.Paint:
-                Paints.n += 1
-            return False
-
-    paints = Paints()
-    viewport.installEventFilter(paints)
+    paints = EventCount(QEvent.Type.Paint)
+    paints.watch(viewport)
     for on in (True, False, True, False):
-        Paints.n = 0
+        paints.n = 0
         win.talk.set_presenter(on)
         qtbot.wait(300)
-        assert Paints.n == 1, (on, Paints.n)
-    viewport.removeEventFilter(paints)
+        assert paints.n == 1, (on, paints.n)
+    paints.unwatch(viewport)
 
 def test_the_presenter_toggles_own_stall_mark_covers_its_paint_a_loop_turn_later(qtbot):
     """The toggle's paint comes a loop turn after the change (the heartbeat ticks between:

@@ -25,6 +25,31 @@ async def wait_until(predicate: Callable[[], object], timeout_s: float = 30.0, s
         await asyncio.sleep(step_s)
 
 
+class EventCount:
+    """Counts the events of one type (a ``QEvent.Type``) that the objects it watches receive
+    (``watch(obj)`` / ``unwatch(obj)``: an event filter that lets every event through)."""
+
+    def __init__(self, kind) -> None:
+        from PySide6.QtCore import QObject
+
+        count = self
+
+        class _Filter(QObject):
+            def eventFilter(self, _obj, event):
+                if event.type() == kind:
+                    count.n += 1
+                return False
+
+        self.n = 0
+        self._filter = _Filter()
+
+    def watch(self, obj) -> None:
+        obj.installEventFilter(self._filter)
+
+    def unwatch(self, obj) -> None:
+        obj.removeEventFilter(self._filter)
+
+
 async def add_simulated_job(view, ws: str, queue: str, seconds: float, fails: bool = False) -> int:
     """Add a simulated job through the Lanes tab's form, as a user would; its job id.
 
