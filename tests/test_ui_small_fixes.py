@@ -455,7 +455,9 @@ def test_a_long_passing_message_is_elided_with_its_whole_text_as_tooltip(qtbot):
 def test_the_lag_figures_change_without_repainting_the_bar_and_look_the_same(qtbot):
     """The status bar's lag figures change 4 times a second: a transparent label made Qt repaint
     the bar (and the window under it) each time, ~0.33 ms. Opaque in the bar's own colour, it
-    repaints only itself, and its background is the bar's, in both themes."""
+    repaints only itself, and its background is the bar's, in both themes, in presenter mode
+    and with a passing message shown (the bar painted no background of its own then: the
+    window's showed through, darker than the label in presenter mode)."""
     from PySide6.QtCore import QEvent
 
     from lanemon.ui.tools.testing import EventCount
@@ -473,15 +475,21 @@ def test_the_lag_figures_change_without_repainting_the_bar_and_look_the_same(qtb
                 label.set_parts([("lag ", None, False), (f"{i}.{i}{i} ms", None, True)])
                 await asyncio.sleep(0.05)         # the label's repaint (and any under it) done
             paints.unwatch(bar)
-            img = bar.grab().toImage()
-            left = label.mapTo(bar, QPoint(0, 0))
-            # the label's top-left pixel (no text there) and the bar's just left of the label
-            seen.append((name, paints.n, img.pixel(left.x() + 1, left.y()), img.pixel(left.x() - 2, left.y())))
+            for presenter in (False, True):        # without and with a passing message
+                win.talk.set_presenter(presenter)
+                bar.showMessage("Run #3 done" if presenter else "", 15000)
+                await asyncio.sleep(0.3)
+                left = label.mapTo(win, QPoint(0, 0))
+                img = win.grab().toImage()            # the bar as the window shows it
+                # the label's top-left pixel (no text there) and the bar's just left of the label
+                seen.append((name, paints.n, img.pixel(left.x() + 1, left.y()),
+                             img.pixel(left.x() - 2, left.y())))
+            win.talk.set_presenter(False)
         return seen
 
     rc, seen, errors = run_window(scenario, size=(1024, 768))
     assert rc == 0 and errors == []
-    assert [s[0] for s in seen] == ["light", "dark"]
+    assert [s[0] for s in seen] == ["light", "light", "dark", "dark"]
     for name, paints, inside, outside in seen:
         assert paints == 0, (name, paints)            # five changes, no paint of the bar
         assert inside == outside, (name, hex(inside), hex(outside))

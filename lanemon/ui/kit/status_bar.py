@@ -8,14 +8,15 @@ and keeps the whole text as the bar's tooltip while it is shown.
 
 Guaranteed: ``currentMessage()``, ``messageChanged``, the timeout and
 ``clearMessage`` are Qt's own; only the drawing of the message changes.
-While no message is shown the bar paints as ``QStatusBar`` does.
+While no message is shown the bar paints as ``QStatusBar`` does; with one, its
+background too (the style sheet's).
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QPainter
-from PySide6.QtWidgets import QStatusBar, QWidget
+from PySide6.QtWidgets import QStatusBar, QStyle, QStyleOption, QWidget
 
 __all__ = ["StatusBar"]
 
@@ -69,8 +70,13 @@ class StatusBar(QStatusBar):
         if not text:
             super().paintEvent(event)
             return
-        # (Qt's paint would draw the whole text, cut at the first permanent widget)
+        # (Qt's paint would draw the whole text, cut at the first permanent widget); first the
+        # bar's own background, as Qt's paint does (the style sheet's: without it the window
+        # under the bar showed through while a message was shown)
         painter = QPainter(self)
+        option = QStyleOption()
+        option.initFrom(self)
+        self.style().drawPrimitive(QStyle.PrimitiveElement.PE_Widget, option, painter, self)
         painter.setPen(self.palette().windowText().color())
         painter.drawText(self.message_rect(),
                          Qt.AlignmentFlag.AlignLeading | Qt.AlignmentFlag.AlignVCenter
