@@ -441,19 +441,21 @@ class ProjectLanes:
                 break
         return taken
 
+    def _view_of(self, ws: str, t) -> LaneView:
+        """The view of held workspace ``ws`` (its token ``t`` and stop mark, if any)."""
+        mark = self._marks.get(ws)
+        return _lane_view(
+            LaneView, lanes=self.name, workspace=ws, owner=t.owner, epoch=t.epoch,
+            claimed_at=t.claimed_at, stop_requested=mark is not None and mark.stop,
+            stop_reason=None if mark is None else mark.stop_reason)
+
     def _rebuild(self, changed) -> None:
         """The views of ``changed`` (held workspaces) made anew in the cache."""
         held = self._held
         cache = self._lane_views
-        marks = self._marks
-        name = self.name
+        view_of = self._view_of
         for ws in changed:
-            t = held[ws]
-            mark = marks.get(ws)
-            cache[ws] = _lane_view(
-                LaneView, lanes=name, workspace=ws, owner=t.owner, epoch=t.epoch,
-                claimed_at=t.claimed_at, stop_requested=mark is not None and mark.stop,
-                stop_reason=None if mark is None else mark.stop_reason)
+            cache[ws] = view_of(ws, held[ws])
 
     def _absorb(self, changed) -> None:
         """Logged workspaces taken into the cache: a held one's view made anew, a free
@@ -462,10 +464,9 @@ class ProjectLanes:
         the order marked for one sort (``_resort``)."""
         held = self._held
         cache = self._lane_views
-        marks = self._marks
         shown = self._shown
         keys = self._sorted
-        name = self.name
+        view_of = self._view_of
         for ws in changed:
             t = held.get(ws)
             if t is None:
@@ -475,11 +476,7 @@ class ProjectLanes:
                 shown.discard(ws)
                 came = False
             else:
-                mark = marks.get(ws)
-                cache[ws] = _lane_view(
-                    LaneView, lanes=name, workspace=ws, owner=t.owner, epoch=t.epoch,
-                    claimed_at=t.claimed_at, stop_requested=mark is not None and mark.stop,
-                    stop_reason=None if mark is None else mark.stop_reason)
+                cache[ws] = view_of(ws, t)
                 if ws in shown:
                     continue
                 shown.add(ws)
