@@ -107,10 +107,6 @@ class LagTrace:
     def setPen(self, pen: QPen) -> None:
         self._pen = QPen(pen)
 
-    def brush(self) -> QBrush:
-        """The fill's brush."""
-        return QBrush(self._brush)
-
     def pen(self) -> QPen:
         """The curve's pen (its colour is what the curve's rectangles are filled with)."""
         return QPen(self._pen)
