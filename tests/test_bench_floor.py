@@ -29,3 +29,17 @@ def test_a_floor_process_that_died_is_said():
             bare.record(0.1)
     finally:
         bare.close()
+
+
+def test_the_busy_control_runs_its_timer_only_while_a_segment_is_recorded():
+    with BareLoop(10, settle_s=0.05, busy_ms=0.2) as busy:
+        lags = busy.record(0.5)
+        assert lags and all(v >= 0.0 for v in lags)
+        # a 30 fps timer over the settle and the segment: some slots, never more than the time allows
+        assert 0 < busy.busy_runs <= 30
+    with BareLoop(10, settle_s=0.05) as bare:
+        bare.record(0.2)
+        assert bare.busy_runs == 0
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="busy_ms"):
+            BareLoop(10, busy_ms=bad)

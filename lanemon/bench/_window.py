@@ -39,16 +39,32 @@ def quiet(window):
         window.own_watchdog.start()
 
 
-def bare_loop(window, settle_s: float):
-    """A ``lanemon.bench.floor.BareLoop`` with the window's heartbeat period, started while the
-    window is ``quiet`` (its loop waits for the child's start)."""
+def bare_loop(window, settle_s: float, busy_ms: float = 0.0):
+    """A ``lanemon.bench.floor.BareLoop`` with the window's heartbeat period (and ``busy_ms``:
+    the busy control), started while the window is ``quiet`` (its loop waits for the child's
+    start)."""
     from lanemon.bench.floor import BareLoop
 
     with quiet(window):
-        return BareLoop(window.heartbeat.period_ms, settle_s=settle_s)
+        return BareLoop(window.heartbeat.period_ms, settle_s=settle_s, busy_ms=busy_ms)
 
 
 def floor_segment(window, bare, seconds: float) -> list[float]:
     """The bare loop's segment (``BareLoop.record``) with the window ``quiet``, its loop waiting."""
     with quiet(window):
         return bare.record(seconds)
+
+
+def control_report(control_vs_floor, busy_ms: float) -> tuple[str, dict]:
+    """The busy control beside a window's idle goal (``BareLoop(busy_ms=...)``, alternated
+    with the floor: ``goals.alternate``): the line a bench prints and its figures. Not a
+    goal: what periodic work of ``busy_ms`` costs the heartbeat with no window at all."""
+    from lanemon.bench.floor import BUSY_FPS
+
+    c = control_vs_floor.figure
+    line = (f"control, no window: the bare loop plus a {BUSY_FPS} fps precise timer busy {busy_ms:g} ms "
+            f"(an idle chart frame at its goal): p99 {c.p99:5.2f} ms, {control_vs_floor.over:+.2f} ms over the "
+            f"floor (each alternation: {control_vs_floor.differences_text()} ms); not judged: what a frame of "
+            "that length costs this heartbeat by itself (Qt rounds each sleep up to a whole ms)")
+    return line, dict(c.as_dict(3), busyMs=busy_ms, p99OverFloorMs=round(control_vs_floor.over, 3),
+                      alternations=[round(d, 3) for d in control_vs_floor.differences])

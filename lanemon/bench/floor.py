@@ -16,31 +16,49 @@ gives the window's figure minus the machine's own noise, measured the same
 minute. Between segments the child waits on its pipe and its heartbeat is
 stopped: it takes no CPU while the window is measured.
 
+``BareLoop(period, busy_ms=x)`` is a control, not a floor: the same bare loop
+plus one repeating ``Qt.PreciseTimer`` at ``BUSY_FPS`` (the chart's frame rate)
+whose slot busy-waits ``x`` ms and draws nothing. It shows what any periodic
+work of that length costs this heartbeat, with no window, no paint and no
+Python beyond the busy wait. Qt rounds the loop's sleep up to a whole
+millisecond each time it computes it (``QTimerInfoList::timerWait``): after an
+other timer's slot, the heartbeat's remaining wait is rounded up again, so the
+tick after each such slot comes late by up to 1 ms although nothing ran at its
+due time (seen 2026-12-02: the tick after each slot late by about the slot's
+length, one tick in three or four). Guaranteed: the busy timer runs only while
+a segment is recorded.
+
 Refused: ``record`` after ``close`` or when the child died (``RuntimeError``
-with the child's last words).
+with the child's last words); ``busy_ms`` below 0 or not finite (``ValueError``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
 
 SETTLE_S = 0.3
+BUSY_FPS = 30        # the control's busy timer: the heartbeat chart's frame rate
 
 
 class BareLoop:
     """A child process with a bare qasync loop and the window's heartbeat (see the module)."""
 
-    def __init__(self, period_ms: int = 10, settle_s: float = SETTLE_S) -> None:
+    def __init__(self, period_ms: int = 10, settle_s: float = SETTLE_S, busy_ms: float = 0.0) -> None:
+        if not (math.isfinite(busy_ms) and busy_ms >= 0):
+            raise ValueError(f"busy_ms must be a finite number >= 0, got {busy_ms!r}")
         env = dict(os.environ)
         env.setdefault("QT_QPA_PLATFORM", "offscreen")
         env["LANEMON_NO_SETTINGS"] = "1"
         self.period_ms = period_ms
+        self.busy_ms = busy_ms
+        self.busy_runs = 0             # the busy slots the last segment ran (0 without busy_ms)
         self._settle_s = settle_s
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "lanemon.bench.floor", str(period_ms)],
+            [sys.executable, "-m", "lanemon.bench.floor", str(period_ms), repr(float(busy_ms))],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         self._expect("ready")
 
@@ -69,7 +87,9 @@ class BareLoop:
             self._proc.stdin.flush()
         except BrokenPipeError:
             raise self._ended() from None
-        return json.loads(self._expect("["))
+        got = json.loads(self._expect("{"))
+        self.busy_runs = int(got["busy"])
+        return got["lags"]
 
     def close(self) -> None:
         """Ends the child (it exits when its pipe closes); waits for it."""
@@ -93,8 +113,9 @@ class BareLoop:
         self.close()
 
 
-def _serve(period_ms: int) -> None:
-    """The child: answer each ``settle seconds`` line with the lags of one segment."""
+def _serve(period_ms: int, busy_ms: float = 0.0) -> None:
+    """The child: answer each ``settle seconds`` line with the lags of one segment (with
+    ``busy_ms``, the busy timer runs during the segment: see the module)."""
     from lanemon.ui import steady_process_settings
 
     steady_process_settings()
@@ -102,6 +123,7 @@ def _serve(period_ms: int) -> None:
     import time
 
     import qasync
+    from PySide6.QtCore import Qt, QTimer
     from PySide6.QtWidgets import QApplication
 
     from lanemon.ui.heartbeat.timer import Heartbeat
@@ -110,24 +132,42 @@ def _serve(period_ms: int) -> None:
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     beat = Heartbeat(period_ms)
+    busy = QTimer()
+    busy.setTimerType(Qt.TimerType.PreciseTimer)
+    busy.setInterval(int(1000 / BUSY_FPS))
+    busy_s = busy_ms / 1000.0
+
+    runs = [0]
+
+    def spin() -> None:
+        runs[0] += 1
+        end = time.perf_counter() + busy_s
+        while time.perf_counter() < end:
+            pass
+
+    busy.timeout.connect(spin)
 
     async def segment(settle_s: float, seconds: float) -> list[float]:
         beat.start()
+        runs[0] = 0
+        if busy_ms > 0:
+            busy.start()
         try:
             await asyncio.sleep(settle_s)
             t0 = time.perf_counter()
             await asyncio.sleep(seconds)
             return beat.in_range(t0, time.perf_counter(), one_after=False).tolist()
         finally:
+            busy.stop()
             beat.stop()
 
     print("ready", flush=True)
     for line in sys.stdin:
         settle_s, seconds = (float(v) for v in line.split())
         lags = loop.run_until_complete(segment(settle_s, seconds))
-        print(json.dumps([round(v, 4) for v in lags]), flush=True)
+        print(json.dumps({"lags": [round(v, 4) for v in lags], "busy": runs[0]}), flush=True)
     loop.close()
 
 
 if __name__ == "__main__":
-    _serve(int(sys.argv[1]) if len(sys.argv) > 1 else 10)
+    _serve(int(sys.argv[1]) if len(sys.argv) > 1 else 10, float(sys.argv[2]) if len(sys.argv) > 2 else 0.0)

@@ -9,7 +9,9 @@ shared machine's slow drift falls on both alike:
    times with the floor: a bare qasync loop in another process with the same
    heartbeat and no window (``lanemon.bench.floor``; the window's loop waits
    meanwhile). The chart's idle frame cost is timed during the idle segments
-   (CPU time of the GUI thread, paint included; median).
+   (CPU time of the GUI thread, paint included; median). Each alternation also
+   records the busy control (``lanemon.bench.lag``): the bare loop plus a
+   30 fps timer busy for the idle frame's goal, printed beside, not judged.
 2. loaded: 1000 simulated jobs over 200 workspaces in both queues (5–9 s each:
    the lanes stay busy for the whole segment) and a counters simulation with
    64 counters and 16 staff at speed 1. For the Lanes & queues tab and then
@@ -40,7 +42,7 @@ import statistics
 import time
 
 from lanemon.bench._common import load_text
-from lanemon.bench._window import bare_loop, floor_segment, run_window, settled
+from lanemon.bench._window import bare_loop, control_report, floor_segment, run_window, settled
 from lanemon.bench.goals import Goal, alternate
 from lanemon.lanes import SimulatedWork
 from lanemon.stats import percentile
@@ -199,11 +201,12 @@ def run(out) -> dict:
         await settled(window)
         window.show_view("runs")
         await asyncio.sleep(0.5)
-        idle, floor = [], []
-        with bare_loop(window, SETTLE_S) as bare:
+        idle, floor, control = [], [], []
+        with bare_loop(window, SETTLE_S) as bare, bare_loop(window, SETTLE_S, CHART_IDLE_GOAL_MS) as busy:
             for _ in range(IDLE_ALTERNATIONS):
                 idle.append(await _lags(window, SEGMENT_S))
                 floor.append(floor_segment(window, bare, SEGMENT_S))   # the window waits meanwhile
+                control.append(floor_segment(window, busy, SEGMENT_S))
         await asyncio.sleep(SETTLE_S)
         chart_idle = (await _frames_as_they_run(window, None, RECORD_S))["chart"]
 
@@ -221,11 +224,12 @@ def run(out) -> dict:
             await load.stop()
             window.show_view("runs")
             results[key] = (shown, hidden, own_idle, ticks, at_once, worst, live)
-        return idle, floor, chart_idle, results
+        return idle, floor, control, chart_idle, results
 
     load_before = load_text()
-    idle, floor, chart_idle, results = run_window(scenario)
+    idle, floor, control, chart_idle, results = run_window(scenario)
     idle_vs_floor = alternate(list(zip(idle, floor)))
+    control_line, control_figures = control_report(alternate(list(zip(control, floor))), CHART_IDLE_GOAL_MS)
     i, f = idle_vs_floor.figure, idle_vs_floor.floor
     out(f"full window offscreen, 1280x800, qasync; heartbeat 10 ms precise Qt timer; segments of {SEGMENT_S:g} s "
         f"after {SETTLE_S:g} s settling; load: {JOBS} simulated jobs ({JOB_S[0]:g}-{JOB_S[1]:g} s) over "
@@ -235,6 +239,7 @@ def run(out) -> dict:
         f" p50 {f.p50:5.2f} ms  p99 {f.p99:5.2f} ms  max {f.max:6.2f} ms")
     out(f"idle (Runs tab, nothing live):  p50 {i.p50:5.2f} ms  p99 {i.p99:5.2f} ms  max {i.max:6.2f} ms"
         f"   p99 {idle_vs_floor.over:+.2f} ms over the floor; each alternation: {idle_vs_floor.differences_text()} ms")
+    out(control_line)
     chart_median = statistics.median(chart_idle) if chart_idle else float("nan")
     out(f"chart frame, idle (as it runs, {RECORD_S:g} s, paint included): {len(chart_idle)} ticks, "
         f"median {chart_median:5.2f} ms, p95 {percentile(chart_idle, 95) if chart_idle else float('nan'):5.2f} ms")
@@ -243,6 +248,7 @@ def run(out) -> dict:
     figures = {"load": load_before, "floor": f.as_dict(3),
                "idle": dict(i.as_dict(3), p99OverFloorMs=round(idle_vs_floor.over, 3),
                             alternations=[round(d, 3) for d in idle_vs_floor.differences]),
+               "control": control_figures,
                "chartIdleFrameMs": {"ticks": len(chart_idle), "median": round(chart_median, 3)},
                "loaded": {}, "loadedViewsHidden": {}, "frameMs": {}}
     frames = RECORD_S * 30
