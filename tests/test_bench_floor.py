@@ -43,3 +43,10 @@ def test_the_busy_control_runs_its_timer_only_while_a_segment_is_recorded():
     for bad in (-1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="busy_ms"):
             BareLoop(10, busy_ms=bad)
+
+
+def test_the_busy_control_ticks_at_the_heartbeat_charts_frame_rate():
+    from lanemon.bench.floor import BUSY_FPS
+    from lanemon.ui.heartbeat.chart import FPS
+
+    assert BUSY_FPS == FPS      # the control stands for the chart's frames
