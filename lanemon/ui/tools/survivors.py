@@ -175,9 +175,11 @@ async def _scenario(win, out, trace: bool = False, jobs: int | None = None,
     c.burst_ws.setValue(workspaces or B.WORKSPACES)
     await asyncio.sleep(1.0)
     gc.collect()
-    gc.unfreeze()
-    before = bins_in_use()
-    gc.freeze()
+    before: set[int] = set()
+    if not trace:                 # (the bins walk, ~1 s: only the census reads it)
+        gc.unfreeze()
+        before = bins_in_use()
+        gc.freeze()
     rss0, arenas0 = B._rss_mb(), B._arenas()
     s = view.scheduler
     if trace:
