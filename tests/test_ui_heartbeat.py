@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import gc
 import math
+import os
 import random
+import select
+import sys
+import time
 
 import numpy as np
 import pytest
 
 from lanemon.ui.heartbeat.column_max import ColumnMax
-from lanemon.ui.heartbeat.timer import Heartbeat, lag_stats
+from lanemon.ui.heartbeat.timer import WAKE_AFTER_NS, Heartbeat, OnTimeWake, lag_stats
 from lanemon.work.lag import summarize
 
 
@@ -43,6 +48,62 @@ def test_ring_buffer_wraps_and_keeps_order(qapp):
     assert hb.count == 20 and t.size == 8          # only the last `capacity` are kept
     assert np.all(np.diff(t) >= 0)
     assert len(list(hb.to_csv_rows())) == 8
+
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="timerfd is Linux's")
+
+
+def _readable(fd: int, wait_s: float) -> bool:
+    return bool(select.select([fd], [], [], wait_s)[0])
+
+
+@linux_only
+def test_the_wake_is_armed_just_after_each_due_time_and_disarmed_by_stop(qapp):
+    hb = Heartbeat(period_ms=10)
+    wake = hb.on_time_wake
+    assert wake is not None and wake.watched and wake.armed_ns == 0
+    for arm in (hb.start, hb._tick):     # the first arm, then each tick's (no loop: called directly)
+        before = time.monotonic_ns()
+        arm()
+        after = time.monotonic_ns()
+        # never before the timer's own due time (armed after it, from a later clock reading)
+        assert before + 10_000_000 + WAKE_AFTER_NS <= wake.armed_ns <= after + 10_000_000 + WAKE_AFTER_NS
+        assert not _readable(wake.fd, 0)
+    hb.set_period_ms(25)
+    before = time.monotonic_ns()
+    hb._tick()
+    assert wake.armed_ns >= before + 25_000_000 + WAKE_AFTER_NS
+    hb.stop()
+    assert wake.armed_ns == 0
+    assert not _readable(wake.fd, 0.05)  # (25 ms after it was due: disarmed, it never fires)
+
+
+@linux_only
+def test_the_wake_fd_is_readable_from_its_time_until_armed_again_with_no_read(qapp):
+    wake = OnTimeWake.make()
+    assert wake is not None
+    wake.arm(time.monotonic_ns() + 1_000_000)
+    assert _readable(wake.fd, 5.0)
+    assert _readable(wake.fd, 0)                     # it stays readable: nobody reads it ...
+    wake.arm(time.monotonic_ns() + 3_600 * 10**9)
+    assert not _readable(wake.fd, 0)                 # ... until armed again
+    wake.arm(time.monotonic_ns() - 1_000_000)        # a time already past: readable at once
+    assert _readable(wake.fd, 5.0)
+    wake.disarm()
+    assert not _readable(wake.fd, 0)
+
+
+@linux_only
+def test_the_wake_fd_is_closed_with_its_heartbeat(qapp):
+    hb = Heartbeat(period_ms=10)
+    fd = hb.on_time_wake.fd
+    os.fstat(fd)
+    hb.start()
+    hb.stop()
+    del hb
+    gc.collect()
+    with pytest.raises(OSError):
+        os.fstat(fd)
 
 
 @pytest.mark.parametrize("bad", [0, 101, 2.5, True])

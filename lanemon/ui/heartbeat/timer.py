@@ -8,6 +8,23 @@ lag in ms (fire time minus due time, never below 0). Nothing else happens in
 the tick, so the heartbeat does not itself cause lag; readers (the chart, the
 run statistics) copy what they need when they need it.
 
+Qt sleeps in whole milliseconds: each time it waits for its next timer it rounds
+the wait **up** to a whole ms (``QTimerInfoList::timerWait``, both event
+dispatchers). So after any other wakeup of the loop (a frame, a label, a paint)
+the heartbeat's next tick came up to a millisecond late with nothing running at
+its due time: a lateness of Qt's sleep, not of the loop, which the window's other
+timers made look like the window's cost (a 0.3 ms slot at 30 Hz beside a 10 ms
+heartbeat: p99 0.19-0.29 ms alone, 0.55-0.71 ms with it, in a plain PySide6
+program). On Linux the heartbeat therefore also arms a ``timerfd`` at its due
+time, watched by a ``QSocketNotifier``: the kernel ends the loop's sleep on time
+(the same program: p99 0.36-0.41 ms with the slot), the timer fires then if the
+loop is free, and when the loop is busy at that moment the tick is as late as
+the work that held it -- which is what the heartbeat measures. The ``QTimer`` is
+still what fires the tick and what is measured; the fd only wakes the loop (it is
+never read: arming it again at the next tick clears it). ``on_time_wake`` says
+whether it is in use (elsewhere, or if ``timerfd_create`` fails: Qt's rounding
+stays, and the idle floor shows it).
+
 ``lag_stats`` gives the same figures as ``lanemon.work.lag.summarize`` on a
 numpy array: it sorts with numpy (fast on the heartbeat's 65k ticks) and
 picks the ranks with ``lanemon.stats.nearest_rank``, the one rank rule.
@@ -18,11 +35,14 @@ Qt, but no widgets.
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import time
+import weakref
 from array import array
 
 import numpy as np
-from PySide6.QtCore import QObject, Qt, QTimer
+from PySide6.QtCore import QObject, QSocketNotifier, Qt, QTimer
 
 from lanemon.stats import nearest_rank
 from lanemon.work.lag import LagStats
@@ -43,6 +63,76 @@ def lag_stats(lags_ms: np.ndarray) -> LagStats:
     return LagStats(samples=n, p50=float(ordered[nearest_rank(n, 50) - 1]),
                     p99=float(ordered[nearest_rank(n, 99) - 1]), max=float(ordered[-1]),
                     late_ms=float(values.sum()))
+
+
+WAKE_AFTER_NS = 20_000  # the fd's wake this long after the timer's due time (never before it)
+
+
+class OnTimeWake:
+    """A Linux ``timerfd`` (``CLOCK_MONOTONIC``, the clock of Qt's timers and of
+    ``time.perf_counter``) armed at an absolute time; readable from then until armed
+    again or disarmed. ``None`` from ``make`` where there is none."""
+
+    __slots__ = ("_fd", "_notifier", "_settime", "_spec", "armed_ns", "__weakref__")
+
+    @classmethod
+    def make(cls) -> OnTimeWake | None:
+        if not sys.platform.startswith("linux"):
+            return None
+        try:
+            return cls()
+        except OSError:
+            return None
+
+    def __init__(self) -> None:
+        import ctypes
+
+        class _Timespec(ctypes.Structure):
+            _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+        class _Itimerspec(ctypes.Structure):
+            _fields_ = [("it_interval", _Timespec), ("it_value", _Timespec)]
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        fd = libc.timerfd_create(time.CLOCK_MONOTONIC, os.O_NONBLOCK | os.O_CLOEXEC)
+        if fd < 0:
+            raise OSError(ctypes.get_errno(), "timerfd_create")
+        self._fd = fd
+        self._spec = _Itimerspec()
+        self._settime = libc.timerfd_settime
+        self._settime.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.POINTER(_Itimerspec), ctypes.c_void_p)
+        self.armed_ns = 0                # the time armed at (0: disarmed)
+        self._notifier = QSocketNotifier(fd, QSocketNotifier.Type.Read)
+        # (not at exit: the notifier may outlive the application there; the fd goes with the process)
+        weakref.finalize(self, OnTimeWake._close, self._notifier, fd).atexit = False
+
+    @staticmethod
+    def _close(notifier: QSocketNotifier, fd: int) -> None:
+        notifier.setEnabled(False)
+        os.close(fd)
+
+    def arm(self, at_ns: int) -> None:
+        """Readable from ``at_ns`` (``CLOCK_MONOTONIC``) on; the previous arming is
+        forgotten, and with it a readable state it left."""
+        value = self._spec.it_value
+        value.tv_sec, value.tv_nsec = divmod(at_ns, 1_000_000_000)
+        self._settime(self._fd, 1, self._spec, None)   # 1: TFD_TIMER_ABSTIME
+        self.armed_ns = at_ns
+
+    def disarm(self) -> None:
+        value = self._spec.it_value
+        value.tv_sec = value.tv_nsec = 0
+        self._settime(self._fd, 0, self._spec, None)
+        self.armed_ns = 0
+
+    @property
+    def fd(self) -> int:
+        return self._fd
+
+    @property
+    def watched(self) -> bool:
+        """True while the loop's event dispatcher polls the fd (its ``QSocketNotifier``)."""
+        return self._notifier.isEnabled() and self._notifier.socket() == self._fd
 
 
 class Heartbeat(QObject):
@@ -74,6 +164,8 @@ class Heartbeat(QObject):
         self._timer.setSingleShot(True)
         self._timer.setTimerType(Qt.TimerType.PreciseTimer)
         self._timer.timeout.connect(self._tick)
+        self._wake = OnTimeWake.make()   # (see the module's docstring)
+        self._wake_after_ns = self._period_ms * 1_000_000 + WAKE_AFTER_NS
 
     # --- the tick: keep it tiny ------------------------------------------------
     def _tick(self) -> None:
@@ -85,6 +177,9 @@ class Heartbeat(QObject):
         self._n += 1
         self._due = now + self._period_s
         self._timer.start(self._period_ms)
+        wake = self._wake
+        if wake is not None:
+            wake.arm(time.monotonic_ns() + self._wake_after_ns)
         beat = self._beat
         if beat is not None:
             beat()
@@ -101,9 +196,19 @@ class Heartbeat(QObject):
     def start(self) -> None:
         self._due = time.perf_counter() + self._period_s
         self._timer.start(self._period_ms)
+        if self._wake is not None:
+            self._wake.arm(time.monotonic_ns() + self._wake_after_ns)
 
     def stop(self) -> None:
         self._timer.stop()
+        if self._wake is not None:
+            self._wake.disarm()
+
+    @property
+    def on_time_wake(self) -> OnTimeWake | None:
+        """The ``timerfd`` that ends the loop's sleep at each due time (Linux; see the
+        module's docstring); ``None`` where Qt's whole-millisecond sleeps stay."""
+        return self._wake
 
     def set_beat(self, beat) -> None:
         """Call ``beat()`` (cheap, no argument) at the end of every tick from now on
@@ -122,6 +227,7 @@ class Heartbeat(QObject):
         """Change the period (1..100 ms); takes effect from the next arm."""
         self._period_ms = self._check_period(period_ms)
         self._period_s = self._period_ms / 1000.0
+        self._wake_after_ns = self._period_ms * 1_000_000 + WAKE_AFTER_NS
 
     # --- reading ---------------------------------------------------------------
     @property
