@@ -320,6 +320,37 @@ def test_a_hung_worker_run_is_cancelled_from_the_window_and_worker_runs_work_aga
     assert live_worker_pids() == []
 
 
+def test_a_run_in_flight_moves_nothing_in_the_runs_panel(qtbot):
+    """Regression (``bench lag``'s warm run): the in-flight line was a word-wrapped label shown
+    at a run's start and hidden at its end; each moved the banner and the results below it, a
+    relayout and a repaint of the whole panel (2-6 ms of loop at every start and end). The
+    line is now always there: a run's start, its running time and its end move nothing."""
+    import asyncio
+
+    async def scenario(win):
+        c, panel = win.controller, win.runs_panel
+
+        async def places():
+            await asyncio.sleep(0.15)            # the posted layout requests have run
+            return [(w.mapTo(panel, w.rect().topLeft()), w.size())
+                    for w in (panel.in_flight, panel.banner, panel.table, panel.cancel_btn)]
+
+        before = await places()
+        rec, pool, victim = await _busy_warm_worker(win)
+        await wait_until(lambda: f"Run #{rec.id}" in panel.in_flight.text(), 5)
+        during, flight = await places(), panel.in_flight.text()
+        panel.cancel_btn.click()
+        await wait_until(lambda: not rec.running and not panel.in_flight.text(), 20)
+        await wait_until(lambda: f"#{rec.id}" in panel.banner.text(), 5)   # its outcome, said
+        return before, during, await places(), flight
+
+    rc, out, errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    before, during, after, flight = out
+    assert "running" in flight and "Esc" in flight
+    assert during == before and after == before
+
+
 def test_esc_cancels_a_worker_run_in_flight_and_is_free_otherwise(qtbot):
     """Esc stops the run in flight, except while a layer over the window (the shortcut list)
     holds the focus: that Esc closes the layer; with nothing in flight Esc is not taken.
