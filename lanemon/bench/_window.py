@@ -65,6 +65,6 @@ def control_report(control_vs_floor, busy_ms: float) -> tuple[str, dict]:
     line = (f"control, no window: the bare loop plus a {BUSY_FPS} fps precise timer busy {busy_ms:g} ms "
             f"(an idle chart frame at its goal): p99 {c.p99:5.2f} ms, {control_vs_floor.over:+.2f} ms over the "
             f"floor (each alternation: {control_vs_floor.differences_text()} ms); not judged: what a frame of "
-            "that length costs this heartbeat by itself (Qt rounds each sleep up to a whole ms)")
+            "that length costs this heartbeat by itself (a tick due during a slot waits for its end)")
     return line, dict(c.as_dict(3), busyMs=busy_ms, p99OverFloorMs=round(control_vs_floor.over, 3),
                       alternations=[round(d, 3) for d in control_vs_floor.differences])

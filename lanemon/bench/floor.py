@@ -20,13 +20,12 @@ stopped: it takes no CPU while the window is measured.
 plus one repeating ``Qt.PreciseTimer`` at ``BUSY_FPS`` (the chart's frame rate)
 whose slot busy-waits ``x`` ms and draws nothing. It shows what any periodic
 work of that length costs this heartbeat, with no window, no paint and no
-Python beyond the busy wait. Qt rounds the loop's sleep up to a whole
-millisecond each time it computes it (``QTimerInfoList::timerWait``): after an
-other timer's slot, the heartbeat's remaining wait is rounded up again, so the
-tick after each such slot comes late by up to 1 ms although nothing ran at its
-due time (seen 2026-12-02: the tick after each slot late by about the slot's
-length, one tick in three or four). Guaranteed: the busy timer runs only while
-a segment is recorded.
+Python beyond the busy wait: a tick due while a slot runs waits for its end.
+(Before the heartbeat's on-time wake, ``lanemon.ui.heartbeat.timer``, Qt's
+sleeps rounded up to whole milliseconds also made the tick after each slot
+late, with nothing running at its due time: the control was then +0.4-0.7 ms
+over the floor, +0.3-0.4 ms with it.) Guaranteed: the busy timer runs only
+while a segment is recorded.
 
 Refused: ``record`` after ``close`` or when the child died (``RuntimeError``
 with the child's last words); ``busy_ms`` below 0 or not finite (``ValueError``).

@@ -14,9 +14,8 @@ Each alternation also records a control, no window in it: the bare loop plus
 one 30 fps precise timer that busy-waits ``CONTROL_BUSY_MS`` (the idle chart
 frame's goal, ``bench ui``) and draws nothing (``BareLoop(busy_ms=...)``). Its
 p99 over the floor is what a frame of that length costs this heartbeat by
-itself: Qt rounds each computed sleep up to a whole millisecond, so the tick
-after any other timer's slot comes late (``lanemon.bench.floor``). It is
-printed beside the goal, not judged.
+itself: a tick due while a slot runs waits for its end (``lanemon.bench.floor``).
+It is printed beside the goal, not judged.
 
 Short alternations, not one long block each: a shared machine's slow drift
 falls on all three alike. Figures: the window's idle p99 minus the floor's
