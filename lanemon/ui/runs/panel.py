@@ -6,9 +6,9 @@ the controller says ``changed`` or an input changed, and ``TEXT_FPS`` times a
 second while a run is in flight (a sliced run's progress).
 
 Under the buttons, the panel always describes the present: ``in_flight``
-describes each run in flight (what it is, how long it has run, how to stop
-it) on one line that is always there, elided with the whole text as its
-tooltip when it does not fit (a run's start and end change no geometry), and ``banner`` the latest ``MESSAGES_SHOWN`` messages that are still
+has one line per run in flight (what it is, how long it has run, how to stop
+it), word-wrapped in a room of at least ``IN_FLIGHT_LINES`` lines that stays
+when nothing is in flight (a run's start and end change no geometry), and ``banner`` the latest ``MESSAGES_SHOWN`` messages that are still
 true: the outcomes of the runs that ended since the last run started, and
 other messages (refusals, exports) said since the last run started or ended
 (a refusal naming a run in flight is out of date once that run ends). Cancel
@@ -51,7 +51,7 @@ from PySide6.QtWidgets import (
 
 from lanemon.files import cannot_write
 from lanemon.ui.kit import theme
-from lanemon.ui.kit.live_label import LiveLabel
+from lanemon.ui.kit.reserved_lines import ReservedLines
 from lanemon.ui.kit.live_view import LiveView
 from lanemon.ui.kit.reflow import Reflow
 from lanemon.ui.kit.tables import NEW_ROWS, fit_columns, keep_within_width
@@ -65,7 +65,8 @@ UNITS = ("iterations", "CPU ms")
 SLICING = ("ms budget", "size")
 MAX_CPU_MS = 600_000      # the largest job size in CPU ms (MAX_TOTAL bounds it again when run)
 MESSAGES_SHOWN = 2
-IN_FLIGHT_SEP = "  ·  "   # between the runs in flight, on the one line (the tooltip has it whole)
+IN_FLIGHT_LINES = 3       # the in-flight text's room, kept when nothing is in flight
+BANNER_LINES = 3          # the banner's room, kept when it says nothing
 
 
 def _restyle(widget, sheet: str) -> None:
@@ -152,15 +153,15 @@ class RunsPanel(LiveView):
         # (text, error, outcome, runs started then, runs ended then)
         self._messages: list[tuple[str, bool, bool, int, int]] = []
 
-        # one line, always there (empty when nothing is in flight): a run's start, end and
-        # running time change no geometry. A word-wrapped label shown at a run's start and
-        # hidden at its end moved the whole panel (a relayout and a repaint of every widget
-        # in it: 2-6 ms of loop at each start and end, the warm run's p99 in ``bench lag``)
-        self.in_flight = LiveLabel(fill=False)
-        self.banner = QLabel("")
+        # always there, ``IN_FLIGHT_LINES`` tall at least (empty when nothing is in flight): a
+        # run's start, end and running time change no geometry. Shown at a run's start and
+        # hidden at its end, it moved the whole panel (a relayout and a repaint of every
+        # widget in it: 2-6 ms of loop at each start and end, the warm run's p99 in ``bench lag``)
+        self.in_flight = ReservedLines(IN_FLIGHT_LINES)
+        self.in_flight.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.in_flight.setTextFormat(Qt.TextFormat.PlainText)
+        self.banner = ReservedLines(BANNER_LINES)      # (likewise: a run's outcome moves nothing)
         self.banner.setTextFormat(Qt.TextFormat.PlainText)
-        self.banner.setWordWrap(True)
-        self.banner.setMinimumHeight(48)
         self.banner.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
 
         job = QGroupBox("Job")
@@ -531,10 +532,12 @@ class RunsPanel(LiveView):
     def _paint_banner(self, *_args) -> None:
         c = self.controller
         self._messages = self._current_messages()
-        flight = IN_FLIGHT_SEP.join(c.in_flight_lines())
+        flight = "\n".join(c.in_flight_lines())
         # plain text takes the palette's colour (it follows the theme); an alarm colour is
         # re-read from the theme on every paint and on a palette change (fonts_changed)
-        self.in_flight.set_parts(((flight, theme.REF_LONG if c.banner else None, True),) if flight else ())
+        _restyle(self.in_flight, f"color: {theme.REF_LONG}; font-weight: bold;" if c.banner else "font-weight: bold;")
+        if self.in_flight.text() != flight:
+            self.in_flight.setText(flight)
         error = bool(self._messages) and self._messages[-1][1]
         _restyle(self.banner, f"color: {theme.WARN}; font-weight: bold;" if error else "font-weight: bold;")
         text = "\n".join(m[0] for m in self._messages)
