@@ -328,7 +328,7 @@ def test_a_run_in_flight_moves_nothing_in_the_runs_panel(qtbot):
     import asyncio
 
     async def scenario(win):
-        c, panel = win.controller, win.runs_panel
+        panel = win.runs_panel
 
         async def places():
             await asyncio.sleep(0.15)            # the posted layout requests have run

@@ -8,7 +8,8 @@ second while a run is in flight (a sliced run's progress).
 Under the buttons, the panel always describes the present: ``in_flight``
 has one line per run in flight (what it is, how long it has run, how to stop
 it), word-wrapped in a room of at least ``IN_FLIGHT_LINES`` lines that stays
-when nothing is in flight (a run's start and end change no geometry), and ``banner`` the latest ``MESSAGES_SHOWN`` messages that are still
+when nothing is in flight (a run's start and end change no geometry), and
+``banner`` (the same kind of room) the latest ``MESSAGES_SHOWN`` messages that are still
 true: the outcomes of the runs that ended since the last run started, and
 other messages (refusals, exports) said since the last run started or ended
 (a refusal naming a run in flight is out of date once that run ends). Cancel
@@ -51,9 +52,9 @@ from PySide6.QtWidgets import (
 
 from lanemon.files import cannot_write
 from lanemon.ui.kit import theme
-from lanemon.ui.kit.reserved_lines import ReservedLines
 from lanemon.ui.kit.live_view import LiveView
 from lanemon.ui.kit.reflow import Reflow
+from lanemon.ui.kit.reserved_lines import ReservedLines
 from lanemon.ui.kit.tables import NEW_ROWS, fit_columns, keep_within_width
 from lanemon.ui.runs.controller import RunController
 from lanemon.ui.runs.model import COLUMNS, RunsTableModel
