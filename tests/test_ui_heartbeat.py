@@ -95,6 +95,9 @@ def test_the_wake_fd_is_readable_from_its_time_until_armed_again_with_no_read(qa
 
 @linux_only
 def test_the_wake_fd_is_closed_with_its_heartbeat(qapp):
+    """(Through Qt: the notifier is the heartbeat's child and closes the fd when destroyed. A
+    notifier Python owned, disabled and deleted from a finaliser, crashed the test run when
+    the collector ran it inside the loop's dispatch.)"""
     hb = Heartbeat(period_ms=10)
     fd = hb.on_time_wake.fd
     os.fstat(fd)

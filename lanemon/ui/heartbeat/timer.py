@@ -35,10 +35,10 @@ Qt, but no widgets.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import sys
 import time
-import weakref
 from array import array
 
 import numpy as np
@@ -65,6 +65,13 @@ def lag_stats(lags_ms: np.ndarray) -> LagStats:
                     late_ms=float(values.sum()))
 
 
+def _close_fd(fd: int, *_destroyed) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
 WAKE_AFTER_NS = 20_000  # the fd's wake this long after the timer's due time (never before it)
 
 
@@ -73,18 +80,18 @@ class OnTimeWake:
     ``time.perf_counter``) armed at an absolute time; readable from then until armed
     again or disarmed. ``None`` from ``make`` where there is none."""
 
-    __slots__ = ("_fd", "_notifier", "_settime", "_spec", "armed_ns", "__weakref__")
+    __slots__ = ("_fd", "_notifier", "_settime", "_spec", "armed_ns")
 
     @classmethod
-    def make(cls) -> OnTimeWake | None:
+    def make(cls, owner: QObject | None = None) -> OnTimeWake | None:
         if not sys.platform.startswith("linux"):
             return None
         try:
-            return cls()
+            return cls(owner)
         except OSError:
             return None
 
-    def __init__(self) -> None:
+    def __init__(self, owner: QObject | None = None) -> None:
         import ctypes
 
         class _Timespec(ctypes.Structure):
@@ -102,14 +109,12 @@ class OnTimeWake:
         self._settime = libc.timerfd_settime
         self._settime.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.POINTER(_Itimerspec), ctypes.c_void_p)
         self.armed_ns = 0                # the time armed at (0: disarmed)
-        self._notifier = QSocketNotifier(fd, QSocketNotifier.Type.Read)
-        # (not at exit: the notifier may outlive the application there; the fd goes with the process)
-        weakref.finalize(self, OnTimeWake._close, self._notifier, fd).atexit = False
-
-    @staticmethod
-    def _close(notifier: QSocketNotifier, fd: int) -> None:
-        notifier.setEnabled(False)
-        os.close(fd)
+        # the notifier is Qt's: a child of ``owner``, deleted with it by Qt in its thread, and
+        # the fd is closed once the notifier is gone (never while the loop still polls it). A
+        # notifier of Python's own, disabled and deleted from a finaliser, crashed the process
+        # when the collector ran that finaliser inside the loop's dispatch (seen in the tests)
+        self._notifier = QSocketNotifier(fd, QSocketNotifier.Type.Read, owner)
+        self._notifier.destroyed.connect(functools.partial(_close_fd, fd))
 
     def arm(self, at_ns: int) -> None:
         """Readable from ``at_ns`` (``CLOCK_MONOTONIC``) on; the previous arming is
@@ -164,7 +169,7 @@ class Heartbeat(QObject):
         self._timer.setSingleShot(True)
         self._timer.setTimerType(Qt.TimerType.PreciseTimer)
         self._timer.timeout.connect(self._tick)
-        self._wake = OnTimeWake.make()   # (see the module's docstring)
+        self._wake = OnTimeWake.make(self)   # (see the module's docstring)
         self._wake_after_ns = self._period_ms * 1_000_000 + WAKE_AFTER_NS
 
     # --- the tick: keep it tiny ------------------------------------------------
