@@ -35,6 +35,7 @@ Qt, but no widgets.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import functools
 import os
 import sys
@@ -65,6 +66,14 @@ def lag_stats(lags_ms: np.ndarray) -> LagStats:
                     late_ms=float(values.sum()))
 
 
+class _Timespec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+
+class _Itimerspec(ctypes.Structure):          # (timerfd_settime's argument)
+    _fields_ = [("it_interval", _Timespec), ("it_value", _Timespec)]
+
+
 def _close_fd(fd: int, *_destroyed) -> None:
     try:
         os.close(fd)
@@ -92,14 +101,6 @@ class OnTimeWake:
             return None
 
     def __init__(self, owner: QObject | None = None) -> None:
-        import ctypes
-
-        class _Timespec(ctypes.Structure):
-            _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
-
-        class _Itimerspec(ctypes.Structure):
-            _fields_ = [("it_interval", _Timespec), ("it_value", _Timespec)]
-
         libc = ctypes.CDLL(None, use_errno=True)
         fd = libc.timerfd_create(time.CLOCK_MONOTONIC, os.O_NONBLOCK | os.O_CLOEXEC)
         if fd < 0:
@@ -118,17 +119,14 @@ class OnTimeWake:
 
     def arm(self, at_ns: int) -> None:
         """Readable from ``at_ns`` (``CLOCK_MONOTONIC``) on; the previous arming is
-        forgotten, and with it a readable state it left."""
+        forgotten, and with it a readable state it left. 0: disarmed (the kernel's rule)."""
         value = self._spec.it_value
         value.tv_sec, value.tv_nsec = divmod(at_ns, 1_000_000_000)
         self._settime(self._fd, 1, self._spec, None)   # 1: TFD_TIMER_ABSTIME
         self.armed_ns = at_ns
 
     def disarm(self) -> None:
-        value = self._spec.it_value
-        value.tv_sec = value.tv_nsec = 0
-        self._settime(self._fd, 0, self._spec, None)
-        self.armed_ns = 0
+        self.arm(0)
 
     @property
     def fd(self) -> int:

@@ -37,13 +37,14 @@ class ReservedLines(QLabel):
     def heightForWidth(self, width: int) -> int:
         return max(self._least_height(), super().heightForWidth(width))
 
+    def _at_least(self, size: QSize) -> QSize:
+        return QSize(size.width(), max(size.height(), self._least_height()))
+
     def sizeHint(self) -> QSize:
-        s = super().sizeHint()
-        return QSize(s.width(), max(s.height(), self._least_height()))
+        return self._at_least(super().sizeHint())
 
     def minimumSizeHint(self) -> QSize:
-        s = super().minimumSizeHint()
-        return QSize(s.width(), max(s.height(), self._least_height()))
+        return self._at_least(super().minimumSizeHint())
 
 
 __all__ = ["ReservedLines"]
