@@ -586,6 +586,45 @@ def test_a_burst_goes_in_bounded_chunks_with_progress_and_a_second_click_stops_i
     assert submitted == n + 2                 # the third one's save was stopped: no job
 
 
+def test_a_burst_keeps_its_live_jobs_under_the_cap_and_feeds_the_rest_as_jobs_end(qtbot, monkeypatch):
+    """Finding 9 (issue 19), memory: a burst never takes the scheduler's live jobs over
+    ``BURST_LIVE_MAX`` (the allocator's arenas a 99,999-job peak took stayed after a
+    Reset); it waits for jobs to end, says so, and still submits every job. Checked at
+    every scheduler event (each submit and each end), with a small cap."""
+    import lanemon.ui.lanes.view as view_mod
+
+    cap = 40
+    monkeypatch.setattr(view_mod, "BURST_LIVE_MAX", cap)
+
+    async def scenario(win):
+        win.show_view("lanes")
+        view = win.views["lanes"]
+        c = view.controls
+        s = view.scheduler
+        n = 6 * cap + 3
+        most, waiting_said = [0], []
+
+        def on(_ev):
+            most[0] = max(most[0], s.live_jobs)
+            if "go in as jobs end" in c.notice.text():
+                waiting_said.append(c.notice.text())
+
+        s.events.subscribe(on)
+        c.length.setValue(0.05)
+        c.burst_jobs.setValue(n)
+        c.burst_ws.setValue(n)                    # one job per workspace: nothing waits for a lane
+        c.burst_button.click()
+        await wait_until(lambda: c.notice.text().startswith(f"Burst: {n:,} jobs"), 60)
+        await s.join()
+        return n, most[0], waiting_said, s.jobs_submitted, s.counts().jobs_finished
+
+    rc, (n, most, said, submitted, finished), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert submitted == finished == n
+    assert most == cap                             # the cap reached, never passed
+    assert said and f"at most {cap:,} live at once" in said[0]
+
+
 def test_the_workspaces_table_makes_only_the_rows_in_view_when_there_are_thousands(qtbot, monkeypatch):
     """Finding 9 (issue 19): with thousands of workspaces a refresh makes the workspaces
     table's rows the table shows, not all of them, in one step: the refresh has as many

@@ -445,7 +445,8 @@ class Scheduler:
         self._claims: dict[str, asyncio.Task] = {}  # workspace -> its awaited claim (WouldBlock)
         self._stops: set[asyncio.Task] = set()  # awaited stop requests (WouldBlock)
         self._seq = 0
-        self._idle: asyncio.Future | None = None
+        self._idle: asyncio.Future | None = None  # set when fewer than _wake_below jobs are live
+        self._wake_below = 0                 # (0: nobody waits)
         self._loop_ref: asyncio.AbstractEventLoop | None = None
         self._closing: str | None = None     # aclose's (or a reset's) reason, while no job starts
         self._aclosed = False                # aclose began: closed for good
@@ -826,10 +827,8 @@ class Scheduler:
         if started:
             self._kick(ws)  # may hand the next job to this job's runner task
         job.task = None
-        if not live and self._idle is not None:
-            if not self._idle.done():
-                self._idle.set_result(None)
-            self._idle = None
+        if self._idle is not None and len(live) < self._wake_below:
+            self._wake_waiters()
 
     def _drop(self, job: _Job, started: bool) -> None:
         """An adopted job leaves without running here (see "Adopted jobs"): nothing
@@ -847,10 +846,13 @@ class Scheduler:
         if started:
             self._kick(job.workspace)
         job.task = None
-        if not self._live and self._idle is not None:
-            if not self._idle.done():
-                self._idle.set_result(None)
-            self._idle = None
+        if self._idle is not None and len(self._live) < self._wake_below:
+            self._wake_waiters()
+
+    def _wake_waiters(self) -> None:
+        idle, self._idle, self._wake_below = self._idle, None, 0
+        if not idle.done():
+            idle.set_result(None)
 
     # -- convenience accessors ----------------------------------------------------
     @property
@@ -1207,9 +1209,32 @@ class Scheduler:
             if not self._live:
                 await asyncio.wait(list(self._claims.values()))
                 continue
-            if self._idle is None:
-                self._idle = self._loop().create_future()
-            await asyncio.shield(self._idle)
+            await self._live_drops_below(1)
+
+    async def wait_live_below(self, n: int) -> None:
+        """Return once fewer than ``n`` jobs are live (queued or running here), at once
+        if so now: a feeder's backpressure (the window's burst keeps its live jobs
+        bounded with it).
+
+        Guaranteed: on return ``live_jobs < n`` (nothing ran in between); woken by
+        the job ends that bring it there, whatever ends them (their work, a cancel,
+        ``reset``, ``aclose``), without polling. Not guaranteed: that it stays so
+        (another task may submit before the caller does). Refused: ``n`` not an int
+        >= 1 (``ValueError``: no job count is below 0). Cancelling the wait affects
+        nothing else."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"n must be an int >= 1, not {n!r}")
+        while len(self._live) >= n:
+            await self._live_drops_below(n)
+
+    async def _live_drops_below(self, n: int) -> None:
+        """Wait for the next job end that leaves fewer than ``n`` live (one shared future:
+        the highest threshold asked wakes every waiter, each looks again)."""
+        if self._idle is None:
+            self._idle = self._loop().create_future()
+        if n > self._wake_below:
+            self._wake_below = n
+        await asyncio.shield(self._idle)
 
     @property
     def closed(self) -> bool:

@@ -24,8 +24,9 @@ as many of each as fit, the counts are complete).
 The user's pick is the user's: the job and workspace fields ("Act on") change
 only when the user picks a row or types; a table update that moves rows under
 the current row never changes them. A burst is submitted in chunks
-(``BURST_CHUNK`` jobs and ``BURST_BUDGET_S`` per loop turn at most) with its
-progress said; a second click on Burst stops it. From a burst's start until fewer
+(``BURST_CHUNK`` jobs and ``BURST_BUDGET_S`` per loop turn at most, and never more
+than ``BURST_LIVE_MAX`` live jobs: the rest go in as jobs end) with its progress
+said; a second click on Burst stops it. From a burst's start until fewer
 than ``gc_pace.LIVE_MIN`` jobs are live, the collector is paced (``gc_pace.paced``:
 young passes every 30 ms by the loop, never a full pass). From the window a job's final
 save has at most one hold; Release lets every hold of the picked job go.
@@ -111,6 +112,7 @@ BURST_CHUNK = 200      # a burst submits at most this many jobs per loop turn ..
 BURST_BUDGET_S = 0.004  # ... and stops a turn's chunk after this long (a frame is 16.7 ms);
 BURST_MIN_CHUNK = 16   # the chunk halves (down to this) when the loop's pass between two
 BURST_AWAY_S = 0.008   # chunks took longer than this (the tasks a chunk started run there)
+BURST_LIVE_MAX = 1_000  # a burst submits while fewer jobs than this are live, the rest as they end
 PREPARE_BUDGET_S = 0.001  # per frame: the next snapshot's lane views made ahead (at most ~this)
 MIN_JOB_ROWS = 12      # jobs per list (running / waiting / recent) read per frame, at least
 LEDGER_ROWS = 50       # ledger rows shown (the newest; the count in the title is complete)
@@ -841,8 +843,15 @@ class LanesView(LiveView):
         heartbeat) run before the next chunk; the notice shows the progress. The chunk
         adapts to the time measured between chunks (the loop's pass, where the tasks the
         chunk started take their first steps): over ``BURST_AWAY_S`` it halves (to
-        ``BURST_MIN_CHUNK`` at least), else it grows by a quarter up to ``BURST_CHUNK``. Clicking
-        Burst while a burst is under way stops it: the jobs queued so far stay."""
+        ``BURST_MIN_CHUNK`` at least), else it grows by a quarter up to ``BURST_CHUNK``.
+
+        A chunk never takes the scheduler's live jobs (this burst's and any other) over
+        ``BURST_LIVE_MAX``: past it the burst waits for jobs to end
+        (``Scheduler.wait_live_below``, no polling) and says so. The memory a burst
+        takes is that of ``BURST_LIVE_MAX`` live jobs, not of all N; the allocator's
+        arenas a 99,999-job peak took stayed with the process after a Reset (README
+        "Hours of use"). Clicking Burst while a burst is under way stops it: the jobs
+        queued so far stay."""
         if self._burst is not None and not self._burst.done():
             self._burst.cancel()
             return None
@@ -885,8 +894,13 @@ class LanesView(LiveView):
             size = BURST_CHUNK
             with gc_pace.bulk() as bulk:
                 while len(ids) < n:
+                    want = min(size, n - len(ids), BURST_LIVE_MAX)
+                    if sched.live_jobs + want > BURST_LIVE_MAX:
+                        self._say(f"Burst: {len(ids):,} of {n:,} jobs queued; the rest go in as jobs "
+                                  f"end (at most {BURST_LIVE_MAX:,} live at once)… (Burst again stops it)")
+                        await sched.wait_live_below(BURST_LIVE_MAX - want + 1)
                     t0 = clock()
-                    end = min(n, len(ids) + size)
+                    end = min(n, len(ids) + size, len(ids) + BURST_LIVE_MAX - sched.live_jobs)
                     done = len(ids)
                     while len(ids) < end:
                         ids.append(await submit(q, wss[len(ids)], work))
