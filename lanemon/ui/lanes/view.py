@@ -113,6 +113,11 @@ BURST_BUDGET_S = 0.004  # ... and stops a turn's chunk after this long (a frame 
 BURST_MIN_CHUNK = 16   # the chunk halves (down to this) when the loop's pass between two
 BURST_AWAY_S = 0.008   # chunks took longer than this (the tasks a chunk started run there)
 BURST_LIVE_MAX = 1_000  # a burst submits while fewer jobs than this are live, the rest as they end
+#: what the window's scheduler keeps of finished jobs: half the domain's defaults. A Reset
+#: frees them, but the allocator's arenas they filled during a burst stay with the process
+#: when a few of the window's own objects made meanwhile sit in them (README "Hours of use":
+#: at the defaults ~6 MB of arenas stayed after a 99,999-job burst and Reset, ~3 MB at half)
+WINDOW_BOUNDS = {"keep_finished": 5_000, "history_total": 10_000}
 PREPARE_BUDGET_S = 0.001  # per frame: the next snapshot's lane views made ahead (at most ~this)
 MIN_JOB_ROWS = 12      # jobs per list (running / waiting / recent) read per frame, at least
 LEDGER_ROWS = 50       # ledger rows shown (the newest; the count in the title is complete)
@@ -1134,7 +1139,8 @@ def _spec(ws: str, queue: str, work):
 
 
 def install_lanes_view(window, scheduler: Scheduler | None = None) -> LanesView:
-    """Create the scheduler and the view; add the tab (the window shuts the view down when it closes)."""
-    view = LanesView(scheduler or Scheduler(clock=time.monotonic))
+    """Create the scheduler (``WINDOW_BOUNDS``) and the view; add the tab (the window shuts the
+    view down when it closes)."""
+    view = LanesView(scheduler or Scheduler(clock=time.monotonic, **WINDOW_BOUNDS))
     window.add_view("lanes", "La&nes && queues", view)
     return view

@@ -152,11 +152,12 @@ async def open_lanes_store(url_text: str):
 def scheduler_on(store):
     """The Lanes & queues scheduler keeping its lanes and records in ``store``."""
     from lanemon.lanes import EventHub, Scheduler
+    from lanemon.ui.lanes.view import WINDOW_BOUNDS
 
     hub = EventHub()
-    return Scheduler(lanes=store.lanes, store=store.records(events=hub, keep_finished=10_000,
-                                                             writer=store.session),
-                     events=hub)
+    records = store.records(events=hub, keep_finished=WINDOW_BOUNDS["keep_finished"], writer=store.session)
+    return Scheduler(lanes=store.lanes, store=records, events=hub,
+                     history_total=WINDOW_BOUNDS["history_total"])
 
 
 async def main(window: MainWindow | None = None, store_url: str | None = None, talk=None,
