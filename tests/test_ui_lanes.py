@@ -43,6 +43,13 @@ async def _add(view, ws: str, queue: str, seconds: float, fails: bool = False) -
     return jid
 
 
+def _lanes_tab(win):
+    """The Lanes & queues tab shown: its view, controls and scheduler."""
+    win.show_view("lanes")
+    view = win.views["lanes"]
+    return view, view.controls, view.scheduler
+
+
 def _choose(view, queue: str, jid: int) -> None:
     """Click the job's row: the controls take its number and workspace."""
     t = view.queue_tables[queue]
@@ -436,10 +443,7 @@ def test_act_on_keeps_the_users_pick_while_a_burst_moves_the_rows(qtbot):
     #2 and the workspace field did not change by itself (no change at all was announced);
     Cancel then acts on #2. Regression: rows removed under the current row moved it."""
     async def scenario(win):
-        win.show_view("lanes")
-        view = win.views["lanes"]
-        c = view.controls
-        s = view.scheduler
+        view, c, s = _lanes_tab(win)
         for _ in range(3):
             jid = await _add(view, "ws-01", "reservations", 0.0)
         await wait_until(lambda: _label(view, "reservations", jid) == "succeeded", 10)
@@ -509,10 +513,7 @@ def test_the_timeline_keeps_the_story_and_one_release_lets_one_hold_go(qtbot):
     one Release lets it go and the save completes; after release the held part of the bar
     stays hatched; failed and cancelled runs are marked apart from succeeded ones."""
     async def scenario(win):
-        win.show_view("lanes")
-        view = win.views["lanes"]
-        c = view.controls
-        s = view.scheduler
+        view, c, s = _lanes_tab(win)
         tl = view.timeline
         a = await _add(view, "ws-01", "reservations", 0.2)
         _choose(view, "reservations", a)
@@ -553,10 +554,7 @@ def test_a_burst_goes_in_bounded_chunks_with_progress_and_a_second_click_stops_i
     from lanemon.ui.lanes.view import BURST_CHUNK
 
     async def scenario(win):
-        win.show_view("lanes")
-        view = win.views["lanes"]
-        c = view.controls
-        s = view.scheduler
+        view, c, s = _lanes_tab(win)
         n = 3 * BURST_CHUNK + 7
         c.length.setValue(0.0)
         c.burst_jobs.setValue(n)
@@ -597,10 +595,7 @@ def test_a_burst_keeps_its_live_jobs_under_the_cap_and_feeds_the_rest_as_jobs_en
     monkeypatch.setattr(view_mod, "BURST_LIVE_MAX", cap)
 
     async def scenario(win):
-        win.show_view("lanes")
-        view = win.views["lanes"]
-        c = view.controls
-        s = view.scheduler
+        view, c, s = _lanes_tab(win)
         n = 6 * cap + 3
         most, waiting_said = [0], []
 
@@ -771,10 +766,7 @@ def test_reset_ends_every_job_and_the_tab_shows_the_empty_state(qtbot):
     from lanemon.ui.kit.static_texts import StaticTexts
 
     async def scenario(win):
-        win.show_view("lanes")
-        view = win.views["lanes"]
-        c = view.controls
-        s = view.scheduler
+        view, c, s = _lanes_tab(win)
         win.activateWindow()
         await wait_until(lambda: win.isVisible() and QApplication.activeWindow() is win, 10)
         done_work = GatedWork()
