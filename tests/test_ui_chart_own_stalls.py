@@ -175,3 +175,26 @@ def test_a_runs_label_is_never_hidden_to_make_room_for_the_windows_own(chart):
     c.redraw()
     shown = [label.text() for label in _labels(c)]
     assert any(text.startswith("#1 whole") for text in shown), shown
+
+
+def test_runs_close_together_keep_a_name_each_in_a_short_chart(chart):
+    """At 1024x768 in presenter mode, a whole, a sliced and a worker run a second apart: the
+    third run's label found no free row and hid (its shading unnamed on the Runs tab). A run
+    whose whole label finds no room shows its short form ("#2"), beside the label in its way;
+    none of the run labels overlaps another."""
+    c, hb, clock, phases = chart
+    c.resize(900, 150)                           # a short chart: one label row
+    kinds = ("whole", "sliced", "worker")
+    for i, kind in enumerate(kinds, 1):
+        c.controller.records.append(SimpleNamespace(
+            id=i, kind=kind, label=kind, status="done", t_start=996.0 + 0.5 * i,
+            t_end=996.2 + 0.5 * i, stats=SimpleNamespace(max=100.0 * i)))
+    clock.t = 1000.0
+    labels = [label for label in _labels(c) if label.text().startswith("#")]
+    shown = [label.text() for label in labels]
+    for i, kind in enumerate(kinds, 1):
+        assert any(t.startswith(f"#{i} {kind}") or t == f"#{i}" for t in shown), (i, shown)
+    assert any(t.startswith("#1 whole") for t in shown)         # the first: whole
+    assert any(t in ("#2", "#3") for t in shown), shown         # a later one: short
+    rects = [label.rect() for label in labels]
+    assert not any(a.intersects(b) for k, a in enumerate(rects) for b in rects[k + 1:]), shown

@@ -78,6 +78,7 @@ REF_LINES = ((1000.0 / 60.0, "16.7 ms · one frame", "REF_FRAME", 0.015, (0, 1))
              # left of the middle: the newest runs (right) put their labels near the top there
              (50.0, "50 ms · a long task", "REF_LONG", 0.28, (0, 1)))
 LABEL_ROWS = 4            # rows of run labels at the top of the chart
+SHORT_SLIDE = 4           # a run's short label ("#3") may slide right by this many of its widths
 STATS_EVERY = 8            # frames between text updates (~4 per second)
 # the y axis top: the smallest of these (x a power of ten) above 1.18 x the peak; it shrinks
 # only when a step at most half as high would do (few axis / grid re-renders)
@@ -245,6 +246,7 @@ class HeartbeatChart(QWidget):
         # label drawn over the plot area from a cached pixmap
         self._regions: dict[object, tuple[Span, PlateLabel]] = {}
         self._region_kind: dict[object, str] = {}   # a run's kind by its key (phases and own stalls: none)
+        self._short_labels: dict[int, PlateLabel] = {}   # a run's label's short form ("#3") by its id
         self._region_styles: dict[str | None, tuple] = {}   # _region_style's, for the current look
         self._ref_lines: list[tuple[float, PlateLabel, float]] = []   # ms, label, where (0..1 of x)
         self._shown = None                 # (newest column shown, now, dt) of the last frame
@@ -655,6 +657,7 @@ class HeartbeatChart(QWidget):
                 self._style_phase_region(region, label)
             else:
                 self._style_run_region(kind, region, label)
+                self._style_run_region(kind, region, self._short_labels[key])
         for label in self._block_labels.values():
             self._style_block_label(label)
         if self.programs is not None:
@@ -784,7 +787,8 @@ class HeartbeatChart(QWidget):
         w = self._window_s
         min_s = w / 400            # a very short run stays visible as a sliver
         seen = set()
-        placed = []   # (x0 in pixels, label, priority) for the label layout, any order (LABEL_RUN first)
+        # (x0 in pixels, label, priority, its short form or None) for the label layout, any order
+        placed = []
         px0 = self.area.px_w - 1 - k_now       # pixel x of absolute column k: k + px0
         dt = self._columns.dt
         for rec in reversed(self.controller.records):
@@ -800,7 +804,7 @@ class HeartbeatChart(QWidget):
             elif rec.status != "running":
                 text += f"\n{rec.status}"
             label.set_text(text)
-            placed.append((math.floor(rec.t_start / dt) + px0, label, LABEL_RUN))
+            placed.append((math.floor(rec.t_start / dt) + px0, label, LABEL_RUN, self._short_labels[rec.id]))
         explained: list[tuple[float, float]] = []   # the window's own stalls, labelled already
         for i, ph in enumerate(self.controller.phases):
             end = ph.t_end if ph.t_end is not None else now
@@ -814,7 +818,7 @@ class HeartbeatChart(QWidget):
                 self._new_phase_region(key, ph.label)
             region, label = self._regions[key]
             region.t0, region.t1, region.min_s = ph.t_start, min(end, now), 0.0
-            placed.append((math.floor(ph.t_start / dt) + px0, label, LABEL_PHASE))
+            placed.append((math.floor(ph.t_start / dt) + px0, label, LABEL_PHASE, None))
         if self._own and self._own_in_view(now - w):
             t, _lag = self.heartbeat.recent(w, now)
             for i, (label, t0, t1) in enumerate(self.own_spans(t)[:len(self._own)]):
@@ -828,10 +832,11 @@ class HeartbeatChart(QWidget):
                     self._new_phase_region(key, label)
                 region, text = self._regions[key]
                 region.t0, region.t1, region.min_s = t0, end, min_s
-                placed.append((math.floor(t0 / dt) + px0, text, LABEL_PHASE))
+                placed.append((math.floor(t0 / dt) + px0, text, LABEL_PHASE, None))
         for rid in [r for r in self._regions if r not in seen]:
             self._regions.pop(rid)
             self._region_kind.pop(rid, None)
+            self._short_labels.pop(rid, None)
         blocks = set()
         for block in self.own_blocks:
             b_end = block.t_start + block.duration_ms / 1000.0
@@ -844,11 +849,12 @@ class HeartbeatChart(QWidget):
             label = self._block_labels.get(bid)
             if label is None:
                 label = self._block_labels[bid] = self._new_block_label(self.own_block_text(block))
-            placed.append((math.floor(block.t_start / dt) + px0, label, LABEL_BLOCK))
+            placed.append((math.floor(block.t_start / dt) + px0, label, LABEL_BLOCK, None))
         for bid in [b for b in self._block_labels if b not in blocks]:
             self._block_labels.pop(bid)
         self._layout_labels(placed)
-        self._labels_now = [label for _ms, label, _where in self._ref_lines] + [p[1] for p in placed]
+        self._labels_now = ([label for _ms, label, _where in self._ref_lines] + [p[1] for p in placed]
+                            + [p[3] for p in placed if p[3] is not None])
         return [span for span, _label in self._regions.values()]
 
     def _own_in_view(self, t0: float) -> bool:
@@ -873,13 +879,17 @@ class HeartbeatChart(QWidget):
     def _layout_labels(self, placed) -> None:
         """By priority (runs, then unexplained blocks, then phases and the window's own
         stalls), left to right within one, each label takes the highest row where it overlaps
-        no label placed before it; else it hides. A run's label is never hidden to make room
-        for a start-up's or a toggle's. (Pixels of the plot area, y downwards.)"""
+        no label placed before it; a run's label that finds none tries its short form (``#3``,
+        in the run's colour), at its place or just after a label in its way (``SHORT_SLIDE``
+        of its widths at most): the run is still named where runs close together leave no
+        room for their whole labels, as in presenter mode on a 768-px screen; else it hides. A run's label is never
+        hidden to make room for a start-up's or a toggle's. (Pixels of the plot area, y
+        downwards.)"""
         if not placed:      # nothing in view (an idle frame): no row to work out
             return
         width, height = float(self.area.px_w), float(max(1, self.area.px_h))
         # a row is as tall as the tallest label (large type: taller than 15% of the chart)
-        tallest = max((label.size()[1] for _, label, _ in placed), default=0.0)
+        tallest = max((p[1].size()[1] for p in placed), default=0.0)
         row_h = max(0.15 * height, tallest + 2)
         rows = max(1, min(LABEL_ROWS, int(0.75 * height / row_h)))
         taken: list[list[tuple[float, float]]] = [[] for _ in range(rows)]   # (x0, x1) per row
@@ -887,19 +897,32 @@ class HeartbeatChart(QWidget):
         # rather than cover one
         fixed = [label.box() for _ms, label, _where in self._ref_lines if label.isVisible()]
         fixed = [(x, x + fw, y, y + fh) for x, y, fw, fh in fixed]
-        for x0, label, _priority in sorted(placed, key=_BY_PRIORITY_THEN_X):
+
+        def place(x0: float, label: PlateLabel, slide: float = 0.0) -> bool:
+            # at x0, or (``slide``) just after a label in the way, at most ``slide`` px further
             lw, lh = label.size()
             x = max(0.0, min(float(x0), width - lw))   # keep the whole label inside the chart
             for row in range(rows):
                 y = math.floor(0.01 * height + row_h * row)
-                if not any(x < t1 and t0 < x + lw for t0, t1 in taken[row]) and not any(
-                        x < fx1 and fx0 < x + lw and y < fy1 and fy0 < y + lh for fx0, fx1, fy0, fy1 in fixed):
-                    taken[row].append((x, x + lw))
-                    label.setPos(x, y)
-                    label.setVisible(True)
-                    break
-            else:
-                label.setVisible(False)
+                at = [x] + sorted(t1 + 2 for _t0, t1 in taken[row] if x < t1 + 2 <= min(x + slide, width - lw))
+                for xc in at:
+                    if not any(xc < t1 and t0 < xc + lw for t0, t1 in taken[row]) and not any(
+                            xc < fx1 and fx0 < xc + lw and y < fy1 and fy0 < y + lh
+                            for fx0, fx1, fy0, fy1 in fixed):
+                        taken[row].append((xc, xc + lw))
+                        label.setPos(xc, y)
+                        label.setVisible(True)
+                        return True
+            label.setVisible(False)
+            return False
+
+        for x0, label, _priority, short in sorted(placed, key=_BY_PRIORITY_THEN_X):
+            whole = place(x0, label)
+            if short is not None:
+                if whole:
+                    short.setVisible(False)
+                else:                # beside the labels in its way, in its run's colour
+                    place(x0, short, SHORT_SLIDE * short.size()[0])
 
     def _new_phase_region(self, key, text: str) -> None:
         label = PlateLabel(text.replace(" worker", "\nworker"))
@@ -937,6 +960,8 @@ class HeartbeatChart(QWidget):
         label = PlateLabel("")
         region = Span(rec.id, self._region_style(rec.kind)[0])
         self._style_run_region(rec.kind, region, label)
+        self._short_labels[rec.id] = short = PlateLabel(f"#{rec.id}")
+        self._style_run_region(rec.kind, region, short)
         self._regions[rec.id] = (region, label)
         self._region_kind[rec.id] = rec.kind
         return region, label
