@@ -116,7 +116,8 @@ BURST_LIVE_MAX = 1_000  # a burst submits while fewer jobs than this are live, t
 #: what the window's scheduler keeps of finished jobs: half the domain's defaults. A Reset
 #: frees them, but the allocator's arenas they filled during a burst stay with the process
 #: when a few of the window's own objects made meanwhile sit in them (README "Hours of use":
-#: at the defaults ~6 MB of arenas stayed after a 99,999-job burst and Reset, ~3 MB at half)
+#: with the burst's cap, RSS +9-10 MB stayed after a 99,999-job burst's Reset at the defaults,
+#: +4-5 MB at half)
 WINDOW_BOUNDS = {"keep_finished": 5_000, "history_total": 10_000}
 PREPARE_BUDGET_S = 0.001  # per frame: the next snapshot's lane views made ahead (at most ~this)
 MIN_JOB_ROWS = 12      # jobs per list (running / waiting / recent) read per frame, at least
