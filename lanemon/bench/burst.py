@@ -188,12 +188,8 @@ async def _burst(win, view, where: _Where, out, i: int) -> dict:
     cpu = max(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 0
     had = pin_this_thread({cpu})
     try:
-        machine = MachineStalls(cpu)
-        try:
+        with MachineStalls(cpu) as machine:      # (stopped on the way out if the burst failed)
             return await _burst_pinned(win, view, where, i, machine)
-        finally:
-            if not machine.stopped:
-                machine.stop()
     finally:
         if had is not None:
             pin_this_thread(had)

@@ -656,8 +656,7 @@ class HeartbeatChart(QWidget):
             if kind is None:
                 self._style_phase_region(region, label)
             else:
-                self._style_run_region(kind, region, label)
-                self._style_run_region(kind, region, self._short_labels[key])
+                self._style_run_region(kind, region, label, self._short_labels[key])
         for label in self._block_labels.values():
             self._style_block_label(label)
         if self.programs is not None:
@@ -882,9 +881,9 @@ class HeartbeatChart(QWidget):
         no label placed before it; a run's label that finds none tries its short form (``#3``,
         in the run's colour), at its place or just after a label in its way (``SHORT_SLIDE``
         of its widths at most): the run is still named where runs close together leave no
-        room for their whole labels, as in presenter mode on a 768-px screen; else it hides. A run's label is never
-        hidden to make room for a start-up's or a toggle's. (Pixels of the plot area, y
-        downwards.)"""
+        room for their whole labels, as in presenter mode on a 768-px screen; else it hides.
+        A run's label is never hidden to make room for a start-up's or a toggle's. (Pixels of
+        the plot area, y downwards.)"""
         if not placed:      # nothing in view (an idle frame): no row to work out
             return
         width, height = float(self.area.px_w), float(max(1, self.area.px_h))
@@ -959,18 +958,18 @@ class HeartbeatChart(QWidget):
     def _new_region(self, rec):
         label = PlateLabel("")
         region = Span(rec.id, self._region_style(rec.kind)[0])
-        self._style_run_region(rec.kind, region, label)
         self._short_labels[rec.id] = short = PlateLabel(f"#{rec.id}")
-        self._style_run_region(rec.kind, region, short)
+        self._style_run_region(rec.kind, region, label, short)
         self._regions[rec.id] = (region, label)
         self._region_kind[rec.id] = rec.kind
         return region, label
 
-    def _style_run_region(self, kind: str, region: Span, label: PlateLabel) -> None:
+    def _style_run_region(self, kind: str, region: Span, *labels: PlateLabel) -> None:
         style, color, fill, font = self._region_style(kind)
         region.style = style
-        label.set_colors(color, fill)
-        label.setFont(font)
+        for label in labels:
+            label.set_colors(color, fill)
+            label.setFont(font)
 
     def _update_text(self, lag: np.ndarray, left_out: bool = False) -> None:
         s = lag_stats(lag)
