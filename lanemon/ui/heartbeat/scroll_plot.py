@@ -294,6 +294,7 @@ class ScrollPlot(QWidget):
         self._fixed_labels: list[PlateLabel] = []
         self._full = True                    # the whole ring needs painting
         self.overlay: Callable[[QPainter], None] | None = None   # drawn over everything, each paint
+        self._bare = False                   # paint the ring only (set_bare)
         #: pixel columns painted into the ring so far (what tests count; no timing)
         self.painted_columns = 0
         #: full repaints of the ring so far
@@ -346,6 +347,15 @@ class ScrollPlot(QWidget):
         if self._asked is None:
             return None
         return [r if isinstance(r, QRect) else QRect(*r) for r in self._asked]
+
+    def set_bare(self, on: bool) -> None:
+        """While ``on``, a paint copies the ring's pixels to what is repainted and draws nothing
+        over them (no grid, reference lines, overlay or labels); frames go on as before. This
+        is ``lanemon bench ui``'s floor for the chart's frame: what Qt itself takes to repaint
+        the rectangles a frame asks for, with one image copy. Turning it off repaints all."""
+        self._bare = bool(on)
+        if not on:
+            self.update()
 
     # --- geometry ----------------------------------------------------------------------
     @property
@@ -849,7 +859,8 @@ class ScrollPlot(QWidget):
             p.end()
             return
         self._paint_ring(p, ring, (k - w + 1) % w, w, 0, 0, w, h)   # (Qt clips to what is repainted)
-        self._paint_fixed(p, event.rect())
+        if not self._bare:
+            self._paint_fixed(p, event.rect())
         p.end()
 
     @staticmethod
