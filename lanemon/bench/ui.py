@@ -146,6 +146,20 @@ def _paint_pending() -> None:
         send(None, kind)
 
 
+def _timed(slot, costs: list[float], then=None):
+    """``slot`` as a frame tick that appends its cost to ``costs``: CPU time of the GUI
+    thread in ms, the paint it caused included (``_paint_pending``); then calls ``then()``
+    if given (not timed)."""
+    def tick() -> None:
+        t0 = time.thread_time()
+        slot()
+        _paint_pending()
+        costs.append((time.thread_time() - t0) * 1000.0)
+        if then is not None:
+            then()
+    return tick
+
+
 async def _frames_as_they_run(window, key: str | None, seconds: float) -> dict[str, list[float]]:
     """The window's own frame work for ``seconds``, as it runs: every tick of the chart's
     and the shown view's frame timers, each timed with the paint it caused.
@@ -158,17 +172,9 @@ async def _frames_as_they_run(window, key: str | None, seconds: float) -> dict[s
         owners[key] = (view.frame_timer, view.frame)
     ticks: dict[str, list[float]] = {name: [] for name in owners}
 
-    def timed(name, slot):
-        def tick() -> None:
-            t0 = time.thread_time()
-            slot()
-            _paint_pending()
-            ticks[name].append((time.thread_time() - t0) * 1000.0)
-        return tick
-
     swapped = []
     for name, (timer, slot) in owners.items():
-        wrapper = timed(name, slot)
+        wrapper = _timed(slot, ticks[name])
         timer.timeout.disconnect(slot)
         timer.timeout.connect(wrapper)
         swapped.append((timer, slot, wrapper))
@@ -198,20 +204,12 @@ async def _chart_idle_and_bare(window, alternations: int, seconds: float) -> tup
     bare: list[float] = []
     asked: list[list] = []
 
-    def frame() -> None:
-        t0 = time.thread_time()
-        slot()
-        _paint_pending()
-        frames.append((time.thread_time() - t0) * 1000.0)
-        asked.append(area.update_region or [])
-
-    def bare_frame() -> None:
-        rects = asked[len(bare) % len(asked)]
-        t0 = time.thread_time()
-        for r in rects:
+    def ask_again() -> None:
+        for r in asked[len(bare) % len(asked)] if asked else ():
             area.update(r)
-        _paint_pending()
-        bare.append((time.thread_time() - t0) * 1000.0)
+
+    frame = _timed(slot, frames, lambda: asked.append(area.update_region or []))
+    bare_frame = _timed(ask_again, bare)
 
     running = slot                                 # what the chart's timer calls now
 
