@@ -155,12 +155,15 @@ def _rendered(c) -> np.ndarray:
     return np.frombuffer(image.constBits(), np.uint8).reshape(image.height(), image.bytesPerLine() // 4, 4).copy()
 
 
+@pytest.mark.parametrize("between", [False, True], ids=["alone", "paints-between-turns"])
 @pytest.mark.parametrize("mode", ["skyline", "scroll"])
-def test_the_screen_after_many_frames_equals_the_area_painted_whole(chart, monkeypatch, mode):
+def test_the_screen_after_many_frames_equals_the_area_painted_whole(chart, monkeypatch, mode, between):
     """Each frame repaints only part of the screen: the curve's skyline, the spans' edges and the
     moving labels; or the screen's pixels are moved and the new columns and what stays in place
     (grid lines, reference lines and their labels) repainted. What is shown must still be the
-    whole picture, either way."""
+    whole picture, either way; also when, between a frame's turns (``HeartbeatChart.frame``),
+    something else paints part of the area (``between``: a random rectangle after each step,
+    so between the ring's new pixels and the scroll that follows them too)."""
     from lanemon.ui.heartbeat.own_watchdog import OwnBlock
     from lanemon.ui.heartbeat.scroll_plot import ScrollPlot
 
@@ -168,6 +171,12 @@ def test_the_screen_after_many_frames_equals_the_area_painted_whole(chart, monke
     c, hb, clock, controller = chart
     rs = np.random.RandomState(11)
     seen = set()
+    if between:
+        def paint_after(step):
+            step()
+            c.area.repaint(rs.randint(0, c.area.width() - 40), rs.randint(0, c.area.height() - 30), 40, 30)
+
+        monkeypatch.setattr(c.turns, "call", paint_after)   # (undone after: no cycle left behind)
 
     def frames(n, stall_at=None):
         for i in range(n):

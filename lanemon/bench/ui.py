@@ -44,6 +44,7 @@ import gc
 import random
 import statistics
 import time
+from contextlib import ExitStack, contextmanager
 
 from lanemon.bench._common import load_text
 from lanemon.bench._window import bare_loop, control_report, floor_segment, run_window, settled
@@ -146,44 +147,75 @@ def _paint_pending() -> None:
         send(None, kind)
 
 
-def _timed(slot, costs: list[float], then=None):
-    """``slot`` as a frame tick that appends its cost to ``costs``: CPU time of the GUI
-    thread in ms, the paint it caused included (``_paint_pending``); then calls ``then()``
-    if given (not timed)."""
-    def tick() -> None:
+class _Frames:
+    """Frame ticks timed as they run, each cost appended to ``costs``: CPU time of the GUI
+    thread in ms, the paint it caused included (``_paint_pending``), then ``then()`` if
+    given (not timed). A frame done in turns of the loop (``kit.turns``: the chart's) is
+    one cost, its steps' summed (the paint each step caused included)."""
+
+    def __init__(self, costs: list[float], then=None) -> None:
+        self._costs = costs
+        self._then = then
+        self._spent = 0.0                  # the steps of the frame under way so far, s
+
+    def step(self, slot, done: bool = True) -> None:
         t0 = time.thread_time()
         slot()
         _paint_pending()
-        costs.append((time.thread_time() - t0) * 1000.0)
-        if then is not None:
-            then()
-    return tick
+        self._spent += time.thread_time() - t0
+        if done:
+            self._costs.append(self._spent * 1000.0)
+            self._spent = 0.0
+            if self._then is not None:
+                self._then()
+
+    def tick(self, slot):
+        """``slot`` as a frame tick timed whole."""
+        return lambda: self.step(slot)
+
+    @contextmanager
+    def turns(self, turns):
+        """Every run of ``turns`` (a ``kit.turns.Turns``) in the block timed as one frame (one
+        under way at the block's end is finished then, at once, and counted)."""
+        from lanemon.ui.kit.turns import call_step
+
+        turns.call = lambda step: self.step(step, not turns.pending)
+        try:
+            yield
+        finally:
+            try:
+                turns.finish()
+            finally:
+                turns.call = call_step
+
+
+@contextmanager
+def _slot_swapped(timer, slot, wrapper):
+    """``timer`` calls ``wrapper`` instead of ``slot`` in the block."""
+    timer.timeout.disconnect(slot)
+    timer.timeout.connect(wrapper)
+    try:
+        yield
+    finally:
+        timer.timeout.disconnect(wrapper)
+        timer.timeout.connect(slot)
 
 
 async def _frames_as_they_run(window, key: str | None, seconds: float) -> dict[str, list[float]]:
-    """The window's own frame work for ``seconds``, as it runs: every tick of the chart's
-    and the shown view's frame timers, each timed with the paint it caused.
+    """The window's own frame work for ``seconds``, as it runs: every frame of the chart (its
+    turns together) and every tick of the shown view's frame timer, each timed with the paint
+    it caused.
 
     Every view is a ``LiveView``: its ``frame_timer`` calls its ``frame``; ``key=None``:
-    the chart's alone. Returns each timer's tick costs in ms, sorted: ``{"chart": [...], key: [...]}``."""
-    owners = {"chart": (window.chart.frame_timer, window.chart.redraw)}
-    if key is not None:
-        view = window.views[key]
-        owners[key] = (view.frame_timer, view.frame)
-    ticks: dict[str, list[float]] = {name: [] for name in owners}
-
-    swapped = []
-    for name, (timer, slot) in owners.items():
-        wrapper = _timed(slot, ticks[name])
-        timer.timeout.disconnect(slot)
-        timer.timeout.connect(wrapper)
-        swapped.append((timer, slot, wrapper))
-    try:
+    the chart's alone. Returns each one's frame costs in ms, sorted: ``{"chart": [...], key: [...]}``."""
+    ticks: dict[str, list[float]] = {"chart": []}
+    with ExitStack() as timing:
+        timing.enter_context(_Frames(ticks["chart"]).turns(window.chart.turns))
+        if key is not None:
+            view = window.views[key]
+            ticks[key] = []
+            timing.enter_context(_slot_swapped(view.frame_timer, view.frame, _Frames(ticks[key]).tick(view.frame)))
         await asyncio.sleep(seconds)
-    finally:
-        for timer, slot, wrapper in swapped:
-            timer.timeout.disconnect(wrapper)
-            timer.timeout.connect(slot)
     return {name: sorted(costs) for name, costs in ticks.items()}
 
 
@@ -191,15 +223,15 @@ async def _chart_idle_and_bare(window, alternations: int, seconds: float) -> tup
     """The chart's idle frame as it runs, and its floor measured alongside: the same
     repaints, bare.
 
-    ``alternations`` times: ``seconds`` of the chart's frames as they run, each tick timed
-    with the paint it caused (as ``_frames_as_they_run``), then ``seconds`` of bare frames:
-    each tick of the same timer asks the plot area to repaint the rectangles one of the
-    chart's frames just asked for (in turn), and the area's paint only copies its picture
-    (``ScrollPlot.set_bare``), with no chart logic. A bare frame is what Qt itself takes,
-    on this machine now, to repaint what an idle frame repaints. Returns both lists of tick
-    costs in ms, sorted."""
+    ``alternations`` times: ``seconds`` of the chart's frames as they run, each timed with
+    the paint it caused (its turns together, as ``_frames_as_they_run``), then ``seconds``
+    of bare frames: each tick of the same timer asks the plot area to repaint the
+    rectangles one of the chart's frames just asked for (in turn), and the area's paint
+    only copies its picture (``ScrollPlot.set_bare``), with no chart logic. A bare frame is
+    what Qt itself takes, on this machine now, to repaint what an idle frame repaints.
+    Returns both lists of costs in ms, sorted."""
     chart = window.chart
-    area, timer, slot = chart.area, chart.frame_timer, chart.redraw
+    area, timer = chart.area, chart.frame_timer
     frames: list[float] = []
     bare: list[float] = []
     asked: list[list] = []
@@ -208,29 +240,17 @@ async def _chart_idle_and_bare(window, alternations: int, seconds: float) -> tup
         for r in asked[len(bare) % len(asked)] if asked else ():
             area.update(r)
 
-    frame = _timed(slot, frames, lambda: asked.append(area.update_region or []))
-    bare_frame = _timed(ask_again, bare)
-
-    running = slot                                 # what the chart's timer calls now
-
-    def run(what) -> None:
-        nonlocal running
-        timer.timeout.disconnect(running)
-        timer.timeout.connect(what)
-        if (what is bare_frame) != (running is bare_frame):
-            area.set_bare(what is bare_frame)     # (off: all repainted once, before a segment's settling)
-        running = what
-
-    try:
-        for _ in range(alternations):
-            await asyncio.sleep(SETTLE_S)          # (the chart's own frames: a resume's catch-up, not counted)
-            run(frame)
+    timed = _Frames(frames, lambda: asked.append(area.update_region or []))
+    for _ in range(alternations):
+        await asyncio.sleep(SETTLE_S)          # (the chart's own frames: a resume's catch-up, not counted)
+        with timed.turns(chart.turns):
             await asyncio.sleep(seconds)
-            run(bare_frame)
-            await asyncio.sleep(seconds)
-            run(slot)
-    finally:
-        run(slot)
+        area.set_bare(True)
+        try:
+            with _slot_swapped(timer, chart.frame, _Frames(bare).tick(ask_again)):
+                await asyncio.sleep(seconds)
+        finally:
+            area.set_bare(False)               # (all repainted once, before the next settling)
     return sorted(frames), sorted(bare)
 
 

@@ -69,6 +69,7 @@ from lanemon.ui.heartbeat.y_scale import YScale
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.chart_items import live_plot
 from lanemon.ui.kit.live_label import LiveLabel, figure_parts
+from lanemon.ui.kit.turns import Turns
 from lanemon.ui.runs.controller import RunController
 
 FPS = 30
@@ -332,6 +333,9 @@ class HeartbeatChart(QWidget):
         # the loop was blocked) and the translucent area under it, the labels (scroll_plot)
         self.area = ScrollPlot(self.plot.viewport())
         self.area.resized.connect(self._plot_resized)
+        #: a frame's steps, one turn of the loop each (``frame``; ``kit.turns``)
+        self.turns = Turns(self)
+        self._frame_now: tuple | None = None   # (now, k_now, changed, spans): the data step's, for the next
         #: the curve last shown: ``xData`` (s ago) and ``yData`` (view coordinates)
         self.trace = ShownCurve(self)
         vb = item.getViewBox()
@@ -354,7 +358,7 @@ class HeartbeatChart(QWidget):
 
         self.frame_timer = QTimer(self)
         self.frame_timer.setInterval(int(1000 / FPS))
-        self.frame_timer.timeout.connect(self.redraw)
+        self.frame_timer.timeout.connect(self.frame)
 
     # --- public ----------------------------------------------------------------------
     def start(self) -> None:
@@ -665,13 +669,31 @@ class HeartbeatChart(QWidget):
         self._drawn = None
 
     # --- drawing ----------------------------------------------------------------------
+    def frame(self) -> None:
+        """The frame tick (what ``frame_timer`` calls): ``redraw``'s frame in turns of the loop
+        (``kit.turns``), so that a heartbeat tick due meanwhile waits for one step, not the
+        whole frame: the data (new ticks, y range, runs and labels), then the ring's pixels,
+        then the repaint asked of Qt (its paint follows at once), then, every
+        ``STATS_EVERY`` frames, the figures in the header. A frame whose steps remain when
+        the next one starts (or when ``redraw`` is called) is finished first, at once."""
+        if self._frame % STATS_EVERY:
+            self.turns.start((self._frame_data, self._frame_pixels, self.area.present))
+        else:
+            self.turns.start((self._frame_data, self._frame_pixels, self.area.present, self._frame_figures))
+
     def redraw(self) -> None:
-        """One frame: curve, fill, y range, runs, now and then the live figures.
+        """One frame, now: curve, fill, y range, runs, now and then the live figures.
 
         Only what changed is touched: the plot area paints the columns new in view and those
         where something changed (``ScrollPlot.show_frame``); when paused (the picture is
         frozen) nothing moves unless the window, the scale or the plot's size changes; the y
         range moves on a coarse ladder (``nice_top``)."""
+        self.frame()
+        self.turns.finish()
+
+    def _frame_data(self) -> None:
+        """A frame's first step: the new ticks folded in, the y range, the runs' spans and
+        labels (what ``_frame_pixels`` shows)."""
         now = self._paused_at if self._paused_at is not None else time.perf_counter()
         w = self._window_s
         columns, changed = self._fold_in_ticks(now)
@@ -706,12 +728,20 @@ class HeartbeatChart(QWidget):
             if want > top_ms or want <= SHRINK_BELOW * top_ms:
                 self._set_top(want)
         spans = self._draw_runs(now, k_now)
-        area.show_frame(k_now, self._curve, changed, spans, self._labels_now)
-
-        if self._frame % STATS_EVERY == 0:
-            t, lag, _later = self._shown_ticks(w, now)
-            self._update_text(*self._without_own(t, lag))
+        self._frame_now = (now, k_now, changed, spans)
         self._frame += 1
+
+    def _frame_pixels(self) -> None:
+        """A frame's second step: the ring's new pixels, and what to repaint worked out (the
+        third step, ``ScrollPlot.present``, asks Qt for it)."""
+        _now, k_now, changed, spans = self._frame_now
+        self.area.show_frame(k_now, self._curve, changed, spans, self._labels_now)
+
+    def _frame_figures(self) -> None:
+        """A frame's last step, every ``STATS_EVERY`` frames: the header's figures."""
+        now = self._frame_now[0]
+        t, lag, _later = self._shown_ticks(self._window_s, now)
+        self._update_text(*self._without_own(t, lag))
 
     def _shown_ticks(self, seconds: float, now: float) -> tuple[np.ndarray, np.ndarray, int]:
         """The ticks of the ``seconds`` before ``now``; while paused, none after the pause

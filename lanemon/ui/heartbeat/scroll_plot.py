@@ -57,6 +57,11 @@ same inside of a span. So a frame asks Qt to repaint only (``update_region``,
   labels not moving with the picture) are repainted.
 - "whole": after a full repaint of the ring, or while an overlay is drawn.
 
+``show_frame`` paints the ring and works that out; ``present()`` asks Qt for it
+(the scroll included). The chart calls them in two turns of the loop
+(``kit.turns``), so a heartbeat tick due meanwhile waits for one of them, not
+both and the paint after them.
+
 The widget is opaque (``WA_OpaquePaintEvent``): repainting it repaints
 nothing beneath, and it lies over the plot's ``QGraphicsView``, whose axes
 are repainted only when they change.
@@ -82,6 +87,7 @@ BLOCK = 32         # columns per block of the repainted skyline (merged into few
 MERGE_PX = 2048    # neighbouring blocks share a rectangle while that repaints fewer extra pixels
 STRIP = 64         # columns of the background-and-grid image a frame's new columns are copied from
 STEP = 8           # a block's top rounded up to this many rows (neighbours merge more often)
+_WHOLE = object()   # a frame's plan (ScrollPlot.present): repaint all
 _NO_PEN = Qt.PenStyle.NoPen   # (a PySide enum member read per paint is a Python-level lookup)
 
 
@@ -281,6 +287,11 @@ class ScrollPlot(QWidget):
         self._label_rects: list[tuple[PlateLabel, tuple]] = []   # the moving labels, as drawn last frame (look)
         self._overlay_seen = False           # was an overlay drawn last frame?
         self._asked: list | None = None      # what the last frame asked to repaint (update_region)
+        # what the last frame has yet to ask Qt to repaint (present): None (nothing), _WHOLE,
+        # (shift, rectangles) for a scroll, or a list of (x, y, width, height)
+        self._plan: object = None
+        self._paints = 0                     # paint events so far
+        self._paints_at_frame = 0            # ... as of the last frame's show_frame
         self._vgrid_s: list[float] = []      # vertical grid lines, seconds ago
         self._vlines: list[int] = []         # the vertical grid lines' x
         self._vline_rects: list[QRect] = []  # ... as full-height one-pixel rectangles (Qt clips them)
@@ -401,8 +412,11 @@ class ScrollPlot(QWidget):
         from ``curve`` where they are painted (``Curve``; the columns shown are
         ``k_now - width .. k_now``), the first column whose maximum changed since the last
         frame (``None``: none did), the spans in view and the labels to draw (placed in
-        pixels). Paints what changed into the ring (see the module docstring) and asks for a
-        repaint."""
+        pixels). Paints what changed into the ring (see the module docstring) and works out
+        what to repaint on screen; ``present()`` asks Qt for it (the chart does so in the
+        loop's next turn: ``kit.turns``)."""
+        if self._plan is not None:
+            self.present()                        # (the frame before: never lost)
         w, h = self.px_w, self.px_h
         self._labels = labels
         self._curve = curve
@@ -442,12 +456,13 @@ class ScrollPlot(QWidget):
                 ranges.append((held if held is not None else first, k_now))
             ranges.extend(self._span_changes(spans))
         painted = self._paint_ranges(ranges, first, k_now)
-        self._ask_repaint(old_spans, old_k, labels, full or painted >= w, painted > 0)
+        self._paints_at_frame = self._paints
+        self._plan_repaint(old_spans, old_k, labels, full or painted >= w, painted > 0)
         self._blocks_ok = True
 
-    def _ask_repaint(self, old_spans: dict, old_k: int | None,
-                     labels: list[PlateLabel], full: bool, painted: bool) -> None:
-        """Ask to repaint what changed on screen as the picture shifted (see the module
+    def _plan_repaint(self, old_spans: dict, old_k: int | None,
+                      labels: list[PlateLabel], full: bool, painted: bool) -> None:
+        """Work out what to repaint of what changed on screen as the picture shifted (see the module
         docstring): all of it after a full repaint of the ring or with an overlay; else the
         band from the curve's highest point (this frame's or the last's) down, the columns
         between where each span's edge was and is, and where the moving labels were and are.
@@ -469,7 +484,7 @@ class ScrollPlot(QWidget):
             self._forget_blocks(k - w + 1)
             self._asked = [(0, 0, w, h)]
             self.last_repaint = "whole"
-            self.update()
+            self._plan = _WHOLE
             return
         shift = k - old_k
         region = []
@@ -510,9 +525,31 @@ class ScrollPlot(QWidget):
         region += [look[0] for look in was.values()]   # labels no longer shown
         self._asked = region
         self.last_repaint = "skyline"
-        update = self.update
-        for x, y, rw, rh in region:       # Qt gathers them (and clips them to the widget)
-            update(x, y, rw, rh)
+        self._plan = region
+
+    def present(self) -> None:
+        """Ask Qt to repaint what the last ``show_frame`` changed on screen (the paint follows
+        in the loop's next turn); nothing if that is done already. ``show_frame`` presents
+        the frame before it first, so no frame's repaint is ever lost. A scroll whose screen
+        was partly painted since its frame (a paint between the frame and this call showed
+        the new picture there: moving it would move it twice) repaints all instead."""
+        plan, self._plan = self._plan, None
+        if plan is None:
+            return
+        if plan is _WHOLE:
+            self.update()
+        elif isinstance(plan, tuple):                # a scroll: (shift, rectangles)
+            if self._paints != self._paints_at_frame:
+                self.update()
+                return
+            shift, rects = plan
+            self.scroll(-shift, 0)
+            for r in rects:
+                self.update(r)
+        else:
+            update = self.update
+            for x, y, rw, rh in plan:     # Qt gathers them (and clips them to the widget)
+                update(x, y, rw, rh)
 
     def _forget_blocks(self, first: int) -> None:
         """Drop the blocks wholly before column ``first`` (scrolled out)."""
@@ -561,7 +598,7 @@ class ScrollPlot(QWidget):
     def _note_tops(self, a: int, b: int, first: int, last: int) -> None:
         """Columns ``a..b`` (absolute) were painted: their blocks' tops (the highest row of the
         curve among their columns in view ``first..last``) take them in. A block's top is
-        never lowered here (see ``_ask_repaint``); a full paint starts them again."""
+        never lowered here (see ``_plan_repaint``); a full paint starts them again."""
         tops, w, blk = self._tops, self.px_w, BLOCK
         block_tops = self._block_tops
         for kb in range(a // blk, b // blk + 1):
@@ -600,9 +637,7 @@ class ScrollPlot(QWidget):
                 if old is not None:
                     rects.append(old.translated(-shift, 0))
         rects += [r.translated(-shift, 0) for r in was.values()]   # labels no longer shown
-        self.scroll(-shift, 0)
-        for r in rects:
-            self.update(r)
+        self._plan = (shift, rects)
         self._asked = [QRect(w - shift, 0, shift, h), *rects]
         self.last_repaint = "scroll"
 
@@ -850,6 +885,7 @@ class ScrollPlot(QWidget):
         self.resized.emit()
 
     def paintEvent(self, event) -> None:
+        self._paints += 1
         p = QPainter(self)
         ring, k = self._ring, self._k
         w, h = self.px_w, self.px_h
