@@ -1,7 +1,8 @@
 """``LiveView``: the one refresh mechanism the window's views share.
 
-Ticks are driven by calling ``frame()`` (the frame timer stopped), so what a
-tick does is decided by the mechanism, not by the machine's speed.
+Ticks are driven by calling ``frame()`` (the frame timer stopped) and then running its
+step, which ``frame`` leaves for the loop's next turn (``_tick``), so what a tick does is
+decided by the mechanism, not by the machine's speed.
 """
 
 from __future__ import annotations
@@ -47,6 +48,12 @@ class Probe(LiveView):
         self.log.append("fonts")
 
 
+def _tick(view: LiveView) -> None:
+    """One tick, its step included (``frame`` runs the step in the loop's next turn)."""
+    view.frame()
+    view.turns.finish()
+
+
 def _shown(qtbot, view: LiveView) -> LiveView:
     qtbot.addWidget(view)
     view.show()
@@ -59,7 +66,7 @@ def test_a_refresh_is_spread_one_step_per_tick_and_the_next_waits_for_its_last_s
     v = _shown(qtbot, Probe(steps=3))
     for _ in range(7):
         v.mark_dirty()            # events before every tick, and the text rate allows a refresh
-        v.frame()
+        _tick(v)
     # r1 is the refresh started by showing the view (urgent); each later one starts only
     # after every step of the one before was shown
     assert v.log == ["r1.0!", "r1.1!", "r1.2!", "r2.0", "r2.1", "r2.2", "r3.0"]
@@ -68,14 +75,14 @@ def test_a_refresh_is_spread_one_step_per_tick_and_the_next_waits_for_its_last_s
 def test_an_urgent_mark_starts_over_at_once_and_the_throttle_holds_the_others(qtbot):
     v = _shown(qtbot, Probe(steps=3))
     v.TEXT_FPS = NEVER
-    v.frame()
+    _tick(v)
     v.mark_dirty()                # not urgent: the throttle never allows it
-    v.frame()
+    _tick(v)
     v.mark_dirty(urgent=True)     # a control was used: a fresh refresh on the next tick
-    v.frame()
-    v.frame()
-    v.frame()
-    v.frame()
+    _tick(v)
+    _tick(v)
+    _tick(v)
+    _tick(v)
     # r1's last step was dropped: r2 shows fresher data; the plain mark was folded into r2
     assert v.log == ["r1.0!", "r1.1!", "r2.0!", "r2.1!", "r2.2!"] and not v.dirty
 
@@ -83,15 +90,15 @@ def test_an_urgent_mark_starts_over_at_once_and_the_throttle_holds_the_others(qt
 def test_the_timer_stops_when_nothing_is_owed_or_moving_and_a_mark_starts_it(qtbot):
     v = _shown(qtbot, Probe(steps=1))
     v.frame_timer.start()
-    v.frame()                     # the show's refresh
+    _tick(v)                     # the show's refresh
     assert v.frame_timer.isActive()
-    v.frame()                     # nothing owed, no step left, nothing moves
+    _tick(v)                     # nothing owed, no step left, nothing moves
     assert not v.frame_timer.isActive()
     v.mark_dirty()
     assert v.frame_timer.isActive()
     v.moving = True
-    v.frame()
-    v.frame()
+    _tick(v)
+    _tick(v)
     assert v.frame_timer.isActive() and v.log == ["r1.0!", "m", "r2.0", "m"]
 
 
@@ -99,12 +106,12 @@ def test_nothing_ticks_while_hidden_and_showing_catches_up_at_once(qtbot):
     v = _shown(qtbot, Probe(steps=2))
     v.hide()
     v.mark_dirty()
-    v.frame()
+    _tick(v)
     assert v.log == [] and not v.frame_timer.isActive()
     v.show()
     assert v.frame_timer.isActive()
     v.frame_timer.stop()
-    v.frame()
+    _tick(v)
     assert v.log == ["r1.0!"]
 
 
@@ -117,9 +124,9 @@ def test_refresh_now_shows_every_step_at_once(qtbot):
 def test_apply_fonts_runs_the_views_fonts_changed_and_shows_everything_again(qtbot):
     v = _shown(qtbot, Probe(steps=1))
     v.TEXT_FPS = NEVER
-    v.frame()
+    _tick(v)
     v.apply_fonts()
-    v.frame()
+    _tick(v)
     assert v.log == ["r1.0!", "fonts", "r2.0!"]
 
 
@@ -157,7 +164,7 @@ def test_shutdown_cancels_and_awaits_the_views_tasks_then_closes_its_domain_and_
     assert v.is_shut
     shown = list(v.log)
     v.mark_dirty(urgent=True)
-    v.frame()
+    _tick(v)
     assert not v.frame_timer.isActive() and v.log == shown
 
 
@@ -212,8 +219,53 @@ def test_tick_costs_keep_no_object_per_tick(qtbot):
 
     view = _shown(qtbot, Probe(steps=1, moving=True))     # (every tick works)
     for _ in range(300):
-        view.frame()
+        _tick(view)
     assert len(view.frame_costs_ms) == 240
     held = [o for o in gc.get_referents(view.frame_costs_ms) if isinstance(o, float)]
     assert held == []
     assert all(isinstance(x, float) and x >= 0 for x in view.frame_costs_ms)
+
+
+def test_a_ticks_step_runs_in_the_loops_next_turn_after_a_due_timer(qtbot):
+    """The per-frame work now, the refresh's step in the next turn: a heartbeat tick that came
+    due during the per-frame work fires between them (``kit.turns``)."""
+    import time as _time
+
+    from PySide6.QtCore import Qt, QTimer
+
+    class Busy(Probe):
+        def frame_motion(self, changed, refreshing, text_due):
+            self.log.append("m")
+            self.tick = QTimer(self)
+            self.tick.setSingleShot(True)
+            self.tick.setTimerType(Qt.TimerType.PreciseTimer)
+            self.tick.timeout.connect(lambda: self.log.append("heartbeat"))
+            self.tick.start(1)
+            end = _time.perf_counter() + 0.003      # the tick's due time passes meanwhile
+            while _time.perf_counter() < end:
+                pass
+            return False
+
+    v = _shown(qtbot, Busy(steps=2))
+    v.mark_dirty(urgent=True)
+    v.frame_timer.stop()                           # (the mark started it: ticks are ours)
+    v.frame()
+    assert v.log == ["m"] and v.refreshing         # the step is still to run
+    qtbot.waitUntil(lambda: len(v.log) == 3, timeout=2000)
+    assert v.log == ["m", "heartbeat", "r1.0!"]
+    v.frame()                                      # the next tick: the next step, likewise
+    qtbot.waitUntil(lambda: len(v.log) == 6, timeout=2000)
+    assert v.log[3:] == ["m", "heartbeat", "r1.1!"]
+    assert len(v.frame_costs_ms) == 2 and min(v.frame_costs_ms) >= 3.0   # a tick's cost: both turns
+
+
+def test_a_ticks_step_left_waiting_runs_before_the_next_ticks_work_and_shutdown_drops_it(qtbot):
+    v = _shown(qtbot, Probe(steps=3, moving=True))
+    v.mark_dirty(urgent=True)
+    v.frame_timer.stop()
+    v.frame()
+    v.frame()                     # the loop was held up: the first tick's step had not run
+    assert v.log == ["m", "r1.0!", "m"]
+    asyncio.run(v.shutdown())
+    v.turns.finish()
+    assert v.log == ["m", "r1.0!", "m"]            # the second tick's step was dropped

@@ -157,29 +157,42 @@ class _Frames:
         self._costs = costs
         self._then = then
         self._spent = 0.0                  # the steps of the frame under way so far, s
+        self._inside = False               # a step is being timed
 
-    def step(self, slot, done: bool = True) -> None:
+    def step(self, slot, turns=None) -> None:
+        """``slot`` timed, as a frame's last part unless ``turns`` (a ``kit.turns.Turns``)
+        has steps of it left after it. (A step run inside another, a tick finishing the
+        last one's step first, is part of the outer one's time.)"""
+        if self._inside:
+            slot()
+            return
+        self._inside = True
         t0 = time.thread_time()
-        slot()
-        _paint_pending()
+        try:
+            slot()
+            _paint_pending()
+        finally:
+            self._inside = False
         self._spent += time.thread_time() - t0
-        if done:
+        if turns is None or not turns.pending:
             self._costs.append(self._spent * 1000.0)
             self._spent = 0.0
             if self._then is not None:
                 self._then()
 
-    def tick(self, slot):
-        """``slot`` as a frame tick timed whole."""
-        return lambda: self.step(slot)
+    def tick(self, slot, turns=None):
+        """``slot`` as a frame tick, timed with the steps it leaves to ``turns`` if given
+        (``turns(turns)`` must time those: a live view's tick and its step)."""
+        return lambda: self.step(slot, turns)
 
     @contextmanager
     def turns(self, turns):
-        """Every run of ``turns`` (a ``kit.turns.Turns``) in the block timed as one frame (one
-        under way at the block's end is finished then, at once, and counted)."""
+        """Every run of ``turns`` (a ``kit.turns.Turns``) in the block timed as one frame, or
+        as the rest of the tick that started it (``tick``); one under way at the block's end
+        is finished then, at once, and counted."""
         from lanemon.ui.kit.turns import call_step
 
-        turns.call = lambda step: self.step(step, not turns.pending)
+        turns.call = lambda step: self.step(step, turns)
         try:
             yield
         finally:
@@ -203,8 +216,8 @@ def _slot_swapped(timer, slot, wrapper):
 
 async def _frames_as_they_run(window, key: str | None, seconds: float) -> dict[str, list[float]]:
     """The window's own frame work for ``seconds``, as it runs: every frame of the chart (its
-    turns together) and every tick of the shown view's frame timer, each timed with the paint
-    it caused.
+    turns together) and every tick of the shown view's frame timer (with its step, in the
+    turn after it), each timed with the paint it caused.
 
     Every view is a ``LiveView``: its ``frame_timer`` calls its ``frame``; ``key=None``:
     the chart's alone. Returns each one's frame costs in ms, sorted: ``{"chart": [...], key: [...]}``."""
@@ -214,7 +227,9 @@ async def _frames_as_they_run(window, key: str | None, seconds: float) -> dict[s
         if key is not None:
             view = window.views[key]
             ticks[key] = []
-            timing.enter_context(_slot_swapped(view.frame_timer, view.frame, _Frames(ticks[key]).tick(view.frame)))
+            timed = _Frames(ticks[key])
+            timing.enter_context(_slot_swapped(view.frame_timer, view.frame, timed.tick(view.frame, view.turns)))
+            timing.enter_context(timed.turns(view.turns))
         await asyncio.sleep(seconds)
     return {name: sorted(costs) for name, costs in ticks.items()}
 

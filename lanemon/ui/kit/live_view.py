@@ -17,6 +17,9 @@ view) subclasses ``LiveView`` and writes only what it shows; the base owns when:
 - **steps spread over ticks**: a refresh is the list of steps the view's
   ``refresh_steps(urgent)`` returns; the first runs in the tick that starts the
   refresh, the others one per tick, so no tick holds the loop for all of it.
+  A tick's step runs in the loop's turn after its per-frame work (``turns``:
+  a heartbeat tick due meanwhile, and the paint the per-frame work asked for,
+  run between the two).
   A new refresh starts once every step of the last one ran, or at once after
   an urgent ``mark_dirty``.
 - **the text throttle**: a refresh starts at most ``TEXT_FPS`` times a second
@@ -53,11 +56,11 @@ from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QWidget
 
 from lanemon.tasks import cancel_and_wait
+from lanemon.ui.kit.turns import Step, Turns
 
 FRAME_MS = 33          # ~30 fps
 COST_FRAMES = 240      # tick costs kept in ``frame_costs_ms``
 
-Step = Callable[[], None]
 
 
 class CostRing:
@@ -120,6 +123,10 @@ class LiveView(QWidget):
         self.frame_timer = QTimer(self)
         self.frame_timer.setInterval(FRAME_MS)
         self.frame_timer.timeout.connect(self.frame)
+        #: a tick's refresh step runs in the loop's turn after its per-frame work (``frame``)
+        self.turns = Turns(self)
+        self._step_now: Step | None = None   # the step the pending turn runs
+        self._tick_ms = 0.0                  # ... and its tick's per-frame work, ms
         self._own_stall = None       # the chart's own_stall, once the window took the view
 
     def own_stall(self, label: str):
@@ -161,8 +168,9 @@ class LiveView(QWidget):
 
     @property
     def refreshing(self) -> bool:
-        """Steps of the current refresh are left (one runs per tick)."""
-        return bool(self._steps)
+        """Steps of the current refresh are left (one runs per tick; a tick's own included
+        until it has run)."""
+        return bool(self._steps) or self.turns.pending
 
     @property
     def is_shut(self) -> bool:
@@ -204,52 +212,71 @@ class LiveView(QWidget):
 
     # --- the tick ---------------------------------------------------------------------------------
     def frame(self) -> None:
-        """One tick: the per-frame work, then a new refresh's first step (when one is owed
-        and due) or the current refresh's next step; stops the timer when nothing is
-        owed, no step is left and nothing moves. Does nothing while shut, or hidden
+        """One tick: the per-frame work, then, in the loop's next turn (``turns``: a
+        heartbeat tick due meanwhile runs between the two, and so does the paint the
+        per-frame work asked for), a new refresh's first step (when one is owed and due)
+        or the current refresh's next step; stops the timer when nothing is owed, no step
+        is left and nothing moves. A tick's step not yet run when the next tick (or
+        ``refresh_now``) comes runs first, at once. Does nothing while shut, or hidden
         (unless ``REFRESH_HIDDEN``)."""
         if self._shut or not self._may_tick():
             return
+        turns = self.turns
+        if turns.pending:
+            turns.finish()           # the last tick's step first (the loop was held up)
         t0 = time.perf_counter()
         due = self.text_due(t0)
         changed = self._changed
         self._changed = False
         moving = self.frame_motion(changed, (self._dirty and due) or bool(self._steps), due)
-        worked = moving
-        if self._dirty and due:
-            self._start(t0)
-            worked = True
+        step = None
+        started = self._dirty and due
+        if started:
+            step = self._start(t0)
         elif self._steps:
-            self._steps.popleft()()
-            worked = True
-        if worked:
+            step = self._steps.popleft()
+        if step is not None:
+            self._tick_ms = (time.perf_counter() - t0) * 1000.0
+            self._step_now = step
+            turns.start((self._run_step,), now=False)
+        elif moving or started:
             self.frame_costs_ms.append((time.perf_counter() - t0) * 1000.0)
         elif not self._dirty and not self._steps:
             self.frame_timer.stop()
+
+    def _run_step(self) -> None:
+        """A tick's step, in the turn after its per-frame work; the tick's cost is both."""
+        step, self._step_now = self._step_now, None
+        t0 = time.perf_counter()
+        step()
+        self.frame_costs_ms.append(self._tick_ms + (time.perf_counter() - t0) * 1000.0)
 
     def refresh_now(self) -> None:
         """Show everything at once from fresh data (a new refresh, every step now)."""
         if self._shut:
             return
+        self.turns.finish()
         t0 = time.perf_counter()
         self.frame_motion(True, True, True)
         self._urgent = True
-        self._start(t0)
+        step = self._start(t0)
+        if step is not None:
+            step()
         while self._steps:
             self._steps.popleft()()
 
     def _may_tick(self) -> bool:
         return self.REFRESH_HIDDEN or self._shown
 
-    def _start(self, t0: float) -> None:
+    def _start(self, t0: float) -> Step | None:
+        """A new refresh: its steps, the first returned (not run: the caller runs it)."""
         urgent = self._urgent
         self._dirty = self._urgent = False
         self._text_at = t0
         self.frames += 1
         self._steps.clear()
         self._steps.extend(self.refresh_steps(urgent))
-        if self._steps:
-            self._steps.popleft()()
+        return self._steps.popleft() if self._steps else None
 
     # --- Qt life cycle -------------------------------------------------------------------------
     def showEvent(self, event) -> None:
@@ -297,6 +324,8 @@ class LiveView(QWidget):
             return
         self._shut = True
         self.frame_timer.stop()
+        self.turns.cancel()
+        self._step_now = None
         self._steps.clear()
         await cancel_and_wait(self._tasks)
         await self.close_domain()

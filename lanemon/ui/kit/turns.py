@@ -5,20 +5,25 @@ pixels, then Qt's paint. A heartbeat tick that comes due while the frame runs
 waits for all of it, and at 30 frames a second those waits are the window's
 whole idle cost in the heartbeat's p99 (measured: chart frames stopped, the
 idle p99 is the bare loop's). Done in turns, a tick waits for one step at most.
+A live view's tick does the same with its per-frame work and its refresh step
+(``live_view``).
 
 Guaranteed:
 
-- ``start(steps)`` runs ``steps[0]`` at once; each next step runs from a
+- ``start(steps)`` runs ``steps[0]`` at once (``now=False``: from the timer,
+  as the others: a step after the caller's own work); each next step runs from a
   zero-interval precise single-shot ``QTimer`` started when the step before it
   returned. A timer object, not ``QTimer.singleShot(0)`` (in Qt 6 a posted call,
   run before any timer): every timer already due when a step returns (the
   heartbeat's tick) fires before the next step, and so do the events the step
   posted (the paint it asked for).
-- Every step of a run runs exactly once, in order: a ``start`` while steps of
-  the last run remain first runs those, at once (``finish``); no step is ever
-  skipped, so a step may rely on the ones before it, and on its own effect in the
+- Every step of a run runs exactly once, in order (unless cancelled): a ``start`` while steps of
+  the last run remain first runs those, at once (``finish``); a new start
+  skips none, so a step may rely on the ones before it, and on its own effect in the
   last run (the screen it asked to repaint was repainted).
 - ``finish()`` runs the steps that remain, at once, in order (none: nothing).
+  ``cancel()`` drops them: the one way a step is not run (an owner shutting
+  down).
 - ``pending`` is true while steps of the last run remain. A run's steps are
   let go once it is done (a step is often a bound method of the owner, whose
   child the ``Turns`` is: no reference cycle between runs).
@@ -63,15 +68,24 @@ class Turns(QObject):
         """Do steps of the last run remain?"""
         return self._next < len(self._steps)
 
-    def start(self, steps: Sequence[Step]) -> None:
-        """Run ``steps``: the first now, the others one per turn of the loop (after finishing
-        what remains of the last run, at once)."""
+    def start(self, steps: Sequence[Step], *, now: bool = True) -> None:
+        """Run ``steps``: the first now (``now=False``: in the loop's next turn, as the
+        others), the others one per turn of the loop; what remains of the last run is
+        finished first, at once."""
         if self._next < len(self._steps):
             self.finish()
         self._steps = steps
         self._next = 0
         if steps:
-            self._turn()
+            if now:
+                self._turn()
+            else:
+                self._timer.start(0)
+
+    def cancel(self) -> None:
+        """Drop the steps that remain (the owner is shutting down): none of them runs."""
+        self._timer.stop()
+        self._steps, self._next = (), 0
 
     def finish(self) -> None:
         """Run what remains of the last run, at once."""
