@@ -62,7 +62,6 @@ FRAME_MS = 33          # ~30 fps
 COST_FRAMES = 240      # tick costs kept in ``frame_costs_ms``
 
 
-
 class CostRing:
     """The last ``size`` costs (ms) appended, oldest first when iterated (``len``, ``max``,
     ``sorted`` as on a list). Kept as C doubles in one ``array`` made at the start: appending
