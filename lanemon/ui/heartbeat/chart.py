@@ -676,10 +676,10 @@ class HeartbeatChart(QWidget):
         then the repaint asked of Qt (its paint follows at once), then, every
         ``STATS_EVERY`` frames, the figures in the header. A frame whose steps remain when
         the next one starts (or when ``redraw`` is called) is finished first, at once."""
-        if self._frame % STATS_EVERY:
-            self.turns.start((self._frame_data, self._frame_pixels, self.area.present))
-        else:
-            self.turns.start((self._frame_data, self._frame_pixels, self.area.present, self._frame_figures))
+        steps = (self._frame_data, self._frame_pixels, self.area.present)
+        if self._frame % STATS_EVERY == 0:
+            steps += (self._frame_figures,)
+        self.turns.start(steps)
 
     def redraw(self) -> None:
         """One frame, now: curve, fill, y range, runs, now and then the live figures.
