@@ -300,3 +300,61 @@ def test_a_frame_writes_its_few_new_columns_without_a_painter(chart, monkeypatch
     _frames(c, hb, clock, 10, rs)
     assert c.area.painted_columns - before >= 10
     assert not [d for d in opened if d is c.area._ring], len(opened)
+
+
+def test_a_written_column_is_rewritten_from_its_old_curve_top_down(chart):
+    """A ring column last written with no painter holds the background above its curve's
+    top: writing it again writes only the rows from that top down (a marker put above it
+    survives; fails on the code before, which wrote every row), and the column comes out as
+    before; a column Qt painted last is written whole (its marker goes). The ring after many
+    frames still equals a full repaint (``test_the_ring_after_many_frames_equals_a_full_repaint``)."""
+    c, hb, clock, _controller = chart
+    _frames(c, hb, clock, 6, np.random.RandomState(5))
+    area = c.area
+    w, k = area.px_w, area._k
+    ra = k % w                                     # the newest column, written by the last frame
+    px = area._ring_px
+    assert area._plain[ra] and 0 < area._tops[ra] < area.px_h
+    before = px[:, ra].copy()
+    marker = np.uint32(0xFF123456)
+    px[0, ra] = marker
+    assert area._write_piece(ra, ra, ra - k)
+    assert px[0, ra] == marker                      # not written: above the old top
+    assert (px[1:, ra] == before[1:]).all()
+    area._plain[ra] = 0                             # as if Qt had painted it last
+    assert area._write_piece(ra, ra, ra - k)
+    assert (px[:, ra] == before).all()              # written whole: the marker is gone
+
+
+def test_the_grid_and_reference_lines_are_those_drawn_over_the_ring(chart):
+    """The vertical grid and the dashed reference lines come from an image of them made once;
+    the screen shows the same pixels as drawing them over the ring there (labels aside)."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtGui import QImage, QPainter
+
+    c, hb, clock, _controller = chart
+    _frames(c, hb, clock, 5, np.random.RandomState(9))
+    area = c.area
+    w, h = area.px_w, area.px_h
+    ring = area.ring()
+    expected = QImage(w, h, QImage.Format.Format_RGB32)
+    p = QPainter(expected)
+    p.drawImage(QPoint(0, 0), ring)
+    for rect in area._vline_rects:
+        p.fillRect(rect, area._grid)
+    for row_image, row in area._ref_lines:
+        p.drawImage(0, row, row_image)
+    p.end()
+    want = np.frombuffer(expected.constBits(), np.uint8).reshape(h, expected.bytesPerLine() // 4, 4)[:, :w]
+    shown = _rendered(c)[:h, :w]
+    assert area._vline_rects and area._ref_lines
+    mask = np.ones((h, w), bool)
+    for label in area.labels():
+        if label.isVisible():
+            x, y, lw, lh = label.box()
+            mask[max(0, y):y + lh, max(0, x):x + lw] = False
+    differ = np.argwhere((shown != want).any(axis=2) & mask)
+    assert differ.size == 0, differ[:10]
+    # and the lines are there: a grid column differs from the ring's own pixels
+    x = area._vline_rects[0].x()
+    assert (want[:, x] != np.frombuffer(ring.constBits(), np.uint8).reshape(h, ring.bytesPerLine() // 4, 4)[:, x]).any()

@@ -30,10 +30,10 @@ whole ring is repainted only when the y scale, the size, the look (theme),
 the columns' width (window) or the data's identity changes (``invalidate``).
 
 What does not scroll is drawn over the ring on each paint: the vertical
-"seconds ago" grid (fixed on screen, as the axis's ticks; one ``drawRects`` of
-full-height one-pixel rectangles, cut by Qt to what is repainted), the dashed
+"seconds ago" grid (fixed on screen, as the axis's ticks) and the dashed
 reference lines (16.7 and 50 ms: fixed on screen too, so their dashes do not
-crawl; each drawn once into a transparent row image, copied), the labels
+crawl), both drawn once into an image over transparency and copied where
+repainted (opaque colours: the same pixels as drawing the lines there), the labels
 (texts on plates, from cached pixmaps; placed by the chart) and an optional overlay (the probed programs' lines).
 
 On screen, most of the picture does not change as it shifts: above the
@@ -76,7 +76,7 @@ from typing import Protocol
 
 import numpy as np
 from PySide6.QtCore import QLine, QPoint, QRect, QSize, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QImage, QPainter, QPen, QPixmap, QRegion
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QImage, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import QWidget
 
 from lanemon.ui.heartbeat.lag_trace import SMALL, LagTrace, column_spans_list
@@ -266,6 +266,8 @@ class ScrollPlot(QWidget):
         self.px_w, self.px_h = self.width(), self.height()
         self._column_image: QImage | None = None   # background and grid, STRIP columns (_strip)
         self._tops = array("i")              # per ring column: the highest row of the curve
+        self._plain = array("b")             # ... 1: written by _write_piece (background above its top)
+        self._plain_for: tuple | None = None  # the templates those columns were written with
         # per block of BLOCK columns anchored to time (absolute column // BLOCK): the highest row
         # of the curve in its columns in view; kept as columns are painted (see _note_tops)
         self._block_tops: dict[int, int] = {}
@@ -295,7 +297,9 @@ class ScrollPlot(QWidget):
         self._vgrid_s: list[float] = []      # vertical grid lines, seconds ago
         self._vlines: list[int] = []         # the vertical grid lines' x
         self._vline_rects: list[QRect] = []  # ... as full-height one-pixel rectangles (Qt clips them)
-        self._vline_region = QRegion()       # ... as one region
+        # the vertical grid and the reference lines, over transparency, the area's size
+        # (_fixed_lines; made again when the size, scale or look changes)
+        self._lines_image: QImage | None = None
         self._bg = QColor(theme.BG)          # (set_look sets the chart's)
         self._grid = QColor(theme.GRID)
         self._trace = LagTrace()             # paints the fill and curve of a piece, pixel coordinates
@@ -315,6 +319,7 @@ class ScrollPlot(QWidget):
     def set_look(self, background: QColor, grid: QColor, pen: QColor, fill: QColor) -> None:
         """Colours: background, grid lines, the lag curve and the translucent fill under it."""
         self._bg, self._grid = QColor(background), QColor(grid)
+        self._lines_image = None
         self._trace.setPen(QPen(QColor(pen), 0))
         self._trace.setBrush(QColor(fill))
         self.invalidate()
@@ -430,6 +435,7 @@ class ScrollPlot(QWidget):
             # per ring column: the highest row of the curve; C ints (a list kept an int object
             # per column, written at any time: they pinned a burst's memory after its Reset)
             self._tops = array("i", [h]) * w
+            self._plain = array("b", [0]) * w     # per ring column: last written by _write_piece
             self._blocks_ok = False
             self._rows()
             self._vlines_now()
@@ -722,36 +728,55 @@ class ScrollPlot(QWidget):
         painter: each pixel is the background-and-grid strip's, the same under the fill (both
         columns painted once by Qt, ``_column_templates``), or the curve's opaque colour, so
         the pixels are those ``_paint_piece`` paints. False (nothing written) if the curve's
-        colour is translucent (it would blend)."""
+        colour is translucent (it would blend).
+
+        A column that was written this way before (``_plain``, with the same templates) holds
+        the background above its old curve's top: only the rows from there down are written
+        (a column's pixels lie a row apart in memory: an idle frame's two columns touch the
+        cache lines of a few rows, not of all of them)."""
         templates = self._column_templates()
         if templates is None:
             return False
         _strip, background, filled, pen = templates
         h = self.px_h
         px = self._ring_px
-        px[:, ra:rb + 1] = background
-        n = rb - ra + 1
         ring = self._tops
-        ring[ra:rb + 1] = array("i", [h]) * n   # no curve (until written below)
+        plain = self._plain
+        if self._plain_for is not templates:      # a new look or scale: no column is known plain
+            self._plain_for = templates
+            plain[:] = array("b", [0]) * len(plain)
         w = self.px_w
         cols, views = self._curve.around(ra - off, rb - off, self._k - w, self._k)
-        if not cols:
-            return True
-        scale, top = h / max(1e-12, self._top - self._bottom), self._top   # y_of, term by term
-        cs, tops, bottoms, fills = column_spans_list([c + off for c in cols], [(top - v) * scale for v in views],
-                                                     ra, rb)
-        for c, t, b, f in zip(cs, tops, bottoms, fills):
-            if f < h:                          # the fill: rows f .. h - 1 (LagTrace.paint's rectangles)
-                f = f if f > 0 else 0
-                px[f:, c] = filled[f:]
-            if t < 0:
-                t = 0
-            if b >= h:
-                b = h - 1
-            if t <= b:                         # the curve: rows t .. b
-                px[t:b + 1, c] = pen
-            top_row = t if t < f else f
-            ring[c] = top_row if top_row > 0 else 0
+        if cols:
+            scale, top = h / max(1e-12, self._top - self._bottom), self._top   # y_of, term by term
+            cs, tops, bottoms, fills = column_spans_list([c + off for c in cols],
+                                                         [(top - v) * scale for v in views], ra, rb)
+        else:
+            cs = tops = bottoms = fills = ()
+        j = 0
+        for c in range(ra, rb + 1):
+            old = ring[c] if plain[c] else 0          # rows above it: the background already
+            if j < len(cs) and cs[j] == c:
+                t, b, f = tops[j], bottoms[j], fills[j]
+                j += 1
+                if f < 0:
+                    f = 0
+                if t < 0:
+                    t = 0
+                if old < f:
+                    px[old:f, c] = background[old:f, 0]
+                if f < h:                          # the fill: rows f .. h - 1 (LagTrace.paint's rectangles)
+                    px[f:, c] = filled[f:]
+                if b >= h:
+                    b = h - 1
+                if t <= b:                         # the curve: rows t .. b
+                    px[t:b + 1, c] = pen
+                ring[c] = t if t < f else f
+            else:                                  # no curve in this column
+                if old < h:
+                    px[old:, c] = background[old:, 0]
+                ring[c] = h
+            plain[c] = 1
         return True
 
     def _column_templates(self) -> tuple | None:
@@ -786,6 +811,7 @@ class ScrollPlot(QWidget):
         h = self.px_h
         n = rb - ra + 1
         self._tops[ra:rb + 1] = array("i", [h]) * n   # no curve (until painted below)
+        self._plain[ra:rb + 1] = array("b", [0]) * n   # (_write_piece writes such a column whole)
         if not any(style.under_grid for _x0, _x1, style in here):
             # background and grid: a strip made once per look and scale, copied (no scaling)
             strip = self._strip()
@@ -848,6 +874,7 @@ class ScrollPlot(QWidget):
     def _rows(self) -> None:
         h = self.px_h
         self._column_image = None
+        self._lines_image = None
         rows = [int(math.floor(self.y_of(v))) for v in self._grid_views]
         self._grid_rows = [r for r in rows if 0 <= r < h]
         w = self.px_w
@@ -867,13 +894,27 @@ class ScrollPlot(QWidget):
 
     def _vlines_now(self) -> None:
         w = self.px_w
+        self._lines_image = None
         xs = [round(w - 1 - s / self._dt) for s in self._vgrid_s]
         self._vlines = [x for x in xs if 0 <= x < w]
         self._vline_rects = [QRect(x, 0, 1, max(1, self.px_h)) for x in self._vlines]
-        region = QRegion()
-        for r in self._vline_rects:
-            region = region.united(r)
-        self._vline_region = region
+
+    def _fixed_lines(self) -> QImage:
+        """The vertical grid, then the reference lines, drawn once over transparency."""
+        image = self._lines_image
+        if image is None:
+            w, h = max(1, self.px_w), max(1, self.px_h)
+            image = QImage(w, h, QImage.Format.Format_ARGB32_Premultiplied)
+            image.fill(Qt.GlobalColor.transparent)
+            p = QPainter(image)
+            p.setPen(_NO_PEN)
+            p.setBrush(self._grid)
+            p.drawRects(self._vline_rects)
+            for row_image, row in self._ref_lines:
+                p.drawImage(0, row, row_image)
+            p.end()
+            self._lines_image = image
+        return image
 
     # --- Qt ----------------------------------------------------------------------------
     def resizeEvent(self, event) -> None:
@@ -917,23 +958,10 @@ class ScrollPlot(QWidget):
             x0, x1, y0, y1 = 0, self.px_w - 1, 0, self.px_h - 1
         else:
             x0, x1, y0, y1 = bounds.left(), bounds.right(), bounds.top(), bounds.bottom()
-        # the vertical grid: the lines' pixels (one-pixel rectangles the height of the area:
-        # the same pixels as a line, which is stroked pixel by pixel against the clip, ~4x the
-        # cost); the reference lines from their row images
-        if self._vline_rects:
-            if bounds is None:
-                p.setPen(_NO_PEN)
-                p.setBrush(self._grid)
-                p.drawRects(self._vline_rects)
-            else:   # the lines' pixels in what is repainted: a fill clipped to them (Qt cuts each
-                # row of it to a few pixels; full-height rectangles cut by a many-rectangle
-                # repaint cost a clipped run per row of each line)
-                p.setClipRegion(self._vline_region, Qt.ClipOperation.IntersectClip)
-                p.fillRect(bounds, self._grid)
-                p.setClipping(False)
-        for image, row in self._ref_lines:
-            if y0 <= row <= y1:
-                p.drawImage(0, row, image)
+        # the vertical grid and the reference lines: one image of them over transparency,
+        # copied where repainted (their colours are opaque: the same pixels as drawing them
+        # there; a fill clipped to the lines' region cost ~3x as much on an idle frame)
+        p.drawImage(QPoint(x0, y0), self._fixed_lines(), QRect(x0, y0, x1 - x0 + 1, y1 - y0 + 1))
         if self.overlay is not None:
             self.overlay(p)
         for label in self._labels:
