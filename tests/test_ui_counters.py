@@ -291,6 +291,39 @@ def test_grid_and_staff_partial_repaints_match_a_full_paint(qapp):
     staff.close()
 
 
+def test_a_planned_grid_repaint_waits_for_present_and_a_new_plan_presents_the_last(qapp):
+    """``plan_cells`` takes the model and works out what to repaint without asking Qt: no
+    paint until ``present()`` (the live view asks in the loop's next turn); a plan made
+    before the last one was presented presents that one first, so what is on screen after
+    ``present`` equals a full paint."""
+    from lanemon.ui.counters.grid import CountersGrid
+
+    grid = CountersGrid()
+    grid.resize(333, 211)
+    grid.show()
+    snaps = _snapshots_of_a_busy_claim_run(12)
+    grid.set_cells(cells_from(snaps[0]))
+    qapp.processEvents()
+    unpresented = False
+    for i, snap in enumerate(snaps[1:]):
+        before = grid.paints
+        grid.plan_cells(cells_from(snap))
+        if i % 3 == 2:
+            unpresented = True           # planned again before presented: the next plan presents it
+            continue
+        qapp.processEvents()
+        if unpresented:
+            assert grid.paints > before  # the plan before this one, presented by it
+        else:
+            assert grid.paints == before  # nothing asked of Qt yet
+        unpresented = False
+        grid.present()
+        qapp.processEvents()
+        on_screen = grid.screen().grabWindow(grid.winId()).toImage()
+        assert on_screen == grid.grab().toImage()
+    grid.close()
+
+
 def test_shutdown_during_a_long_compare_ends_the_compare_and_its_thread(qtbot, monkeypatch):
     """Issue 20: Ctrl+Q during "Compare all three" over 1,000,000 customers. The view's
     shutdown hook (run by the window's shutdown) returns only when the compare's worker

@@ -269,3 +269,47 @@ def test_a_ticks_step_left_waiting_runs_before_the_next_ticks_work_and_shutdown_
     asyncio.run(v.shutdown())
     v.turns.finish()
     assert v.log == ["m", "r1.0!", "m"]            # the second tick's step was dropped
+
+
+def test_a_planned_present_runs_after_a_due_timer_and_before_the_ticks_step(qtbot):
+    """A view whose per-frame work plans its repaint (``plan_present``) has it asked of Qt in
+    the loop's next turn: a heartbeat tick due during the work fires first (Qt runs posted
+    paints ahead of due timers, so asking in the work would put the paint before the
+    tick), then the present, then the refresh's step; the tick's cost is all three. With no
+    step, the cost is recorded after the present."""
+    import time as _time
+
+    from PySide6.QtCore import Qt, QTimer
+
+    class Planner(Probe):
+        def frame_motion(self, changed, refreshing, text_due):
+            self.log.append("m")
+            self.tick = QTimer(self)
+            self.tick.setSingleShot(True)
+            self.tick.setTimerType(Qt.TimerType.PreciseTimer)
+            self.tick.timeout.connect(lambda: self.log.append("heartbeat"))
+            self.tick.start(1)
+            end = _time.perf_counter() + 0.003
+            while _time.perf_counter() < end:
+                pass
+            self.plan_present()
+            return True
+
+        def frame_present(self):
+            self.log.append("present")
+
+    v = _shown(qtbot, Planner(steps=1))
+    v.mark_dirty(urgent=True)
+    v.frame_timer.stop()
+    v.frame()
+    assert v.log == ["m"]
+    qtbot.waitUntil(lambda: len(v.log) == 4, timeout=2000)
+    assert v.log == ["m", "heartbeat", "present", "r1.0!"]
+    assert len(v.frame_costs_ms) == 1 and v.frame_costs_ms._costs[0] >= 3.0
+    v.frame()                                      # nothing owed: the present alone
+    qtbot.waitUntil(lambda: len(v.log) == 7, timeout=2000)
+    assert v.log[4:] == ["m", "heartbeat", "present"]
+    assert len(v.frame_costs_ms) == 2
+    v.log.clear()
+    v.refresh_now()                                # at once: the present too
+    assert v.log == ["m", "present", "r2.0!"]

@@ -223,6 +223,7 @@ class CountersGrid(QWidget):
         self._shape = (1, 1)
         self._rects: list[QRectF] = []
         self._dirty_rects: list[QRect] = []
+        self._planned: list[QRect] | None = []   # what plan_cells left to present (None: all)
         self._fonts = (QFont(), QFont(), QFont())
         self._texts = StaticTexts(self._fonts, limit=4000)
         self._take_colors()
@@ -233,16 +234,37 @@ class CountersGrid(QWidget):
 
     def set_cells(self, cells: list[Cell]) -> None:
         """Take a new model; repaint only the cells that changed (all of them on a relayout)."""
+        self.plan_cells(cells)
+        self.present()
+
+    def plan_cells(self, cells: list[Cell]) -> None:
+        """``set_cells`` without asking Qt for the repaint yet: the model taken, what to repaint
+        worked out (the cells that changed, their texts laid out); ``present()`` asks for it.
+        (A live view plans in its per-frame work and presents in the loop's next turn: a
+        heartbeat tick due meanwhile runs before the paint.) A plan not yet presented is
+        presented first."""
+        self.present()
         old, self.cells = self.cells, cells
         changed = _changed(old, cells)
         if changed is None:
             self._layout()
-            self.update()
+            self._planned = None
             return
+        rects = []
         for i in changed:
             if i < len(self._dirty_rects):
-                self.update(self._extent(old[i]))
-                self.update(self._extent(cells[i]))
+                rects.append(self._extent(old[i]))
+                rects.append(self._extent(cells[i]))
+        self._planned = rects
+
+    def present(self) -> None:
+        """Ask Qt to repaint what the last ``plan_cells`` changed (nothing if done already)."""
+        planned, self._planned = self._planned, ()
+        if planned is None:
+            self.update()
+            return
+        for r in planned:
+            self.update(r)
 
     def _extent(self, c: Cell) -> QRect:
         """Where a cell paints: its rect, or its whole row when a text is wider than the cell

@@ -612,7 +612,8 @@ class CountersView(LiveView):
 
     def frame_motion(self, changed: bool, refreshing: bool, text_due: bool) -> bool:
         """Every tick in which something changed or a claim's countdown runs: read one
-        snapshot and repaint what changed in the grid; the text parts are then behind.
+        snapshot and work out what changed in the grid (its repaint is asked of Qt in the
+        loop's next turn: ``frame_present``); the text parts are then behind.
         In store mode: the follower's state, when it read something new or a countdown runs.
         In replay mode: the snapshot handed in, when a new one was (nothing moves between)."""
         if self.replaying:
@@ -638,10 +639,14 @@ class CountersView(LiveView):
         self.last_snapshot = snap
         cells = cells_from(snap, self._cells_kept)
         self._countdown = any(c.ttl_fraction is not None for c in cells)
-        self.grid.set_cells(cells)
+        self.grid.plan_cells(cells)       # its repaint asked for in the next turn (frame_present)
+        self.plan_present()
         self.grid_frames += 1
         self.mark_stale()
         return True
+
+    def frame_present(self) -> None:
+        self.grid.present()
 
     def _store_motion(self, changed: bool) -> bool:
         if not changed and not self._countdown:
@@ -650,7 +655,8 @@ class CountersView(LiveView):
         self.last_store_state = state
         cells = store_cells(state, self._store_kept)
         self._countdown = any(c.ttl_fraction is not None for c in cells)
-        self.grid.set_cells(cells)
+        self.grid.plan_cells(cells)
+        self.plan_present()
         self.grid_frames += 1
         self.mark_stale()
         return True

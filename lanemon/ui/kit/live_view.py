@@ -27,6 +27,10 @@ view) subclasses ``LiveView`` and writes only what it shows; the base owns when:
 - **per-frame work**: ``frame_motion`` runs on every tick (before any step):
   what moves at the frame rate (a timeline's clock, a board's countdowns); it
   returns whether something on screen still moves (the timer keeps ticking).
+  A view whose per-frame work plans a repaint rather than asking Qt for it
+  calls ``plan_present()``; its ``frame_present`` (asking Qt) then runs in the
+  loop's next turn, before the tick's step: a heartbeat tick due during the
+  work runs before the paint, which Qt runs ahead of due timers once asked.
 - **the view's tasks**: ``spawn(coro)`` runs a coroutine as a task that the
   view tracks; ``shutdown()`` stops drawing, cancels the tracked tasks, waits
   for them, then awaits the view's ``close_domain()``. A view that is shut
@@ -126,6 +130,7 @@ class LiveView(QWidget):
         self.turns = Turns(self)
         self._step_now: Step | None = None   # the step the pending turn runs
         self._tick_ms = 0.0                  # ... and its tick's per-frame work, ms
+        self._present_planned = False        # plan_present() was called by the per-frame work
         self._own_stall = None       # the chart's own_stall, once the window took the view
 
     def own_stall(self, label: str):
@@ -152,6 +157,14 @@ class LiveView(QWidget):
         ``text_due`` (the text throttle allows a refresh now). Returns whether
         something on screen still moves (the timer keeps ticking)."""
         return False
+
+    def frame_present(self) -> None:
+        """Ask Qt for the repaint the per-frame work planned (it called ``plan_present``): in
+        the loop's turn after that work, before the tick's step."""
+
+    def plan_present(self) -> None:
+        """(From ``frame_motion``) this tick's ``frame_present`` is owed."""
+        self._present_planned = True
 
     def fonts_changed(self) -> None:
         """Sizes and colours after the font scale or the palette changed."""
@@ -211,22 +224,23 @@ class LiveView(QWidget):
 
     # --- the tick ---------------------------------------------------------------------------------
     def frame(self) -> None:
-        """One tick: the per-frame work, then, in the loop's next turn (``turns``: a
-        heartbeat tick due meanwhile runs between the two, and so does the paint the
-        per-frame work asked for), a new refresh's first step (when one is owed and due)
-        or the current refresh's next step; stops the timer when nothing is owed, no step
-        is left and nothing moves. A tick's step not yet run when the next tick (or
-        ``refresh_now``) comes runs first, at once. Does nothing while shut, or hidden
-        (unless ``REFRESH_HIDDEN``)."""
+        """One tick: the per-frame work, then, in the loop's next turns (``turns``: a
+        heartbeat tick due meanwhile runs between them, and so does the paint each asked
+        for), the repaint it planned (``frame_present``, if ``plan_present`` was called) and
+        a new refresh's first step (when one is owed and due) or the current refresh's next
+        step; stops the timer when nothing is owed, no step is left and nothing moves. A
+        tick's turns not yet run when the next tick (or ``refresh_now``) comes run first, at
+        once. Does nothing while shut, or hidden (unless ``REFRESH_HIDDEN``)."""
         if self._shut or not self._may_tick():
             return
         turns = self.turns
         if turns.pending:
-            turns.finish()           # the last tick's step first (the loop was held up)
+            turns.finish()           # the last tick's turns first (the loop was held up)
         t0 = time.perf_counter()
         due = self.text_due(t0)
         changed = self._changed
         self._changed = False
+        self._present_planned = False
         moving = self.frame_motion(changed, (self._dirty and due) or bool(self._steps), due)
         step = None
         started = self._dirty and due
@@ -234,17 +248,30 @@ class LiveView(QWidget):
             step = self._start(t0)
         elif self._steps:
             step = self._steps.popleft()
-        if step is not None:
+        present = self._present_planned
+        if step is not None or present:
             self._tick_ms = (time.perf_counter() - t0) * 1000.0
             self._step_now = step
-            turns.start((self._run_step,), now=False)
+            if present:
+                turns.start((self._present, self._run_step) if step is not None else (self._present,), now=False)
+            else:
+                turns.start((self._run_step,), now=False)
         elif moving or started:
             self.frame_costs_ms.append((time.perf_counter() - t0) * 1000.0)
         elif not self._dirty and not self._steps:
             self.frame_timer.stop()
 
+    def _present(self) -> None:
+        """A tick's planned repaint, asked of Qt in the turn after its per-frame work."""
+        self._present_planned = False
+        t0 = time.perf_counter()
+        self.frame_present()
+        self._tick_ms += (time.perf_counter() - t0) * 1000.0
+        if self._step_now is None:
+            self.frame_costs_ms.append(self._tick_ms)
+
     def _run_step(self) -> None:
-        """A tick's step, in the turn after its per-frame work; the tick's cost is both."""
+        """A tick's step, in the turn after its per-frame work; the tick's cost is all of it."""
         step, self._step_now = self._step_now, None
         t0 = time.perf_counter()
         step()
@@ -256,7 +283,11 @@ class LiveView(QWidget):
             return
         self.turns.finish()
         t0 = time.perf_counter()
+        self._present_planned = False
         self.frame_motion(True, True, True)
+        if self._present_planned:
+            self._present_planned = False
+            self.frame_present()
         self._urgent = True
         step = self._start(t0)
         if step is not None:
