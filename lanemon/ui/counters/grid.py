@@ -224,6 +224,7 @@ class CountersGrid(QWidget):
         self._rects: list[QRectF] = []
         self._dirty_rects: list[QRect] = []
         self._planned: list[QRect] | None = []   # what plan_cells left to present (None: all)
+        self._extents: list[QRect] | None = None  # _extents_now
         self._fonts = (QFont(), QFont(), QFont())
         self._texts = StaticTexts(self._fonts, limit=4000)
         self._take_colors()
@@ -244,6 +245,7 @@ class CountersGrid(QWidget):
         heartbeat tick due meanwhile runs before the paint.) A plan not yet presented is
         presented first."""
         self.present()
+        extents = self._extents_now()            # (the old cells')
         old, self.cells = self.cells, cells
         changed = _changed(old, cells)
         if changed is None:
@@ -253,8 +255,9 @@ class CountersGrid(QWidget):
         rects = []
         for i in changed:
             if i < len(self._dirty_rects):
-                rects.append(self._extent(old[i]))
-                rects.append(self._extent(cells[i]))
+                rects.append(extents[i])
+                extents[i] = self._extent(cells[i])
+                rects.append(extents[i])
         self._planned = rects
 
     def present(self) -> None:
@@ -265,6 +268,15 @@ class CountersGrid(QWidget):
             return
         for r in planned:
             self.update(r)
+
+    def _extents_now(self) -> list[QRect]:
+        """Each cell's ``_extent``, kept from one model to the next (``plan_cells`` updates
+        those of the cells that changed; a layout forgets them): a paint tests 64 kept
+        rectangles, not 64 cells' texts."""
+        extents = self._extents
+        if extents is None or len(extents) != len(self.cells):
+            extents = self._extents = [self._extent(c) for c in self.cells]
+        return extents
 
     def _extent(self, c: Cell) -> QRect:
         """Where a cell paints: its rect, or its whole row when a text is wider than the cell
@@ -313,6 +325,7 @@ class CountersGrid(QWidget):
                        for i in range(n)]
         # what to repaint when one cell changes (its rect, the selection ring, rounding)
         self._dirty_rects = [r.toAlignedRect().adjusted(-2, -2, 2, 2) for r in self._rects]
+        self._extents = None
         # type follows the cell size (readable on a projector), bounded by the theme's scale
         big = max(7.0, min(ch * 0.30, cw * 0.16, 20.0 * theme.font_scale()))
         num, main, sub = QFont("DejaVu Sans"), QFont("DejaVu Sans"), QFont("DejaVu Sans")
@@ -332,8 +345,9 @@ class CountersGrid(QWidget):
         by_kind: dict[str, list[Cell]] = {}
         region = event.region()
         everything = event.rect().contains(self.rect())   # QRegion.contains(QRect) means overlaps
-        for cell in self.cells:   # only the cells in the exposed region
-            if everything or region.intersects(self._extent(cell)):
+        extents = self._extents_now()
+        for cell, extent in zip(self.cells, extents):   # only the cells in the exposed region
+            if everything or region.intersects(extent):
                 by_kind.setdefault(cell.kind, []).append(cell)
         fonts, text, draw = self._fonts, self._texts.get, p.drawStaticText
         for kind, cells in by_kind.items():

@@ -247,6 +247,7 @@ class LanesView(LiveView):
         self._job_rows: dict[str, dict] = {}     # queue -> job id -> (JobView, JobRow)
         self._syncing = False
         self.ticks = 0                       # clock-only refreshes
+        self._motion = (0.0, True, False)    # (now, refreshing, text_due) frame_motion left for frame_present
         self._burst: asyncio.Task | None = None
         self._resetting: asyncio.Task | None = None
         self.burst_chunks: list[int] = []    # the last burst: jobs submitted per loop turn
@@ -474,7 +475,16 @@ class LanesView(LiveView):
             self.scheduler.prepare_snapshot(PREPARE_BUDGET_S)
         if not self._live or self.replaying:
             return False
-        now = self.clock()
+        # what moves is asked of Qt in the loop's next turn (frame_present): a heartbeat tick
+        # due during the work above runs before the paint
+        self._motion = (self.clock(), refreshing, text_due)
+        self.plan_present()
+        return True
+
+    def frame_present(self) -> None:
+        """The clock's motion planned by ``frame_motion``: the time columns (between
+        refreshes, at ``TEXT_FPS``) and the timeline's bars."""
+        now, refreshing, text_due = self._motion
         if not refreshing:
             if text_due:
                 self.text_shown()
@@ -483,7 +493,6 @@ class LanesView(LiveView):
                     m.tick(now)
             self.ticks += 1
         self.timeline.scroll(now)
-        return True
 
     def _draw_bars(self, now: float) -> None:
         if self.replaying:      # (held saves: the snapshot's jobs say which; no live spans)
