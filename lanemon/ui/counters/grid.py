@@ -196,6 +196,12 @@ def _changed(old: list, new: list) -> list[int] | None:
     return [i for i, (a, b) in enumerate(zip(old, new)) if a is not b and a != b]
 
 
+def _bar_box(r: QRectF) -> tuple[float, float, float, float]:
+    """(x, y, width, height) of a cell's countdown bar at full length (``r``: the cell)."""
+    bar_h = max(4.0, r.height() * 0.09)
+    return r.x() + 3, r.bottom() - bar_h - 2, r.width() - 6, bar_h
+
+
 def grid_shape(n: int, width: float, height: float, aspect: float = 1.7) -> tuple[int, int]:
     """(columns, rows) giving the largest cells of about ``aspect`` width:height."""
     best, best_size = (max(1, n), 1), -1.0
@@ -242,8 +248,9 @@ class CountersGrid(QWidget):
         """``set_cells`` without asking Qt for the repaint yet: the model taken, what to repaint
         worked out (the cells that changed, their texts laid out); ``present()`` asks for it.
         (A live view plans in its per-frame work and presents in the loop's next turn: a
-        heartbeat tick due meanwhile runs before the paint.) A plan not yet presented is
-        presented first."""
+        heartbeat tick due meanwhile runs before the paint.) A cell whose countdown bar alone
+        moved (same texts) repaints its bar's strip, not the whole cell. A plan not yet
+        presented is presented first."""
         self.present()
         extents = self._extents_now()            # (the old cells')
         old, self.cells = self.cells, cells
@@ -255,8 +262,13 @@ class CountersGrid(QWidget):
         rects = []
         for i in changed:
             if i < len(self._dirty_rects):
+                a, b = old[i], cells[i]
+                if (a.ttl_fraction is not None and b.ttl_fraction is not None and a.sub == b.sub
+                        and a.main == b.main and a.kind == b.kind and a.customers == b.customers):
+                    rects.append(self._bar_rect(i))   # a countdown's bar alone moved
+                    continue
                 rects.append(extents[i])
-                extents[i] = self._extent(cells[i])
+                extents[i] = self._extent(b)
                 rects.append(extents[i])
         self._planned = rects
 
@@ -268,6 +280,10 @@ class CountersGrid(QWidget):
             return
         for r in planned:
             self.update(r)
+
+    def _bar_rect(self, i: int) -> QRect:
+        """Where cell ``i``'s countdown bar may paint (at any length), in whole pixels."""
+        return QRectF(*_bar_box(self._rects[i])).toAlignedRect().adjusted(-1, -1, 1, 1)
 
     def _extents_now(self) -> list[QRect]:
         """Each cell's ``_extent``, kept from one model to the next (``plan_cells`` updates
@@ -358,10 +374,8 @@ class CountersGrid(QWidget):
             if kind == CLAIMED:
                 for c in cells:
                     if c.ttl_fraction is not None:
-                        r = rects[c.id]
-                        bar_h = max(4.0, r.height() * 0.09)
-                        p.fillRect(QRectF(r.x() + 3, r.bottom() - bar_h - 2, (r.width() - 6) * c.ttl_fraction,
-                                          bar_h), self._ttl_bar)
+                        x, y, w, h = _bar_box(rects[c.id])
+                        p.fillRect(QRectF(x, y, w * c.ttl_fraction, h), self._ttl_bar)
             p.setPen(ink)
             p.setFont(fonts[0])
             for c in cells:
