@@ -226,24 +226,30 @@ def test_tick_costs_keep_no_object_per_tick(qtbot):
     assert all(isinstance(x, float) and x >= 0 for x in view.frame_costs_ms)
 
 
-def test_a_ticks_step_runs_in_the_loops_next_turn_after_a_due_timer(qtbot):
-    """The per-frame work now, the refresh's step in the next turn: a heartbeat tick that came
-    due during the per-frame work fires between them (``kit.turns``)."""
+def _busy_past_a_due_tick(view: Probe) -> None:
+    """A 1 ms precise single-shot timer (a heartbeat's tick, logging "heartbeat") started,
+    then 3 ms of busy work: the tick comes due meanwhile."""
     import time as _time
 
     from PySide6.QtCore import Qt, QTimer
 
+    view.tick = QTimer(view)
+    view.tick.setSingleShot(True)
+    view.tick.setTimerType(Qt.TimerType.PreciseTimer)
+    view.tick.timeout.connect(lambda: view.log.append("heartbeat"))
+    view.tick.start(1)
+    end = _time.perf_counter() + 0.003
+    while _time.perf_counter() < end:
+        pass
+
+
+def test_a_ticks_step_runs_in_the_loops_next_turn_after_a_due_timer(qtbot):
+    """The per-frame work now, the refresh's step in the next turn: a heartbeat tick that came
+    due during the per-frame work fires between them (``kit.turns``)."""
     class Busy(Probe):
         def frame_motion(self, changed, refreshing, text_due):
             self.log.append("m")
-            self.tick = QTimer(self)
-            self.tick.setSingleShot(True)
-            self.tick.setTimerType(Qt.TimerType.PreciseTimer)
-            self.tick.timeout.connect(lambda: self.log.append("heartbeat"))
-            self.tick.start(1)
-            end = _time.perf_counter() + 0.003      # the tick's due time passes meanwhile
-            while _time.perf_counter() < end:
-                pass
+            _busy_past_a_due_tick(self)
             return False
 
     v = _shown(qtbot, Busy(steps=2))
@@ -277,21 +283,10 @@ def test_a_planned_present_runs_after_a_due_timer_and_before_the_ticks_step(qtbo
     paints ahead of due timers, so asking in the work would put the paint before the
     tick), then the present, then the refresh's step; the tick's cost is all three. With no
     step, the cost is recorded after the present."""
-    import time as _time
-
-    from PySide6.QtCore import Qt, QTimer
-
     class Planner(Probe):
         def frame_motion(self, changed, refreshing, text_due):
             self.log.append("m")
-            self.tick = QTimer(self)
-            self.tick.setSingleShot(True)
-            self.tick.setTimerType(Qt.TimerType.PreciseTimer)
-            self.tick.timeout.connect(lambda: self.log.append("heartbeat"))
-            self.tick.start(1)
-            end = _time.perf_counter() + 0.003
-            while _time.perf_counter() < end:
-                pass
+            _busy_past_a_due_tick(self)
             self.plan_present()
             return True
 
