@@ -274,7 +274,7 @@ class CountersGrid(QWidget):
 
     def present(self) -> None:
         """Ask Qt to repaint what the last ``plan_cells`` changed (nothing if done already)."""
-        planned, self._planned = self._planned, ()
+        planned, self._planned = self._planned, []
         if planned is None:
             self.update()
             return

@@ -960,7 +960,7 @@ class ScrollPlot(QWidget):
             x0, x1, y0, y1 = bounds.left(), bounds.right(), bounds.top(), bounds.bottom()
         # the vertical grid and the reference lines: one image of them over transparency,
         # copied where repainted (their colours are opaque: the same pixels as drawing them
-        # there; a fill clipped to the lines' region cost ~3x as much on an idle frame)
+        # there; a fill clipped to the lines' region cost a region intersection per paint)
         p.drawImage(QPoint(x0, y0), self._fixed_lines(), QRect(x0, y0, x1 - x0 + 1, y1 - y0 + 1))
         if self.overlay is not None:
             self.overlay(p)

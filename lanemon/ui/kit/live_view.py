@@ -248,14 +248,11 @@ class LiveView(QWidget):
             step = self._start(t0)
         elif self._steps:
             step = self._steps.popleft()
-        present = self._present_planned
-        if step is not None or present:
+        later = ((self._present,) if self._present_planned else ()) + ((self._run_step,) if step is not None else ())
+        if later:
             self._tick_ms = (time.perf_counter() - t0) * 1000.0
             self._step_now = step
-            if present:
-                turns.start((self._present, self._run_step) if step is not None else (self._present,), now=False)
-            else:
-                turns.start((self._run_step,), now=False)
+            turns.start(later, now=False)
         elif moving or started:
             self.frame_costs_ms.append((time.perf_counter() - t0) * 1000.0)
         elif not self._dirty and not self._steps:
