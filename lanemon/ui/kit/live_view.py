@@ -182,7 +182,7 @@ class LiveView(QWidget):
     def refreshing(self) -> bool:
         """Steps of the current refresh are left (one runs per tick; a tick's own included
         until it has run)."""
-        return bool(self._steps) or self.turns.pending
+        return bool(self._steps) or self._step_now is not None
 
     @property
     def is_shut(self) -> bool:
