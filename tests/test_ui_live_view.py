@@ -308,3 +308,21 @@ def test_a_planned_present_runs_after_a_due_timer_and_before_the_ticks_step(qtbo
     v.log.clear()
     v.refresh_now()                                # at once: the present too
     assert v.log == ["m", "present", "r2.0!"]
+
+
+def test_an_urgent_mark_drops_the_last_ticks_step_still_waiting_for_its_turn(qtbot):
+    """A view that lets go of what its refresh shows (a new source) marks itself dirty,
+    urgently: the refresh starts over on the next tick, and the step the last tick left for
+    the loop's next turn never runs (it would read what was let go: the lanes tab's table
+    step once read a snapshot reset to None). Fails on the code before: "r1.0!" ran first."""
+    v = _shown(qtbot, Probe(steps=3))
+    v.mark_dirty(urgent=True)
+    v.frame_timer.stop()
+    v.frame()                                      # r1's first step waits for its turn
+    assert v.refreshing and v.log == []
+    v.mark_dirty(urgent=True)
+    v.frame_timer.stop()
+    v.turns.finish()                               # its turn comes: nothing runs
+    assert v.log == []
+    _tick(v)
+    assert v.log == ["r2.0!"]

@@ -197,9 +197,13 @@ class LiveView(QWidget):
     # --- marking --------------------------------------------------------------------------------
     def mark_dirty(self, urgent: bool = False) -> None:
         """The view is behind: refresh when the text rate allows (``urgent``: on the next
-        tick). Cheap: a domain event may call it thousands of times a second."""
+        tick, starting over: the last tick's step, if still waiting for its turn, is dropped,
+        as the steps queued after it are when the new refresh starts; it would show what
+        the view has just let go, e.g. a snapshot of the source it switched from). Cheap: a
+        domain event may call it thousands of times a second."""
         if urgent:
             self._urgent = True
+            self._step_now = None
         elif self._dirty and self._changed:
             return                   # the timer runs already if the view is visible
         self._dirty = self._changed = True
@@ -268,8 +272,11 @@ class LiveView(QWidget):
             self.frame_costs_ms.append(self._tick_ms)
 
     def _run_step(self) -> None:
-        """A tick's step, in the turn after its per-frame work; the tick's cost is all of it."""
+        """A tick's step, in the turn after its per-frame work; the tick's cost is all of it.
+        (None left: an urgent ``mark_dirty`` dropped it; no cost is recorded then.)"""
         step, self._step_now = self._step_now, None
+        if step is None:
+            return
         t0 = time.perf_counter()
         step()
         self.frame_costs_ms.append(self._tick_ms + (time.perf_counter() - t0) * 1000.0)
