@@ -48,7 +48,6 @@ from dataclasses import dataclass
 from operator import itemgetter
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPicture
 from PySide6.QtWidgets import (
@@ -69,6 +68,7 @@ from lanemon.ui.heartbeat.y_scale import YScale
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.chart_items import live_plot
 from lanemon.ui.kit.live_label import LiveLabel, figure_parts
+from lanemon.ui.kit.qt_start import pg
 from lanemon.ui.kit.turns import Turns
 from lanemon.ui.runs.controller import RunController
 

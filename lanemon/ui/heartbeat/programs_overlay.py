@@ -29,11 +29,11 @@ from __future__ import annotations
 import bisect
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import QRectF
 from PySide6.QtGui import QColor, QPainter, QPen
 
 from lanemon.ui.kit import theme
+from lanemon.ui.kit.qt_start import pg
 
 REBUILD_EVERY = 3         # frames between rebuilds at most (summaries come at ~10 a second)
 BLOCK_STRIP = 0.05        # of the plot's height: the block bars along the bottom

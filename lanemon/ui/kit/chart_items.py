@@ -22,7 +22,6 @@ ms per frame on the event loop. These are plain ``QGraphicsItem`` s (C++
 from __future__ import annotations
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import QLineF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPainterPath, QPen
 from PySide6.QtWidgets import (
@@ -35,6 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from lanemon.ui.kit import theme
+from lanemon.ui.kit.qt_start import pg
 
 PAD = 3          # pixels of plate around the text
 FAR = 1e6        # "any x": a line from -FAR to FAR is clipped by the view

@@ -26,7 +26,6 @@ all workspaces are shown. A row's label is its workspace name elided to
 
 from __future__ import annotations
 
-import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPen
 from PySide6.QtWidgets import QGraphicsItem, QVBoxLayout, QWidget
@@ -35,6 +34,7 @@ from lanemon.lanes import parse_owner
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.chart_items import Bars, BoundedItem, Label, cosmetic_pen, live_plot
 from lanemon.ui.kit.live_label import LiveLabel
+from lanemon.ui.kit.qt_start import pg
 
 MAX_ROWS = 30
 MIN_ROW_PX = 15          # a row is at least this tall (scaled by the font scale)

@@ -20,7 +20,6 @@ speed, M the moments list, Esc leave the replay.
 from __future__ import annotations
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import QAbstractListModel, QLineF, QModelIndex, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QKeySequence, QPen, QShortcut
 from PySide6.QtWidgets import (
@@ -42,6 +41,7 @@ from PySide6.QtWidgets import (
 from lanemon.ui.kit import theme
 from lanemon.ui.kit.chart_items import FAR, Curve, cosmetic_pen, hline, live_plot
 from lanemon.ui.kit.live_label import LiveLabel
+from lanemon.ui.kit.qt_start import pg
 from lanemon.ui.kit.titled import titled
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 50.0)
