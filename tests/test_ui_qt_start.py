@@ -94,3 +94,19 @@ def test_the_source_scan_answers_as_pysides_own_for_every_module_loaded(tmp_path
     assert differ == {}
     assert answers["uses_it"] == (True, True) and answers["not_it"] == (False, False)
     assert sum(a[0] for a in answers.values()) >= 5       # the window's own modules among them
+
+
+def test_the_window_takes_pyqtgraph_only_from_qt_start():
+    """(An ``import pyqtgraph`` of its own, imported first, would walk every Qt name again.)"""
+    found = []
+    for folder, _dirs, files in os.walk(os.path.join(ROOT, "lanemon")):
+        for name in files:
+            path = os.path.join(folder, name)
+            if name.endswith(".py") and name != "qt_start.py":
+                with open(path, encoding="utf-8") as f:
+                    for line in f:
+                        words = line.split()
+                        if words[:2] in (["import", "pyqtgraph"], ["from", "pyqtgraph"]) or \
+                                (words[:1] == ["from"] and words[1:2] and words[1].startswith("pyqtgraph.")):
+                            found.append(os.path.relpath(path, ROOT))
+    assert found == []
