@@ -32,7 +32,8 @@ Laid out by what each part is:
 - ``kit``        the drawing kit every view uses, no domain in it:
                  ``theme`` (every colour and font), ``live_label``,
                  ``static_texts``, ``fast_delegate``, ``chart_items``,
-                 ``tables``.
+                 ``tables``; ``qt_start`` (pyqtgraph as every module takes
+                 it, PySide6's import scan made cheap).
 - ``tools``      not part of the window: screenshot scripts (``shoot*``) and
                  the drivers tests and benchmarks use (``testing``).
 
