@@ -33,7 +33,7 @@ Laid out by what each part is:
                  ``theme`` (every colour and font), ``live_label``,
                  ``static_texts``, ``fast_delegate``, ``chart_items``,
                  ``tables``; ``qt_start`` (pyqtgraph as every module takes
-                 it, PySide6's import scan made cheap).
+                 it, every Qt class built; PySide6's import scan made cheap).
 - ``tools``      not part of the window: screenshot scripts (``shoot*``) and
                  the drivers tests and benchmarks use (``testing``).
 
