@@ -518,7 +518,7 @@ def cmd_window(args) -> int:
     from lanemon.ui import steady_process_settings
 
     steady_process_settings()  # before numpy and Qt are imported
-    import lanemon.ui.kit.qt_start  # noqa: F401  (first: Qt's and pyqtgraph's import walks cut short)
+    import lanemon.ui.kit.qt_start  # noqa: F401  (first: PySide6's per-module source scan made cheap)
     from lanemon.ui.shell.app import run_app
 
     return run_app(store_url=args.window_store, talk=talk, replay_path=args.window_replay)
