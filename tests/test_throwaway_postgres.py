@@ -8,8 +8,11 @@ no process and no directory behind.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import subprocess
+import sys
 import time
 
 import psycopg
@@ -128,6 +131,54 @@ def test_an_exception_inside_with_leaves_no_process_and_no_directory(exc_type):
     assert not pg.running
     pg.stop()       # idempotent
     assert not os.path.exists(seen["dir"])
+
+
+def _until(condition, seconds: float) -> bool:
+    """Poll ``condition`` until it holds or ``seconds`` pass; whether it held."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+@pytest.mark.parametrize("how", ["sigkill", "segfault"])
+def test_a_cluster_whose_owner_dies_without_stopping_it_is_stopped_and_removed(how):
+    """The owning process dies with nothing of it running (SIGKILL, a crash): the watcher
+    started with the server stops it and removes the directory."""
+    _need_cluster()
+    die = {"sigkill": "os.kill(os.getpid(), signal.SIGKILL)",
+           "segfault": "import ctypes; ctypes.string_at(0)"}[how]
+    code = (
+        "import os, signal, sys\n"
+        "from lanemon.store.throwaway import ThrowawayCluster\n"
+        "pg = ThrowawayCluster(); pg.start()\n"
+        "print(pg.directory, pg.postmaster_pid, flush=True)\n"
+        f"{die}\n"
+    )
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=root), cwd=root)
+    assert proc.returncode < 0, proc.stderr[-1000:]          # died by a signal: no stop() ran
+    directory, pid = proc.stdout.split()
+    assert directory.startswith("/tmp/lanemon-pg-")
+    try:
+        assert _until(lambda: not _running(int(pid)) and not os.path.exists(directory), 60)
+    finally:   # (whatever the outcome, nothing left for the next test)
+        with contextlib.suppress(ProcessLookupError):
+            if _running(int(pid)):
+                os.kill(int(pid), signal.SIGKILL)
+
+
+def test_a_stopped_cluster_dismisses_its_watcher():
+    _need_cluster()
+    with ThrowawayCluster() as pg:
+        directory = pg.directory
+        watchers = _processes_mentioning(directory)
+        assert len([w for w in watchers if w != pg.postmaster_pid and os.getpid() not in _ancestors(w)]) >= 1
+    assert _until(lambda: _processes_mentioning(directory) == [], 30)
+    assert not os.path.exists(directory)
 
 
 def _first_line(path: str) -> str:

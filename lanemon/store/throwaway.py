@@ -26,9 +26,15 @@ PostgreSQL server for the length of the block:
   once the postmaster has exited. A server that fails to start raises
   ``ClusterError`` carrying the last lines of its log, after the same clean-up;
   so does an interruption during the start. ``stop()`` is idempotent and also
-  registered with ``atexit``. Not covered: a ``SIGKILL`` or an unhandled
-  ``SIGTERM`` of this Python process (nothing runs then; the server and the
-  directory stay).
+  registered with ``atexit``;
+- if this Python process dies without ``stop()`` (a ``SIGKILL``, a crash, an
+  unhandled ``SIGTERM``: nothing of it runs then), a watcher started with the
+  server stops it the same way (``pg_ctl -m immediate stop``) and removes the
+  directory. The watcher is a small Python process of its own (stdlib only, in
+  its own session, re-parented to PID 1 at once) that waits on a pipe whose
+  only writer is this process: ``stop()`` tells it to leave; end of file means
+  its owner is gone (with a ``fork`` start method, children forked meanwhile
+  hold the pipe too: the watcher acts once they are gone as well).
 
 The server is a daemon (``pg_ctl`` starts it in its own session), not a child
 of this process: tests that check a window or a run leaves no child process
@@ -48,6 +54,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -158,6 +165,33 @@ def _clean_env() -> dict[str, str]:
 
 
 
+# The watcher (see the module docstring): argv = read end of the pipe, the cluster's
+# directory, pg_ctl, the server user ("" for none). Stdlib only: it runs whatever lanemon
+# is installed, or none.
+_WATCHER = r"""
+import os, shutil, subprocess, sys
+fd, top, pg_ctl, run_as = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+if os.fork():
+    os._exit(0)
+while True:
+    try:
+        said = os.read(fd, 1)
+        break
+    except InterruptedError:
+        continue
+if said:
+    os._exit(0)
+cmd = [pg_ctl, "-D", os.path.join(top, "data"), "stop", "-m", "immediate", "-w", "-t", "60"]
+if run_as:
+    cmd = ["runuser", "-u", run_as, "--", *cmd]
+try:
+    subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, timeout=120, cwd="/")
+finally:
+    shutil.rmtree(top, ignore_errors=True)
+"""
+
+
 @dataclass
 class _Timings:
     initdb_s: float = 0.0
@@ -188,6 +222,7 @@ class ThrowawayCluster:
         self._bindir: str | None = None
         self._timings = _Timings()
         self._atexit_registered = False
+        self._watcher_fd: int | None = None   # the write end of the watcher's pipe
 
     # ----- what it is ----------------------------------------------------------------------------
 
@@ -292,6 +327,7 @@ class ThrowawayCluster:
             self._initdb()
             t1 = time.perf_counter()
             self._start_server()
+            self._start_watcher()
             self._started = True
             self._timings.initdb_s = t1 - t0
             self._timings.start_s = time.perf_counter() - t1
@@ -309,6 +345,7 @@ class ThrowawayCluster:
         self._stop_server()
         if self._dir is not None and os.path.exists(self._dir):
             shutil.rmtree(self._dir, ignore_errors=True)
+        self._dismiss_watcher()
         if self._atexit_registered:
             atexit.unregister(self.stop)
             self._atexit_registered = False
@@ -394,6 +431,32 @@ class ThrowawayCluster:
                                    f"the end of its log:\n{self._tail(log)}")
             # Another process took the port between our probe and the server's bind: try another.
             self._stop_server()
+
+    def _start_watcher(self) -> None:
+        """Start the watcher that stops the server if this process dies without ``stop()``;
+        returns once it runs on its own (its first process, which forks it, is reaped)."""
+        read_end, write_end = os.pipe()          # (neither is inherited by what is exec'd later)
+        try:
+            proc = subprocess.Popen([sys.executable, "-c", _WATCHER, str(read_end), self._dir,
+                                     os.path.join(self._bindir, "pg_ctl"), self._run_as or ""],
+                                    pass_fds=(read_end,), stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    start_new_session=True, cwd="/")
+            proc.wait()
+        except BaseException:
+            os.close(write_end)                  # (a watcher already forked sees its owner gone)
+            raise
+        finally:
+            os.close(read_end)
+        self._watcher_fd = write_end
+
+    def _dismiss_watcher(self) -> None:
+        """Tell the watcher its owner stopped the cluster (it leaves without acting)."""
+        fd, self._watcher_fd = self._watcher_fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.write(fd, b"s")
+            os.close(fd)
 
     def _server_command_options(self) -> str:
         opts = [f"-p {self._port}", f"-k {shlex.quote(os.path.join(self._dir, 'socket'))}",
