@@ -72,6 +72,19 @@ class Lines:
         return self.lines
 
 
+def until(predicate, what: str, timeout_s: float):
+    """Poll ``predicate`` until it returns something true (returned), or raise
+    ``AssertionError`` naming ``what`` once ``timeout_s`` passed."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not reached within {timeout_s} s: {what}")
+        time.sleep(0.02)
+
+
 def wait_until_none_left(name: str, marker: str, timeout_s: float) -> list[tuple[int, str]]:
     """Poll until no process carries ``name=marker`` (or ``timeout_s`` passed); those left."""
     deadline = time.monotonic() + timeout_s

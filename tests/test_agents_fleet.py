@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 from fleet_fakes import (
@@ -24,6 +23,7 @@ from fleet_fakes import (
     read_sessions,
     sleeper_command,
 )
+from procs import until
 
 from lanemon import procs
 from lanemon.agents.fleet import (
@@ -41,14 +41,7 @@ TIMEOUT_S = 60.0
 
 
 def _until(predicate, what: str, timeout_s: float = TIMEOUT_S):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not reached within {timeout_s} s: {what}")
-        time.sleep(0.02)
+    return until(predicate, what, timeout_s)
 
 
 def _reaped(pid: int) -> bool:

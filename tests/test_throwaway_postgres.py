@@ -18,6 +18,7 @@ import time
 import psycopg
 import pytest
 from postgres import REQUIRE_ENV, fresh_database, skip_or_fail
+from procs import until
 
 from lanemon.procs import children
 from lanemon.store.throwaway import ClusterError, ThrowawayCluster, available
@@ -133,16 +134,6 @@ def test_an_exception_inside_with_leaves_no_process_and_no_directory(exc_type):
     assert not os.path.exists(seen["dir"])
 
 
-def _until(condition, seconds: float) -> bool:
-    """Poll ``condition`` until it holds or ``seconds`` pass; whether it held."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 @pytest.mark.parametrize("how", ["sigkill", "segfault"])
 def test_a_cluster_whose_owner_dies_without_stopping_it_is_stopped_and_removed(how):
     """The owning process dies with nothing of it running (SIGKILL, a crash): the watcher
@@ -164,7 +155,8 @@ def test_a_cluster_whose_owner_dies_without_stopping_it_is_stopped_and_removed(h
     directory, pid = proc.stdout.split()
     assert directory.startswith("/tmp/lanemon-pg-")
     try:
-        assert _until(lambda: not _running(int(pid)) and not os.path.exists(directory), 60)
+        until(lambda: not _running(int(pid)) and not os.path.exists(directory),
+              "the server stopped and its directory removed by the watcher", 60)
     finally:   # (whatever the outcome, nothing left for the next test)
         with contextlib.suppress(ProcessLookupError):
             if _running(int(pid)):
@@ -177,7 +169,7 @@ def test_a_stopped_cluster_dismisses_its_watcher():
         directory = pg.directory
         watchers = _processes_mentioning(directory)
         assert len([w for w in watchers if w != pg.postmaster_pid and os.getpid() not in _ancestors(w)]) >= 1
-    assert _until(lambda: _processes_mentioning(directory) == [], 30)
+    until(lambda: _processes_mentioning(directory) == [], "no process of the cluster left", 30)
     assert not os.path.exists(directory)
 
 
