@@ -17,6 +17,10 @@ Change feed: triggers append ``(table, key)`` to ``changes`` in the writing
 transaction (so in commit order: SQLite has one writer at a time); a reader
 polls ``PRAGMA data_version`` on its own connection (it changes when another
 connection commits) and reads ``changes`` after the last ``seq`` it saw.
+
+Checkpoints (copying the WAL back into the file, with its fsyncs) run in a
+thread of their own (:class:`_Checkpointer`), not at a commit in the loop's
+thread: the loop that writes never waits for a disk flush.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import functools
 import json
 import os
 import sqlite3
+import threading
 import time
 from typing import Any
 
@@ -62,6 +67,9 @@ __all__ = ["BUSY_TIMEOUT_S", "SqliteBackend", "SqliteFeed"]
 
 #: how long a write waits for another process's transaction before failing
 BUSY_TIMEOUT_S = 5.0
+
+#: commits of one connection between two checkpoints of its thread (:class:`_Checkpointer`)
+CHECKPOINT_EVERY = 20
 
 #: change rows kept for readers that fell behind (older ones are pruned; a reader
 #: that missed some reads a fresh snapshot)
@@ -125,6 +133,7 @@ class SqliteBackend(BackendSession):
         super().__init__(lease=lease, name=name, info=info)
         self.path = path
         self._db: sqlite3.Connection | None = None
+        self._checkpointer: _Checkpointer | None = None
 
     # -- connection and schema -----------------------------------------------------
     async def open(self, *, create: bool, older_ok: bool = False) -> None:
@@ -149,18 +158,17 @@ class SqliteBackend(BackendSession):
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+            self._checkpointer = _Checkpointer(path)
             self._check_or_create(create, older_ok)
             if self.schema_version != SCHEMA_VERSION:
                 return
             with self._tx() as cur:
                 self._upsert_session(cur, self._now())
         except sqlite3.DatabaseError as exc:
-            db.close()
-            self._db = None
+            self._close_connections()
             raise StoreError(_explain(path, exc)) from None
         except StoreError:
-            db.close()
-            self._db = None
+            self._close_connections()
             raise
 
     def _tables(self) -> set[str]:
@@ -198,7 +206,7 @@ class SqliteBackend(BackendSession):
             cur.executemany("INSERT INTO stats VALUES (?, 0)", [(k,) for k in STATS_KEYS])
 
     async def close(self) -> None:
-        db, self._db = self._db, None
+        db = self._db
         if db is not None:
             try:
                 with _Tx(db) as cur:
@@ -206,7 +214,22 @@ class SqliteBackend(BackendSession):
                     _give_back(cur, self.session)
             except (sqlite3.Error, StoreError):  # (a reset store has no sessions table)
                 pass
+        self._close_connections()
+
+    def _close_connections(self) -> None:
+        """The checkpointer's thread joined, then the connection closed (idempotent)."""
+        checkpointer, self._checkpointer = self._checkpointer, None
+        if checkpointer is not None:
+            checkpointer.close()
+        db, self._db = self._db, None
+        if db is not None:
             db.close()
+
+    @property
+    def checkpoints(self) -> tuple[int, int]:
+        """(checkpoints its thread ran, those that failed) so far; (0, 0) once closed."""
+        c = self._checkpointer
+        return (c.runs, c.failures) if c is not None else (0, 0)
 
     async def reset(self) -> None:
         """Drop every lanemon table (the file stays); ``open(create=True)`` makes them again."""
@@ -225,7 +248,7 @@ class SqliteBackend(BackendSession):
         return self._db
 
     def _tx(self) -> _Tx:
-        return _Tx(self._require(), self.count_error)
+        return _Tx(self._require(), self.count_error, self._checkpointer)
 
     def transaction(self) -> _Tx:
         """``with backend.transaction() as cur:`` one ``BEGIN IMMEDIATE`` transaction
@@ -597,11 +620,12 @@ class _Tx:
     """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on any exception); SQLite
     errors become :class:`StoreError`."""
 
-    __slots__ = ("_db", "_cur", "_count")
+    __slots__ = ("_db", "_cur", "_count", "_checkpointer")
 
-    def __init__(self, db: sqlite3.Connection, count=None) -> None:
+    def __init__(self, db: sqlite3.Connection, count=None, checkpointer: _Checkpointer | None = None) -> None:
         self._db = db
         self._count = count  # told every failure's message (the backend's error count)
+        self._checkpointer = checkpointer  # told every commit
 
     def _failed(self, exc: sqlite3.Error) -> StoreError:
         message = _explain(self._db_path(), exc)
@@ -628,10 +652,12 @@ class _Tx:
         if kind is None:
             try:
                 cur.execute("COMMIT")
-                return False
             except sqlite3.Error as err:
                 cur.execute("ROLLBACK")
                 raise self._failed(err) from None
+            if self._checkpointer is not None:
+                self._checkpointer.committed()
+            return False
         try:
             cur.execute("ROLLBACK")
         except sqlite3.Error:
@@ -639,6 +665,87 @@ class _Tx:
         if isinstance(exc, sqlite3.Error):
             raise self._failed(exc) from None
         return False
+
+
+class _Checkpointer:
+    """The WAL's checkpoints for one write connection, mostly in a thread of its own, on a
+    connection of its own.
+
+    SQLite checkpoints inside a commit, in the thread that commits, once the WAL passes
+    1,000 pages; with ``synchronous=NORMAL`` that is the one place a disk flush happens
+    (the WAL's, then the file's), and the loop that commits waits for it. Measured
+    (2026-12-03, one process, claim + fenced save + release, statements traced): 74 of
+    9,963 commits took over 1 ms, 13.6 ms each on average, a third of all the time.
+
+    Here, every :data:`CHECKPOINT_EVERY` commits (``committed()``: a count) a thread runs
+    ``PRAGMA wal_checkpoint(PASSIVE)``: it copies the frames no reader still needs and
+    flushes, never waiting for a reader or a writer (the GIL is released while SQLite
+    works). SQLite's own checkpoint at a commit stays: only a checkpoint with no write
+    beside it can see the whole WAL copied and let the next write start it over (a
+    ``RESTART`` from the thread loses the write lock to a busy writer again and again:
+    tried, the WAL grew past 200 MB). When it comes, the thread has already copied and
+    flushed all but the last few commits' frames, so it is short. Measured the same way:
+    101 commits over 1 ms, 0.22 s in all instead of 1.0 s, the longest 3.5 ms instead of
+    16.5 ms; the WAL at most ~10 MB; 1.5 to 1.9 times the cycles per second.
+
+    Guaranteed: the thread and its connection exist only once ``CHECKPOINT_EVERY`` commits
+    were made (a short-lived store starts none); ``close()`` joins the thread (a checkpoint
+    under way is finished first) and closes its connection. A failed checkpoint is counted
+    (``failures``, ``last_error``), nothing else: SQLite's own still bounds the WAL.
+    Refused: nothing."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._commits = 0
+        self._wake = threading.Event()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        self.runs = 0
+        self.failures = 0
+        self.last_error = ""
+
+    def committed(self) -> None:
+        """A commit was made on the write connection."""
+        self._commits += 1
+        if self._commits < CHECKPOINT_EVERY:
+            return
+        self._commits = 0
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="lanemon-sqlite-checkpoints", daemon=True)
+            self._thread.start()
+        self._wake.set()
+
+    def _run(self) -> None:
+        db = None
+        try:
+            db = sqlite3.connect(self._path, isolation_level=None)
+            db.execute("PRAGMA synchronous=NORMAL")   # (per connection: the checkpoint's flushes)
+            while True:
+                self._wake.wait()
+                self._wake.clear()
+                if self._stopping:
+                    return
+                try:
+                    # (fetchall: a statement not stepped to its end keeps a read transaction open)
+                    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                    self.runs += 1
+                except sqlite3.Error as exc:
+                    self.failures += 1
+                    self.last_error = str(exc)
+        except sqlite3.Error as exc:          # (could not connect: the backstop does the work)
+            self.failures += 1
+            self.last_error = str(exc)
+        finally:
+            if db is not None:
+                db.close()
+
+    def close(self) -> None:
+        """Stop the thread and wait for it (idempotent)."""
+        self._stopping = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
 
 
 class SqliteFeed:
