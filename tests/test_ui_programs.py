@@ -229,14 +229,20 @@ def test_a_whole_run_stalls_the_window_and_its_chart_names_hash_range(qtbot):
         rec = c.start_whole(c.iterations_for_ms(400))
         assert rec is not None
         await wait_until(lambda: rec.status != "running", 60)
-        await wait_until(lambda: any(b.duration_ms >= 200 for b in win.chart.own_blocks), 10)
+
+        def in_run():
+            # other stalls (start-up, a slow machine's first paint) may be on the chart too:
+            # the run's own is the one that starts while it runs
+            return [b for b in win.chart.own_blocks
+                    if rec.t_start - 0.1 <= b.t_start <= rec.t_end and b.duration_ms >= 200]
+
+        await wait_until(lambda: in_run(), 10)
         await wait_until(lambda: any("hash_range" in t for t in win.chart.own_block_labels()), 10)
-        block = max(win.chart.own_blocks, key=lambda b: b.duration_ms)
+        block = max(in_run(), key=lambda b: b.duration_ms)
         return rec, block, win.chart.own_block_labels()
 
     rc, (rec, block, labels), errors = run_window(scenario)
     assert rc == 0 and errors == []
     assert rec.status == "done"
-    assert block.culprit == "hash_range"
-    assert block.t_start >= rec.t_start - 0.1 and block.t_start <= rec.t_end
+    assert block.culprit == "hash_range", (block.culprit, block.duration_ms, block.folded[:3])
     assert any(t.startswith("blocked ") and t.endswith("in hash_range") for t in labels)
