@@ -26,6 +26,31 @@ def test_sched_bench_small_run_reports_figure_and_invariants():
     assert result["workspaces"] == 200 and result["jobs_per_s"] > 0
     assert result["suspending_jobs_per_s"] > 0 and result["suspends_per_work"] >= 1
     assert [g["name"] for g in result["goals"]] == ["scheduler, zero-time works", "scheduler, suspending works"]
+    # the floor measured alongside: the same works with no scheduler are faster, the difference
+    # is the scheduler's own time per job
+    for kind in ("", "suspending_"):
+        bare, rate = result[f"{kind}bare_jobs_per_s"], result[f"{kind}jobs_per_s"]
+        assert bare > rate > 0
+        assert abs(result[f"{kind}own_us_per_job"] - (1 / rate - 1 / bare) * 1e6) < 0.05 * 1e6 / rate
+    assert sum("alongside (not judged): the same works with no scheduler" in line for line in lines) == 2
+
+
+def test_the_floor_runs_each_workspace_s_works_in_submit_order_and_the_workspaces_at_once():
+    import asyncio
+
+    from lanemon.bench.sched import ObservedWork, WorkObserver, _bare_run, _plan
+
+    obs = WorkObserver()
+    seconds = asyncio.run(_bare_run(300, 12, 5, ObservedWork(obs)))
+    assert seconds > 0
+    assert obs.runs == 300 and obs.problems == [] and obs.inside == {}
+    assert obs.max_inside == 1                     # never two runs of one workspace at once
+    assert obs.peak_inside == len({ws for _q, ws in _plan(300, 12, 5)})   # all workspaces at once
+    # the job IDs each workspace saw are its jobs' in the plan, numbered from 1 in submit order
+    expected = {}
+    for job_id, (_q, ws) in enumerate(_plan(300, 12, 5), 1):
+        expected[ws] = job_id
+    assert obs.last_started == expected
 
 
 def test_the_observer_inside_the_works_names_an_overlap_and_an_out_of_order_start():

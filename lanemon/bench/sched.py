@@ -25,6 +25,14 @@ one terminal state, all lanes free, no record-lock entry left.  ``REPEATS``
 runs of each kind; the median is the figure.  Goals: >= 20,000 jobs/s with
 zero-time works and >= 15,000 jobs/s with suspending works on a 2-core
 machine, the invariants held (a violation raises ``AssertionError``).
+
+Measured alongside, not judged: before each run, the same plan's works with
+no scheduler (``_bare_run``: one task per workspace runs its jobs' works in
+submit order, the only order the scheduler may run them in; the same work
+objects, the observer told as well). That is the floor any scheduler pays on
+this machine now (the works and the loop's task steps; a shared machine's
+slow phase shows on it too). The bench prints its rate and the scheduler's
+own time per job (``1/rate - 1/floor``, per pair; the median).
 """
 
 from __future__ import annotations
@@ -114,12 +122,52 @@ class ObservedWork:
             observer.leave(ctx.workspace)
 
 
-async def _one_run(jobs: int, workspaces: int, seed: int,
-                   work) -> tuple[float, Scheduler, InvariantChecker]:
+def _plan(jobs: int, workspaces: int, seed: int) -> list[tuple[str, str]]:
+    """The seeded burst: (queue, workspace) of each job, in submit order."""
     rng = random.Random(seed)
     names = [f"ws{i:03d}" for i in range(workspaces)]
-    plan = [("reservations" if rng.random() < 0.5 else "cafe", rng.choice(names))
+    return [("reservations" if rng.random() < 0.5 else "cafe", rng.choice(names))
             for _ in range(jobs)]
+
+
+class _BareContext:
+    """What a work reads of its run context when no scheduler runs it: its workspace and
+    job ID; ``checkpoint()`` never stops it (no lane to stop)."""
+
+    __slots__ = ("workspace", "job_id")
+
+    def __init__(self, workspace: str) -> None:
+        self.workspace = workspace
+        self.job_id = 0
+
+    def checkpoint(self) -> None:
+        pass
+
+
+async def _bare_run(jobs: int, workspaces: int, seed: int, work) -> float:
+    """The plan's works with no scheduler: one task per workspace awaits its jobs' works in
+    submit order (job IDs from 1, as the scheduler's), all workspaces at once. Seconds from
+    the first task made to the last work done: what the works and the loop's task steps
+    cost, the floor of ``_one_run``."""
+    chains: dict[str, list[int]] = {}
+    for job_id, (_queue, ws) in enumerate(_plan(jobs, workspaces, seed), 1):
+        chains.setdefault(ws, []).append(job_id)
+
+    async def chain(ws: str, ids: list[int]) -> None:
+        ctx = _BareContext(ws)
+        run = work.run
+        for job_id in ids:
+            ctx.job_id = job_id
+            await run(ctx)
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(chain(ws, ids) for ws, ids in chains.items()))
+    return time.perf_counter() - t0
+
+
+async def _one_run(jobs: int, workspaces: int, seed: int,
+                   work) -> tuple[float, Scheduler, InvariantChecker]:
+    plan = _plan(jobs, workspaces, seed)
     s = Scheduler()
     chk = InvariantChecker(s)
     submit = s.submit
@@ -137,14 +185,26 @@ def _runs(out, kind: str, jobs: int, workspaces: int, repeats: int) -> dict:
     """``repeats`` runs of one kind of work; their figures, and the problems found."""
     rates: list[float] = []
     cpu_rates: list[float] = []
+    bare_rates: list[float] = []
+    own_us: list[float] = []
     problems: list[str] = []
     runs = inside = stale = 0
     for i in range(repeats):
+        # the floor first, with an observer of its own (it checks the bare runs too)
+        gc.collect()
+        bare_observer = WorkObserver() if kind == "suspending" else None
+        work = ObservedWork(bare_observer) if bare_observer is not None else SimulatedWork(0.0)
+        bare_s = asyncio.run(_bare_run(jobs, workspaces, SEED + i, work))
+        if bare_observer is not None and (bare_observer.problems or bare_observer.runs != jobs):
+            problems.append(f"{kind} run {i + 1}, no scheduler: {bare_observer.runs} runs of {jobs}; "
+                            f"{bare_observer.problems[:3]}")
         gc.collect()
         observer = WorkObserver() if kind == "suspending" else None
         work = ObservedWork(observer) if observer is not None else SimulatedWork(0.0)
         elapsed, s, chk = asyncio.run(_one_run(jobs, workspaces, SEED + i, work))
         rates.append(jobs / elapsed)
+        bare_rates.append(jobs / bare_s)
+        own_us.append((elapsed - bare_s) / jobs * 1e6)
         cpu_rates.append(jobs / s.cpu_s if s.cpu_s > 0 else float("inf"))
         problems += [f"{kind} run {i + 1}: {p}" for p in chk.check()]
         counts = s.counts()
@@ -165,8 +225,11 @@ def _runs(out, kind: str, jobs: int, workspaces: int, repeats: int) -> dict:
         stale += counts.stale_releases + counts.stale_writes
         out(f"  {kind} run {i + 1}: {jobs / elapsed:,.0f} jobs/s ({elapsed * 1000:.0f} ms, "
             f"{chk.runs:,} runs, at most {chk.max_active} per workspace at once{seen}; "
-            f"{cpu_rates[-1]:,.0f} jobs per CPU-second of this process)")
+            f"{cpu_rates[-1]:,.0f} jobs per CPU-second of this process); just before, the same works "
+            f"with no scheduler: {bare_rates[-1]:,.0f} jobs/s ({bare_s * 1000:.0f} ms)")
     return {"rate": statistics.median(rates), "rates": rates, "cpu_rate": statistics.median(cpu_rates),
+            "bare_rate": statistics.median(bare_rates), "bare_rates": bare_rates,
+            "own_us": statistics.median(own_us), "own_us_runs": own_us,
             "problems": problems, "max_inside": inside, "stale": stale}
 
 
@@ -179,8 +242,9 @@ def run(out: Callable[[str], None], *, jobs: int = JOBS, workspaces: int = WORKS
         f"queue at random (seeded); submit all, then drain; zero-time works (never suspend), then "
         f"suspending works ({SUSPENDS} x await asyncio.sleep(0) each, an observer inside the works)")
     out("  measured: wall time from the first submit to the last job finished, with an "
-        f"invariant checker subscribed; median of {repeats} runs of each kind on {os.cpu_count()} CPU(s); "
-        f"{load_text()}")
+        f"invariant checker subscribed; median of {repeats} runs of each kind on {os.cpu_count()} CPU(s), "
+        f"each just after the same works with no scheduler (one task per workspace, in submit order: "
+        f"the floor, not judged); {load_text()}")
     zero = _runs(out, "zero-time", jobs, workspaces, repeats)
     susp = _runs(out, "suspending", jobs, workspaces, repeats)
     goals = [Goal("scheduler, zero-time works", zero["rate"], GOAL_JOBS_PER_S, unit="jobs/s", at_least=True),
@@ -189,6 +253,9 @@ def run(out: Callable[[str], None], *, jobs: int = JOBS, workspaces: int = WORKS
     for name, r, g in (("zero-time", zero, goals[0]), ("suspending", susp, goals[1])):
         out(f"jobs/s, {name} works: {r['rate']:,.0f} (median; best {max(r['rates']):,.0f}; per CPU-second of "
             f"this process {r['cpu_rate']:,.0f})   goal >= {g.goal:,.0f} -> {'goal met' if g.met else 'BELOW GOAL'}")
+        out(f"  alongside (not judged): the same works with no scheduler {r['bare_rate']:,.0f} jobs/s (median); "
+            f"the scheduler's own time per job {r['own_us']:.1f} us (median of the pairs: "
+            f"{', '.join(f'{u:.1f}' for u in r['own_us_runs'])})")
     out(f"  (wall-clock is lower when other processes share the cores; {load_text()})")
     problems = zero["problems"] + susp["problems"]
     held = not problems
@@ -213,6 +280,10 @@ def run(out: Callable[[str], None], *, jobs: int = JOBS, workspaces: int = WORKS
         "suspending_runs_jobs_per_s": [round(r, 1) for r in susp["rates"]],
         "suspending_jobs_per_cpu_s": round(susp["cpu_rate"], 1),
         "suspends_per_work": SUSPENDS,
+        "bare_jobs_per_s": round(zero["bare_rate"], 1),
+        "suspending_bare_jobs_per_s": round(susp["bare_rate"], 1),
+        "own_us_per_job": round(zero["own_us"], 2),
+        "suspending_own_us_per_job": round(susp["own_us"], 2),
         "goal_jobs_per_s": GOAL_JOBS_PER_S,
         "goal_suspending_jobs_per_s": GOAL_SUSPENDING_JOBS_PER_S,
         "goal_met": all(g.met for g in goals),
