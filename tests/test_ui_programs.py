@@ -236,7 +236,7 @@ def test_a_whole_run_stalls_the_window_and_its_chart_names_hash_range(qtbot):
             return [b for b in win.chart.own_blocks
                     if rec.t_start - 0.1 <= b.t_start <= rec.t_end and b.duration_ms >= 200]
 
-        await wait_until(lambda: in_run(), 10)
+        await wait_until(in_run, 10)
         await wait_until(lambda: any("hash_range" in t for t in win.chart.own_block_labels()), 10)
         block = max(in_run(), key=lambda b: b.duration_ms)
         return rec, block, win.chart.own_block_labels()

@@ -181,6 +181,14 @@ async def _one_run(jobs: int, workspaces: int, seed: int,
     return elapsed, s, chk
 
 
+def _work(kind: str) -> tuple[WorkObserver | None, object]:
+    """A fresh work of ``kind`` for one run, and its observer (``None`` for zero-time works)."""
+    if kind == "suspending":
+        observer = WorkObserver()
+        return observer, ObservedWork(observer)
+    return None, SimulatedWork(0.0)
+
+
 def _runs(out, kind: str, jobs: int, workspaces: int, repeats: int) -> dict:
     """``repeats`` runs of one kind of work; their figures, and the problems found."""
     rates: list[float] = []
@@ -192,15 +200,13 @@ def _runs(out, kind: str, jobs: int, workspaces: int, repeats: int) -> dict:
     for i in range(repeats):
         # the floor first, with an observer of its own (it checks the bare runs too)
         gc.collect()
-        bare_observer = WorkObserver() if kind == "suspending" else None
-        work = ObservedWork(bare_observer) if bare_observer is not None else SimulatedWork(0.0)
+        bare_observer, work = _work(kind)
         bare_s = asyncio.run(_bare_run(jobs, workspaces, SEED + i, work))
         if bare_observer is not None and (bare_observer.problems or bare_observer.runs != jobs):
             problems.append(f"{kind} run {i + 1}, no scheduler: {bare_observer.runs} runs of {jobs}; "
                             f"{bare_observer.problems[:3]}")
         gc.collect()
-        observer = WorkObserver() if kind == "suspending" else None
-        work = ObservedWork(observer) if observer is not None else SimulatedWork(0.0)
+        observer, work = _work(kind)
         elapsed, s, chk = asyncio.run(_one_run(jobs, workspaces, SEED + i, work))
         rates.append(jobs / elapsed)
         bare_rates.append(jobs / bare_s)
