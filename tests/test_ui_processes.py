@@ -18,7 +18,7 @@ from fleet_fakes import FakeSessionRow, FakeSessions, SqliteSessions, churn_comm
 from lanemon import procs
 from lanemon.agents.fleet import this_host
 from lanemon.bench._common import child_processes
-from lanemon.ui.tools.testing import run_window, wait_until
+from lanemon.ui.tools.testing import keep_shot, run_window, wait_until
 from lanemon.work import live_worker_pids, warm_pool
 
 
@@ -220,8 +220,7 @@ def test_the_tab_with_three_processes_one_paused_grabs_to_a_png(qtbot, tmp_path)
     from PySide6.QtGui import QImage
     image = QImage(str(png))
     assert (image.width(), image.height()) == size
-    if os.environ.get("LANEMON_SHOTS"):
-        shutil.copy(png, os.path.join(os.environ["LANEMON_SHOTS"], "processes-panel.png"))
+    keep_shot(png, "processes-panel.png")
 
 
 def test_an_agent_that_exits_with_an_error_is_said_with_its_last_line(qtbot, tmp_path):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import time
 
 import pytest
@@ -27,7 +26,7 @@ from lanemon import procs
 from lanemon.agents.scenarios import ScenarioOptions
 from lanemon.bench._common import child_processes
 from lanemon.store.sql.backend import JobSpec
-from lanemon.ui.tools.testing import run_window, wait_until
+from lanemon.ui.tools.testing import keep_shot, run_window, wait_until
 
 FAST = ScenarioOptions(lease_s=1.0, long_job_s=5.0, workspaces=2, jobs_per_ws=4, job_s=0.6,
                        counters_window_s=3.0, wait_s=90.0)
@@ -36,13 +35,6 @@ FAST = ScenarioOptions(lease_s=1.0, long_job_s=5.0, workspaces=2, jobs_per_ws=4,
 @pytest.fixture(autouse=True)
 def _app(window_app):
     return window_app
-
-
-def _keep_shot(png, name: str) -> None:
-    folder = os.environ.get("LANEMON_SHOTS")
-    if folder:
-        os.makedirs(folder, exist_ok=True)
-        shutil.copy(png, os.path.join(folder, name))
 
 
 def _exists(path) -> bool:
@@ -173,8 +165,8 @@ def test_the_pause_scenario_from_its_button_shows_its_ledger_row_and_says_what_h
     assert row.epoch_current is not None and row.epoch_held < row.epoch_current
     assert stopped == (True, False, True)     # back to the window, the store removed, no agent left
     assert child_processes() == []
-    _keep_shot(png, "scenario-pause.png")
-    _keep_shot(lanes_png, "scenario-pause-lanes.png")
+    keep_shot(png, "scenario-pause.png")
+    keep_shot(lanes_png, "scenario-pause-lanes.png")
 
 
 def test_the_counters_scenario_from_its_button_compares_the_three_on_the_counters_tab(qtbot, tmp_path):
@@ -215,8 +207,8 @@ def test_the_counters_scenario_from_its_button_compares_the_three_on_the_counter
     assert result["short"]["doubles"] > 0 and result["long"]["doubles"] == 0 and result["claim"]["doubles"] == 0
     assert "double assignments" in figures
     assert child_processes() == []
-    _keep_shot(doubles_png, "scenario-counters-short.png" if was_red else "scenario-counters-short-no-red.png")
-    _keep_shot(compare_png, "scenario-counters-compare.png")
+    keep_shot(doubles_png, "scenario-counters-short.png" if was_red else "scenario-counters-short-no-red.png")
+    keep_shot(compare_png, "scenario-counters-compare.png")
 
 
 def test_closing_the_window_mid_scenario_stops_its_agents_and_removes_its_store(qtbot):
@@ -270,4 +262,4 @@ def test_the_overlap_and_kill_scenarios_from_their_buttons_reach_their_proof_on_
     else:
         assert result["lanes_left"] == 0
     assert child_processes() == []
-    _keep_shot(png, f"scenario-{key}-lanes.png")
+    keep_shot(png, f"scenario-{key}-lanes.png")

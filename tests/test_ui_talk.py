@@ -12,7 +12,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from lanemon.talk import parse
-from lanemon.ui.tools.testing import run_window, wait_until
+from lanemon.ui.tools.testing import chart_focused, run_window, wait_until
 
 SMALL = 300_000
 
@@ -20,13 +20,6 @@ SMALL = 300_000
 @pytest.fixture(autouse=True)
 def _app(window_app):
     return window_app
-
-
-async def _ready(win):
-    win.activateWindow()
-    await wait_until(lambda: win.isVisible() and QApplication.activeWindow() is win, 10)
-    win.chart.setFocus()
-    await wait_until(lambda: QApplication.focusWidget() is win.chart, 10)
 
 
 def key(win, k):
@@ -69,7 +62,7 @@ def test_clicker_keys_walk_the_steps_and_prev_does_not_run_actions_again(qtbot):
     async def scenario(win):
         seen = []
         p, c = win.talk_player, win.controller
-        await _ready(win)
+        await chart_focused(win)
         win.show_view("counters")
         p.load(parse(NAV))
         await wait_until(lambda: not p.busy, 10)
@@ -121,7 +114,7 @@ def test_clicker_keys_walk_the_steps_and_prev_does_not_run_actions_again(qtbot):
 def test_a_focused_field_keeps_the_talk_keys_and_the_shortcut_list_shows_them(qtbot):
     async def scenario(win):
         p, panel = win.talk_player, win.runs_panel
-        await _ready(win)
+        await chart_focused(win)
         p.load(parse(NAV.replace(f'{{ run = "sliced", iterations = {SMALL} }}', '{ tab = "runs" }')))
         lanes = win.views["lanes"]
         win.show_view("lanes")
@@ -167,7 +160,7 @@ title = "After"
 def test_next_during_a_wait_moves_on_when_the_run_ends_and_twice_moves_at_once(qtbot):
     async def scenario(win):
         p, c = win.talk_player, win.controller
-        await _ready(win)
+        await chart_focused(win)
         p.load(parse(WAIT))
         await wait_until(lambda: c.busy("sliced") is not None, 10)
         note = p.caption.note.text()
@@ -240,7 +233,7 @@ def test_actions_reach_the_real_views(qtbot):
         p = win.talk_player
         lanes, counters, procs = win.views["lanes"], win.views["counters"], win.processes_view
         s = lanes.scheduler
-        await _ready(win)
+        await chart_focused(win)
         p.load(parse(LANES))
         await wait_until(lambda: not p.busy, 10)
         held, behind = s._next_id - 1, s._next_id
@@ -291,7 +284,7 @@ def test_open_talk_with_an_error_says_the_line_and_the_window_stays(qtbot, tmp_p
 
     async def scenario(win):
         p = win.talk_player
-        await _ready(win)
+        await chart_focused(win)
         refused = p.open_file(str(bad))
         box = p.message
         said = (refused, box.isVisible(), box.text(), p.loaded, p.caption.isVisible(),
@@ -312,7 +305,7 @@ def test_open_talk_with_an_error_says_the_line_and_the_window_stays(qtbot, tmp_p
 def test_the_shortcut_list_with_a_talks_keys_fits_a_1024x768_window_in_presenter_mode(qtbot):
     """Four more rows did not fit at presenter mode's type: the last one was cut off."""
     async def scenario(win):
-        await _ready(win)
+        await chart_focused(win)
         win.talk.set_presenter(True)
         win.talk_player.load(parse(NAV))
         win.talk.toggle_overlay()
@@ -331,7 +324,7 @@ def test_the_whole_example_talk_runs_to_its_end_with_no_action_failing(qtbot):
 
     async def scenario(win):
         p = win.talk_player
-        await _ready(win)
+        await chart_focused(win)
         p.load(parse(EXAMPLE, "example"))
         titles = []
         for _ in range(len(p.talk.steps)):
@@ -373,7 +366,7 @@ def test_home_starts_the_talk_over_step_1s_actions_run_again_no_undo(qtbot):
     the undo actions of the steps left are not run (on the old code Home ran nothing)."""
     async def scenario(win):
         p, s = win.talk_player, win.views["lanes"].scheduler
-        await _ready(win)
+        await chart_focused(win)
         p.load(parse(HOME))
         await wait_until(lambda: not p.busy and s.jobs_submitted == 1, 10)
         await press(win, Qt.Key.Key_PageDown)
@@ -395,7 +388,7 @@ def test_home_starts_the_talk_over_step_1s_actions_run_again_no_undo(qtbot):
 def test_file_close_talk_takes_the_caption_and_the_keys_away_space_pauses_again(qtbot):
     async def scenario(win):
         p, chart = win.talk_player, win.chart
-        await _ready(win)
+        await chart_focused(win)
         win.talk.set_presenter(True)
         split = win.centralWidget()
         menu = [a for a in win.talk.file_menu().actions() if a.text() == "&Close talk"]
@@ -443,7 +436,7 @@ def test_keys_of_a_focused_table_and_list_box_with_a_talk_loaded(qtbot):
 
     async def scenario(win):
         p, lanes = win.talk_player, win.views["lanes"]
-        await _ready(win)
+        await chart_focused(win)
         win.show_view("lanes")
         p.load(parse('[[step]]\ntitle = "One"\n[[step]]\ntitle = "Two"\n[[step]]\ntitle = "Three"\n'))
         c = lanes.controls
@@ -519,7 +512,7 @@ def test_keys_of_a_focused_table_and_list_box_with_a_talk_loaded(qtbot):
 def test_agents_start_with_no_store_known_is_refused_saying_what_to_do(qtbot):
     async def scenario(win):
         p, view = win.talk_player, win.processes_view
-        await _ready(win)
+        await chart_focused(win)
         p.load(parse('[[step]]\ntitle = "Agents"\ndo = [ { agents = "start", count = 2 } ]\n'))
         await wait_until(lambda: not p.busy, 10)
         return win.statusBar().currentMessage(), view.result.text(), view.fleet.agents(), p.agents_started

@@ -11,7 +11,6 @@ PNGs are copied to ``$LANEMON_SHOTS`` when it is set.
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
 
@@ -19,7 +18,7 @@ from lanemon import procs
 from lanemon.agents.scenarios import ScenarioOptions
 from lanemon.bench._common import child_processes
 from lanemon.talk import parse
-from lanemon.ui.tools.testing import run_window, wait_until
+from lanemon.ui.tools.testing import keep_shot, run_window, wait_until
 
 FAST = ScenarioOptions(lease_s=1.0, long_job_s=5.0, workspaces=2, jobs_per_ws=4, job_s=0.6,
                        counters_window_s=3.0, wait_s=90.0)
@@ -48,13 +47,6 @@ do = [ { tab = "processes" }, { agents = "start", count = 1, store = "STORE" } ]
 @pytest.fixture(autouse=True)
 def _app(window_app):
     return window_app
-
-
-def _keep_shot(png, name: str) -> None:
-    folder = os.environ.get("LANEMON_SHOTS")
-    if folder:
-        os.makedirs(folder, exist_ok=True)
-        shutil.copy(png, os.path.join(folder, name))
 
 
 def _grab(win, png) -> None:
@@ -145,4 +137,4 @@ def test_a_talk_runs_a_scenario_pauses_an_agent_on_its_store_stops_them_and_leav
     assert four == (own_url, own_url, "from the talk", "running", True)
     assert all(procs.state(pid) is None for pid in pids)                 # the window's close stopped it
     assert child_processes() == []
-    _keep_shot(png, "talk-agents-paused.png")
+    keep_shot(png, "talk-agents-paused.png")

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QApplication, QFileDialog, QWidget
 from lanemon.ui.kit import theme
 from lanemon.ui.shell import settings
 from lanemon.ui.shell.main_window import MainWindow
-from lanemon.ui.tools.testing import EventCount, run_window, wait_until
+from lanemon.ui.tools.testing import EventCount, chart_focused, run_window, wait_until
 from lanemon.work import start_method
 
 SMALL = 200_000
@@ -28,14 +28,6 @@ SMALL = 200_000
 def _app(window_app):
     """The application; windows this file closed go, the look goes back to the default."""
     return window_app
-
-
-async def _ready(win):
-    """The window shown and active, the chart holding the focus (as at start)."""
-    win.activateWindow()
-    await wait_until(lambda: win.isVisible() and QApplication.activeWindow() is win, 10)
-    win.chart.setFocus()
-    await wait_until(lambda: QApplication.focusWidget() is win.chart, 10)
 
 
 def key(win, k, modifiers=Qt.KeyboardModifier.NoModifier):
@@ -57,7 +49,7 @@ def _png_size(path):
 def test_digits_start_runs_but_not_while_typing_a_number(qtbot):
     async def scenario(win):
         c, panel = win.controller, win.runs_panel
-        await _ready(win)
+        await chart_focused(win)
         panel.set_job(SMALL, "iterations")
         panel.worker_kind.setCurrentText("thread")
         for k, n in ((Qt.Key.Key_2, 1), (Qt.Key.Key_1, 2), (Qt.Key.Key_3, 3)):
@@ -85,7 +77,7 @@ def test_digits_start_runs_but_not_while_typing_a_number(qtbot):
 
 def test_space_pauses_the_chart_while_the_heartbeat_keeps_recording(qtbot):
     async def scenario(win):
-        await _ready(win)
+        await chart_focused(win)
         chart, hb = win.chart, win.heartbeat
         await wait_until(lambda: chart.trace.xData is not None and len(chart.trace.xData) > 10)
         key(win, Qt.Key.Key_Space)
@@ -116,7 +108,7 @@ def test_the_blocking_notice_leaves_the_status_bar_when_the_whole_run_ends_and_o
     run has ended; a message that only reads alike is not (it was: the notice was told
     apart by its first words)."""
     async def scenario(win):
-        await _ready(win)
+        await chart_focused(win)
         c, bar = win.controller, win.statusBar()
         said = []
         c.notice.connect(lambda text: said.append((text, bar.currentMessage(), c.banner)))
@@ -139,7 +131,7 @@ def test_the_blocking_notice_leaves_the_status_bar_when_the_whole_run_ends_and_o
 
 def test_f11_full_screen_f1_overlay_f5_presenter(qtbot):
     async def scenario(win):
-        await _ready(win)
+        await chart_focused(win)
         seen = {}
         key(win, Qt.Key.Key_F11)
         await wait_until(lambda: win.isFullScreen(), 10)
@@ -194,7 +186,7 @@ def test_ctrl_e_exports_the_report_or_says_what_is_missing(qtbot, tmp_path, monk
 
     async def scenario(win):
         c = win.controller
-        await _ready(win)
+        await chart_focused(win)
         win.show_view("placement")
         key(win, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
         early = (len(asked), win.runs_panel.banner.text(), win.statusBar().currentMessage(),
@@ -223,7 +215,7 @@ def test_ctrl_shift_s_saves_a_png_of_the_window_and_ctrl_q_quits(qtbot, tmp_path
     monkeypatch.setenv("LANEMON_SCREENSHOT_DIR", str(tmp_path))
 
     async def scenario(win):
-        await _ready(win)
+        await chart_focused(win)
         key(win, Qt.Key.Key_S, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
         size = (win.width(), win.height())
         said = win.statusBar().currentMessage()
@@ -337,7 +329,7 @@ def test_about_shows_versions_start_method_and_worker_start_up(qtbot):
     from lanemon import __version__
 
     async def scenario(win):
-        await _ready(win)
+        await chart_focused(win)
         dialog = win.talk.show_about()
         early = {k: v.text() for k, v in dialog.values.items()}
         c = win.controller
@@ -590,7 +582,7 @@ def test_talk_mode_and_player_follow_the_window_without_filtering_its_events(qtb
     monkeypatch.setattr(TalkPlayer, "eventFilter", spy, raising=False)
 
     async def scenario(win):
-        await _ready(win)
+        await chart_focused(win)
         win.update()
         await asyncio.sleep(0.2)                      # frames and paints of the window
         key(win, Qt.Key.Key_F1)

@@ -25,6 +25,29 @@ async def wait_until(predicate: Callable[[], object], timeout_s: float = 30.0, s
         await asyncio.sleep(step_s)
 
 
+async def chart_focused(win) -> None:
+    """Until ``win`` is shown and active and its chart holds the keyboard focus (as at
+    start): keys sent to the focus widget then reach the window's shortcuts."""
+    from PySide6.QtWidgets import QApplication
+
+    win.activateWindow()
+    await wait_until(lambda: win.isVisible() and QApplication.activeWindow() is win, 10)
+    win.chart.setFocus()
+    await wait_until(lambda: QApplication.focusWidget() is win.chart, 10)
+
+
+def keep_shot(png, name: str) -> None:
+    """Copy the screenshot ``png`` to ``$LANEMON_SHOTS/name`` when that variable is set (the
+    folder made if missing); nothing otherwise."""
+    import os
+    import shutil
+
+    folder = os.environ.get("LANEMON_SHOTS")
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+        shutil.copy(png, os.path.join(folder, name))
+
+
 class EventCount:
     """Counts the events of one type (a ``QEvent.Type``) that the objects it watches receive
     (``watch(obj)`` / ``unwatch(obj)``: an event filter that lets every event through)."""
