@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-from lanemon.ui.tools.testing import add_simulated_job, run_window, wait_until
+from lanemon.ui.tools.testing import activated, add_simulated_job, run_window, wait_until
 
 
 @pytest.fixture(autouse=True)
@@ -761,15 +761,13 @@ def test_reset_ends_every_job_and_the_tab_shows_the_empty_state(qtbot):
     import weakref
 
     from PySide6.QtTest import QTest
-    from PySide6.QtWidgets import QApplication
 
     from lanemon.lanes import GatedWork
     from lanemon.ui.kit.static_texts import StaticTexts
 
     async def scenario(win):
         view, c, s = _lanes_tab(win)
-        win.activateWindow()
-        await wait_until(lambda: win.isVisible() and QApplication.activeWindow() is win, 10)
+        await activated(win)
         done_work = GatedWork()
         done_work.open()
         done_id = await s.submit("reservations", "ws-01", done_work)

@@ -23,7 +23,7 @@ from lanemon.counters.clock import run_in_virtual_time
 from lanemon.counters.simulation import SimConfig, Simulation
 from lanemon.replay import Explanation, Moment, ReplayEvent
 from lanemon.ui.kit import theme
-from lanemon.ui.tools.testing import run_window, wait_until
+from lanemon.ui.tools.testing import activated, run_window, wait_until
 
 RACE_CONFIG = SimConfig(strategy="short_lock", staff=6, counters=8, customers=60, arrival_rate=40.0,
                         choose_time=0.02, seed=1, time_limit=60.0)
@@ -108,7 +108,7 @@ def fake() -> FakeReplay:
 
 def test_the_replay_shows_the_recorded_counters_and_moves_with_the_bar(qtbot, fake):
     async def scenario(win):
-        await active(win)
+        await activated(win)
         mode = win.replay
         view = win.views["counters"]
         mode.enter(fake, FakeRecording(), "fake.jsonl")
@@ -150,18 +150,12 @@ def test_the_replay_shows_the_recorded_counters_and_moves_with_the_bar(qtbot, fa
     assert got["after"] == (True, False, True, False, True)
 
 
-async def active(win) -> None:
-    """Shortcuts answer only in the active window."""
-    win.activateWindow()
-    await wait_until(lambda: win.isVisible() and QApplication.activeWindow() is win, 10)
-
-
 def test_a_moment_jumps_there_and_the_race_is_ringed_and_told(qtbot, fake):
     first = fake.moments()[0]
     expl = fake.explain(first.index)
 
     async def scenario(win):
-        await active(win)
+        await activated(win)
         mode = win.replay
         view = win.views["counters"]
         mode.enter(fake, FakeRecording(), "fake.jsonl")
@@ -197,7 +191,7 @@ def test_a_moment_jumps_there_and_the_race_is_ringed_and_told(qtbot, fake):
 
 def test_playing_moves_the_position_and_pauses_at_the_end(qtbot, fake):
     async def scenario(win):
-        await active(win)
+        await activated(win)
         mode = win.replay
         mode.enter(fake, FakeRecording(), "fake.jsonl")
         mode.panel.slider.setFocus()
@@ -350,7 +344,7 @@ def test_a_real_recording_opens_at_its_first_double_assignment_with_the_race_tol
     want = replay.counters_snapshot()
 
     async def scenario(win):
-        await active(win)
+        await activated(win)
         mode = win.replay
         view = win.views["counters"]
         ok = mode.open_recording(path)
@@ -574,7 +568,7 @@ def test_with_a_talk_loaded_the_replay_keys_are_the_replays(qtbot, fake):
     from lanemon.talk.script import parse
 
     async def scenario(win):
-        await active(win)
+        await activated(win)
         player = win.talk_player
         player.load(parse(EXAMPLE, "example.toml"))
         step = player.index

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QAbstractButton, QApplication, QDoubleSpinBox, QGr
 from lanemon.counters import SimConfig
 from lanemon.ui.heartbeat.chart import PausedBadge
 from lanemon.ui.kit import theme
-from lanemon.ui.tools.testing import run_window, wait_until
+from lanemon.ui.tools.testing import activated, run_window, wait_until
 
 
 @pytest.fixture(autouse=True)
@@ -82,8 +82,7 @@ def test_alt_r_resets_the_counters_and_alt_d_holds_in_the_lanes(qtbot):
     """The letters a user reads on the buttons click them (not a menu's letter moving focus)."""
     async def scenario(win):
         win.show_view("counters")
-        win.activateWindow()
-        await wait_until(lambda: win.isVisible() and QApplication.activeWindow() is win, 10)
+        await activated(win)
         clicks = []
         win.views["counters"].reset_btn.clicked.connect(lambda: clicks.append("reset"))
         win.views["lanes"].controls.hold_button.clicked.connect(lambda: clicks.append("hold"))
@@ -348,8 +347,7 @@ def test_the_long_whole_run_question_is_answered_by_the_keyboard(qtbot, monkeypa
 
     async def scenario(win):
         c, panel = win.controller, win.runs_panel
-        win.activateWindow()
-        await wait_until(lambda: win.isVisible() and QApplication.activeWindow() is win, 10)
+        await activated(win)
         await _calibrated(win)
         panel.set_job(SMALL, "iterations")
         seen = []

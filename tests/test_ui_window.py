@@ -14,7 +14,7 @@ import pytest
 from procs import gone, release
 
 from lanemon.bench._common import child_processes
-from lanemon.ui.tools.testing import run_window, wait_until
+from lanemon.ui.tools.testing import chart_focused, run_window, wait_until
 from lanemon.work import hash_range, live_worker_pids, warm_pool, worker_processes
 
 
@@ -371,10 +371,7 @@ def test_esc_cancels_a_worker_run_in_flight_and_is_free_otherwise(qtbot):
     async def scenario(win):
         c = win.controller
         await wait_until(lambda: c.machine.warm_roundtrip_ms is not None or c.machine.errors, 60)
-        win.activateWindow()
-        await wait_until(lambda: QApplication.activeWindow() is win, 10)
-        win.chart.setFocus()
-        await wait_until(lambda: QApplication.focusWidget() is win.chart, 10)
+        await chart_focused(win)
         rec = c.start_worker(2_000_000_000, "cold")
         await wait_until(lambda: win.runs_panel.cancel_btn.isEnabled(), 10)
         await wait_until(lambda: bool(cold_pids()), 20)

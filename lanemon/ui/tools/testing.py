@@ -25,13 +25,20 @@ async def wait_until(predicate: Callable[[], object], timeout_s: float = 30.0, s
         await asyncio.sleep(step_s)
 
 
+async def activated(win) -> None:
+    """Until ``win`` is shown and the active window (shortcuts answer only there)."""
+    from PySide6.QtWidgets import QApplication
+
+    win.activateWindow()
+    await wait_until(lambda: win.isVisible() and QApplication.activeWindow() is win, 10)
+
+
 async def chart_focused(win) -> None:
     """Until ``win`` is shown and active and its chart holds the keyboard focus (as at
     start): keys sent to the focus widget then reach the window's shortcuts."""
     from PySide6.QtWidgets import QApplication
 
-    win.activateWindow()
-    await wait_until(lambda: win.isVisible() and QApplication.activeWindow() is win, 10)
+    await activated(win)
     win.chart.setFocus()
     await wait_until(lambda: QApplication.focusWidget() is win.chart, 10)
 
