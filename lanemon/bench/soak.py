@@ -80,6 +80,7 @@ from dataclasses import dataclass, field
 
 from lanemon.bench._common import child_processes, goal
 from lanemon.procs import alive
+from lanemon.tasks import sleep_until
 
 DEFAULT_MINUTES = 10.0
 MIN_BUCKETS = 6
@@ -245,9 +246,7 @@ class Soak:
         form.speed.setValue(1.0)
         size_ms = RUN_MS[0]
         for i, (at, kind) in enumerate(script):
-            delay = self.start + at - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
+            await sleep_until(self.start + at)
             if i % len(KINDS) == 0:
                 size_ms = rng.choice(RUN_MS)     # one size per cycle: the report can be exported
             t0 = time.perf_counter()
@@ -437,10 +436,7 @@ class Soak:
         for k in range(n):
             # at its nominal end, but open for half a bucket at least (a bucket that closed
             # late, after a whole run, does not leave the next one a sliver)
-            due = max(self.start + min(self.seconds, (k + 1) * bucket_s), open_t + bucket_s / 2)
-            delay = due - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
+            await sleep_until(max(self.start + min(self.seconds, (k + 1) * bucket_s), open_t + bucket_s / 2))
             if k == n - 1:
                 await asyncio.wait({driver})
                 if driver.exception() is not None:
