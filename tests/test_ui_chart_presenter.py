@@ -12,7 +12,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
 from lanemon.ui.runs.model import COLUMNS
-from lanemon.ui.tools.testing import run_window, wait_until
+from lanemon.ui.tools.testing import activated, run_window, wait_until
 
 
 @pytest.fixture(autouse=True)
@@ -32,8 +32,7 @@ def _state(win):
 
 def test_f5_turns_the_log_axis_on_l_switches_it_and_leaving_restores_the_choice(qtbot):
     async def scenario(win):
-        win.activateWindow()
-        await wait_until(lambda: win.isVisible() and QApplication.activeWindow() is win, 10)
+        await activated(win)
         win.chart.setFocus()
         await wait_until(lambda: QApplication.focusWidget() is win.chart, 10)
         seen = [_state(win)]

@@ -356,8 +356,7 @@ def test_ctrl_q_with_a_held_final_save_on_a_long_job_quits(qtbot):
         held = view.controls.notice.text()
         events: list = []
         s.subscribe(events.append)
-        win.activateWindow()
-        await wait_until(lambda: QApplication.activeWindow() is win, 10)
+        await activated(win)
         QTest.keyClick(QApplication.focusWidget() or win, Qt.Key.Key_Q,
                        Qt.KeyboardModifier.ControlModifier)
         try:

@@ -18,7 +18,7 @@ from fleet_fakes import FakeSessionRow, FakeSessions, SqliteSessions, churn_comm
 from lanemon import procs
 from lanemon.agents.fleet import this_host
 from lanemon.bench._common import child_processes
-from lanemon.ui.tools.testing import keep_shot, run_window, wait_until
+from lanemon.ui.tools.testing import activated, keep_shot, run_window, wait_until
 from lanemon.work import live_worker_pids, warm_pool
 
 
@@ -302,8 +302,7 @@ def test_the_tab_and_its_controls_are_reached_from_the_keyboard(qtbot):
     async def scenario(win):
         view = win.processes_view
         view.fleet.command = sleeper_command()
-        win.activateWindow()
-        await wait_until(lambda: QApplication.activeWindow() is win, 10)
+        await activated(win)
         alt = Qt.KeyboardModifier.AltModifier
         win.show_view("runs")
         win.tabs.tabBar().setFocus()

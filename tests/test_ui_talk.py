@@ -12,7 +12,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from lanemon.talk import parse
-from lanemon.ui.tools.testing import chart_focused, run_window, wait_until
+from lanemon.ui.tools.testing import activated, chart_focused, run_window, wait_until
 
 SMALL = 300_000
 
@@ -470,8 +470,7 @@ def test_keys_of_a_focused_table_and_list_box_with_a_talk_loaded(qtbot):
             seen.append(("list " + k.name, box.view().currentIndex().row(), p.index))
         QTest.keyClick(QApplication.focusWidget(), Qt.Key.Key_Escape)
         await wait_until(lambda: not box.view().isVisible(), 10)
-        win.activateWindow()              # (offscreen: the closed list stayed the active window)
-        await wait_until(lambda: QApplication.activeWindow() is win, 10)
+        await activated(win)              # (offscreen: the closed list stayed the active window)
         clicks = []
         button = c.burst_button                 # (Add job is the form's default button: Enter was its own)
         button.clicked.connect(lambda: clicks.append("burst"))
