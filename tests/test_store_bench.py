@@ -66,6 +66,35 @@ async def test_churn_refuses_an_unbounded_or_ambiguous_run(tmp_path):
         await churn(url, workspaces=["a"])
 
 
+def test_the_churn_worker_takes_its_store_from_lanemon_store_as_the_other_commands(tmp_path):
+    """``python -m lanemon.store.churn`` without ``--store`` works on ``$LANEMON_STORE`` (the
+    README's example exports it, then starts two), and says what is missing when neither is given."""
+    import asyncio
+    import json
+    import os
+    import subprocess
+    import sys
+
+    url = "sqlite:///" + str(tmp_path / "s.db").lstrip("/")
+
+    async def init():
+        await (await open_sql_store(parse(url), create=True)).close()
+
+    asyncio.run(init())
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {k: v for k, v in os.environ.items() if k != "LANEMON_STORE"}
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    cmd = [sys.executable, "-m", "lanemon.store.churn", "--workspaces", "a", "--cycles", "3",
+           "--stats", str(tmp_path / "stats.json")]
+    missing = subprocess.run(cmd, env=env, cwd=root, capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and "no store given: pass --store URL or set LANEMON_STORE" in missing.stderr
+    assert not (tmp_path / "stats.json").exists()
+    done = subprocess.run(cmd, env=dict(env, LANEMON_STORE=url), cwd=root, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "stats.json").read_text())["cycles"] == 3
+
+
 def test_the_heartbeat_rounds_churn_workers_run_at_a_lower_priority(tmp_path, monkeypatch):
     """The workers of the heartbeat rounds run at ``CHURN_NICE`` (the goal is what following the
     feed costs the loop, not the cores six workers at its priority take from it), and do their

@@ -373,7 +373,8 @@ def read_jobs(path: str) -> list[tuple[int, str]]:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m lanemon.store.churn",
                                 description="claim, run and release jobs on a SQL store until told to stop")
-    p.add_argument("--store", required=True, help="the store URL (sqlite:///... or postgresql://...)")
+    p.add_argument("--store", default=None,
+                   help="the store URL (sqlite:///... or postgresql://...; default: $LANEMON_STORE)")
     p.add_argument("--seconds", type=float, help="stop after this long")
     p.add_argument("--cycles", type=int, help="stop after this many jobs run")
     p.add_argument("--jobs", help="a JSON file of [id, workspace] pairs to run (shared with other workers)")
@@ -391,8 +392,16 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """``python -m lanemon.store.churn``: exit 0 when done or stopped by SIGTERM/SIGINT
     (after the current cycle; a signal that lands after the work ended, while the process
-    exits, is ignored), 2 with one line on a store that cannot be opened."""
-    args = _parser().parse_args(argv)
+    exits, is ignored), 2 with one line on a store that cannot be opened or none given
+    (``--store``, else ``$LANEMON_STORE`` as ``lanemon store`` and ``lanemon agent``)."""
+    from lanemon.store.cli import ENV_STORE
+
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.store is None:
+        args.store = os.environ.get(ENV_STORE, "").strip() or None
+        if args.store is None:
+            parser.error(f"no store given: pass --store URL or set {ENV_STORE}")
     jobs = read_jobs(args.jobs) if args.jobs else None
     workspaces = [w for w in (args.workspaces or "").split(",") if w]
 
