@@ -58,7 +58,7 @@ def test_smallest_agents_bench_runs_real_agents_and_says_each_goal():
     assert window["jobs_in_store"] == 300 and window["agents"] == agents.WINDOW_AGENTS
     assert 0 < window["jobs_run"] <= 300
     for key in ("heartbeat_idle_p99_ms", "heartbeat_follow_p99_ms", "refresh_per_frame_ms"):
-        assert window[key] >= 0
+        assert 0 < window[key] < 10_000, (key, window[key])   # measured: a real lag, a real frame
     assert abs(window["heartbeat_follow_minus_idle_ms"]
                - (window["heartbeat_follow_p99_ms"] - window["heartbeat_idle_p99_ms"])) <= 0.002
     # the pooled figure and each alternation's own difference, with how many were within the goal
@@ -77,5 +77,5 @@ def test_smallest_agents_bench_runs_real_agents_and_says_each_goal():
     assert window["agents_nice"] == agents.WINDOW_NICE == 19
     assert f"the agents at nice {agents.WINDOW_NICE}" in text
     assert "the window's loop CPU: idle" in text
-    assert window["loop_cpu_idle_ms_per_s"] >= 0 and window["loop_cpu_follow_ms_per_s"] >= 0
+    assert 0 < window["loop_cpu_idle_ms_per_s"] <= 1000 and 0 < window["loop_cpu_follow_ms_per_s"] <= 1000
     assert not [c for c in child_processes() if " agent " in c[1]], "an agent process was left behind"

@@ -10,7 +10,7 @@ from PySide6.QtCore import QSize
 
 from lanemon.bench import ui as bench_ui
 from lanemon.ui.heartbeat import chart as heartbeat_chart
-from lanemon.ui.tools.testing import run_window
+from lanemon.ui.tools.testing import run_window, wait_until
 
 
 def _screen(area):
@@ -42,7 +42,7 @@ def test_the_bench_alternates_chart_and_bare_frames_and_gives_the_timer_back():
         chart = window.chart
         frames, bare = await bench_ui._chart_idle_and_bare(window, 2, 0.4)
         k = chart.area.newest_column
-        await asyncio.sleep(0.3)
+        await wait_until(lambda: chart.area.newest_column > k, 10)   # its frames go on
         return frames, bare, k, chart.area.newest_column, chart.frame_timer.receivers("2timeout()")
 
     rc, (frames, bare, k_after, k_later, receivers), errors = run_window(scenario)

@@ -145,10 +145,10 @@ def test_a_held_final_save_does_not_keep_a_reset_waiting():
         s = Scheduler()
         gate = GatedWork()
         jid = await s.submit("reservations", "ws-a", gate)
-        s.hold_save(id=jid, terminal=True)
+        first = s.hold_save(id=jid, terminal=True)
         await gate.started.wait()
         gate.open()
-        await asyncio.sleep(0.01)                  # its final save is held now
+        await asyncio.wait_for(first.wait_engaged(), 5)   # its final save is held now
         assert s.store.holding(jid)
         assert await asyncio.wait_for(s.reset(), 5) == 1
         assert s.store.holds() == () and s.live_jobs == 0
@@ -157,7 +157,7 @@ def test_a_held_final_save_does_not_keep_a_reset_waiting():
         jid2 = await s.submit("reservations", "ws-a", gate2)
         hold = s.hold_save(id=jid2, terminal=True)
         gate2.open()
-        await asyncio.sleep(0.01)
+        await asyncio.wait_for(hold.wait_engaged(), 5)
         assert s.store.holding(jid2)
         hold.release()
         await s.join()

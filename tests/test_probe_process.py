@@ -112,7 +112,7 @@ def test_a_real_program_blocked_in_a_named_function(inbox, tmp_path):
 
 
 def test_under_uvloop_when_it_is_installed(inbox, tmp_path):
-    pytest.importorskip("uvloop")         # not a dependency; the probe only needs call_later
+    pytest.importorskip("uvloop")  # in the test extra (not on Windows: none there); the probe needs only call_later
     script = tmp_path / "victim_uv.py"
     script.write_text(VICTIM.replace("asyncio.run(main(", "import uvloop; uvloop.run(main("))
     proc, got, out, err = _run_until_end(inbox, script)

@@ -116,10 +116,13 @@ def test_a_huge_block_is_trimmed_to_fit_fewest_samples_first():
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=2000))
 def test_garbage_bytes_only_ever_refused(data):
+    """Any bytes: a report, or ``Refused`` (any other exception fails the test)."""
     try:
-        decode(data)
-    except Refused:
-        pass
+        got = decode(data)
+    except Refused as refused:
+        assert refused.reason, "a refusal says why, in a word to count it by"
+    else:
+        assert type(got) in (Summary, Block)
 
 
 _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),

@@ -460,6 +460,16 @@ async def test_sessions_racing_for_two_workspaces_never_share_one(request, engin
             await store.close()
 
 
+async def _until_a_lock_waits(dsn: str, timeout_s: float = 10.0) -> None:
+    """Until some session of the server waits for a lock (``pg_locks``: read live, not a
+    snapshot), polled on a connection of its own."""
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as probe:
+        deadline = time.monotonic() + timeout_s
+        while not (await (await probe.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")).fetchone())[0]:
+            assert time.monotonic() < deadline, "no session came to wait for a lock"
+            await asyncio.sleep(0.01)
+
+
 async def test_a_claim_that_waited_on_another_claim_is_stamped_after_that_one_ended(request):
     """A claim that found the lane free but had to wait for another session's claim of it (not
     yet committed) was stamped with the time it read before the wait: when the other claim's
@@ -475,7 +485,7 @@ async def test_a_claim_that_waited_on_another_claim_is_stamped_after_that_one_en
                 first = (await (await conn.execute(sql, ("scheduled", "w", "x", store.session, 60.0))).fetchone())[0]
                 # the other session's claim of the same lane, started while this one is open
                 waiting = asyncio.ensure_future(other.backend.claim_lane("scheduled", "w", "c"))
-                await asyncio.sleep(0.2)       # (it is waiting on this transaction, or about to)
+                await _until_a_lock_waits(store.url.dsn)   # it is waiting on this transaction
                 await conn.execute("SELECT lanemon.release_lane(%s, %s, %s, 0)", ("scheduled", "w", first))
                 await asyncio.sleep(0.05)      # the time the lane ends is well after the waiting claim's read
             granted = await waiting

@@ -717,6 +717,7 @@ def test_the_timeline_with_more_held_lanes_than_rows_shows_the_first_held(qtbot)
 
     from lanemon.lanes import GatedWork, Scheduler
     from lanemon.ui.lanes.timeline import LanesTimeline
+    from lanemon.ui.tools.testing import wait_until
 
     tl = LanesTimeline()
     qtbot.addWidget(tl)
@@ -730,7 +731,7 @@ def test_the_timeline_with_more_held_lanes_than_rows_shows_the_first_held(qtbot)
         await s.join()
         gate = GatedWork()
         await s.burst("reservations", [f"w{i:04d}" for i in range(3 * k)][::-1], gate)
-        await asyncio.sleep(0.01)
+        await wait_until(lambda: len(s.snapshot(limit=20).scheduled) == 3 * k, 10)   # all started
         many = s.snapshot(limit=20)
         tl.draw(many, s.clock(), {})
         rows_many = tl.rows
@@ -738,7 +739,7 @@ def test_the_timeline_with_more_held_lanes_than_rows_shows_the_first_held(qtbot)
         await s.join()
         gate2 = GatedWork()
         await s.burst("cafe", ["w0001"], gate2)
-        await asyncio.sleep(0.01)
+        await wait_until(lambda: len(s.snapshot(limit=20).scheduled) == 1, 10)
         few = s.snapshot(limit=20)
         tl.draw(few, s.clock(), {})
         gate2.open()

@@ -467,12 +467,16 @@ def test_the_lag_figures_change_without_repainting_the_bar_and_look_the_same(qtb
             win.talk.set_theme(name)
             await wait_until(lambda: label.width() > 0, 10)
             await asyncio.sleep(0.5)              # the theme's own repaint of the bar done
-            paints = EventCount(QEvent.Type.Paint)
+            paints, own = EventCount(QEvent.Type.Paint), EventCount(QEvent.Type.Paint)
             paints.watch(bar)
+            own.watch(label)
             for i in range(5):
+                n = own.n
                 label.set_parts([("lag ", None, False), (f"{i}.{i}{i} ms", None, True)])
-                await asyncio.sleep(0.05)         # the label's repaint (and any under it) done
+                await wait_until(lambda n=n, own=own: own.n > n, 5)   # the label's repaint (and any under it) done
+            await asyncio.sleep(0.05)
             paints.unwatch(bar)
+            own.unwatch(label)
             for presenter in (False, True):        # without and with a passing message
                 win.talk.set_presenter(presenter)
                 bar.showMessage("Run #3 done" if presenter else "", 15000)

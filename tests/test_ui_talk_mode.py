@@ -494,7 +494,8 @@ def test_a_presenter_toggle_paints_the_window_once_after_its_new_layout(qtbot):
     for on in (True, False, True, False):
         Paints.big = []
         win.talk.set_presenter(on)
-        qtbot.wait(300)
+        qtbot.waitUntil(lambda: len(Paints.big) >= 1, timeout=5000)   # its paint, however slow the machine
+        qtbot.wait(300)                        # then time for a second one (the bug's came a loop turn later)
         settled_bar = win.menuBar().height()
         assert len(Paints.big) == 1, (on, Paints.big)
         assert Paints.big == [settled_bar], "painted before the new layout"
@@ -522,7 +523,8 @@ def test_a_presenter_toggle_paints_the_chart_once(qtbot):
     for on in (True, False, True, False):
         paints.n = 0
         win.talk.set_presenter(on)
-        qtbot.wait(300)
+        qtbot.waitUntil(lambda: paints.n >= 1, timeout=5000)   # its paint, however slow the machine
+        qtbot.wait(300)                        # then time for the re-layout's paints the bug made
         assert paints.n == 1, (on, paints.n)
     paints.unwatch(viewport)
 

@@ -327,11 +327,15 @@ def test_a_run_in_flight_moves_nothing_in_the_runs_panel(qtbot):
     line is now always there: a run's start, its running time and its end move nothing."""
     import asyncio
 
+    from PySide6.QtCore import QEvent
+    from PySide6.QtWidgets import QApplication
+
     async def scenario(win):
         panel = win.runs_panel
 
         async def places():
-            await asyncio.sleep(0.15)            # the posted layout requests have run
+            await asyncio.sleep(0.15)
+            QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)   # whatever is still posted, run
             return [(w.mapTo(panel, w.rect().topLeft()), w.size())
                     for w in (panel.in_flight, panel.banner, panel.table, panel.cancel_btn)]
 
