@@ -584,3 +584,37 @@ def test_with_a_talk_loaded_the_replay_keys_are_the_replays(qtbot, fake):
     rc, (during, after), errors = run_window(scenario)
     assert rc == 0 and errors == []
     assert during == (111, True, False) and after
+
+
+def test_esc_leaves_the_replay_while_a_run_is_in_flight_and_cancels_it_after(qtbot, fake):
+    """Esc cancels a run from every tab, as 1/2/3 start one from every tab (it was a shortcut
+    of the Runs tab, live only while that tab was shown). So it is the window's, and while a
+    replay is shown it is the replay bar's alone (two live Escs are ambiguous to Qt, which then
+    runs neither): the replay is left, the run goes on; back live, on the tab the replay
+    chose (not Runs), Esc cancels."""
+    from lanemon.work import worker_processes
+
+    async def scenario(win):
+        c = win.controller
+        await wait_until(lambda: c.machine.warm_roundtrip_ms is not None or c.machine.errors, 60)
+        await activated(win)
+        rec = c.start_worker(2_000_000_000, "cold")
+        await wait_until(lambda: win.runs_panel.cancel_btn.isEnabled(), 10)
+        await wait_until(lambda: any(w.kind == "cold" for w in worker_processes()), 20)
+        mode = win.replay
+        mode.enter(fake, FakeRecording(), "fake.jsonl")
+        await wait_until(lambda: QApplication.focusWidget() is mode.panel.slider, 5)
+        QTest.keyClick(mode.panel.slider, Qt.Key.Key_Escape)
+        await wait_until(lambda: mode.replay is None, 5)          # the replay's Esc
+        left_running = rec.running
+        tab = win.shown_view()
+        win.chart.setFocus()
+        await wait_until(lambda: QApplication.focusWidget() is win.chart and win.runs_panel.esc_cancels, 5)
+        QTest.keyClick(win.chart, Qt.Key.Key_Escape)               # live again: the run's Esc
+        await wait_until(lambda: not rec.running, 20)
+        return left_running, tab, rec.status
+
+    rc, got, errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    left_running, tab, status = got
+    assert left_running and tab != "runs" and status == "cancelled"

@@ -124,6 +124,9 @@ class ReplayMode(QObject):
         self.panel.speed_chosen.connect(self.set_speed)
         self.panel.moment_chosen.connect(self.jump_to_moment)
         self.panel.leave_requested.connect(self.leave)
+        runs = getattr(window, "runs_panel", None)
+        if runs is not None:                 # the bar's Esc leaves the replay, even with a run in flight
+            runs.yield_esc_while_shown(self.panel)
         self._play_timer = QTimer(self)
         self._play_timer.setInterval(PLAY_MS)
         self._play_timer.timeout.connect(self._play_tick)

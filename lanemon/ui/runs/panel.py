@@ -143,10 +143,8 @@ class RunsPanel(LiveView):
                                    "process is killed and the warm pool replaces it)")
         self.cancel_btn.setEnabled(False)
         self.cancel_btn.clicked.connect(self.cancel_runs)
-        self._esc = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
-        self._esc.setContext(Qt.ShortcutContext.WindowShortcut)
-        self._esc.setEnabled(False)      # only while a run can be cancelled: Esc is free otherwise
-        self._esc.activated.connect(self.cancel_runs)
+        self._esc = self._esc_shortcut(self)       # (the window's own, once it calls serve_esc_in)
+        self._esc_yielded: list[QWidget] = []     # while one of these is shown, Esc is its
         app = QApplication.instance()
         if app is not None:              # a layer over the window (the shortcut list) keeps its Esc
             app.focusChanged.connect(self._update_esc)
@@ -244,6 +242,7 @@ class RunsPanel(LiveView):
 
         # --- wiring: inputs and controller events -> coalesced repaint -------------------
         controller.changed.connect(self.schedule_refresh)
+        controller.changed.connect(self._update_esc)     # (from any tab: Esc follows the runs)
         controller.said.connect(self.show_notice)
         controller.outcome.connect(self._show_outcome)
         controller.notice.connect(self._paint_banner)     # "blocking the loop…" paints before the block
@@ -291,7 +290,34 @@ class RunsPanel(LiveView):
     def eventFilter(self, watched, event) -> bool:
         if watched is self._results_box and event.type() == QEvent.Type.Resize:
             self._fit_exports()
+        elif watched in self._esc_yielded and event.type() in (QEvent.Type.Show, QEvent.Type.Hide):
+            self._update_esc()
         return super().eventFilter(watched, event)
+
+    # --- Esc ---------------------------------------------------------------------------------
+    def _esc_shortcut(self, host: QWidget) -> QShortcut:
+        esc = QShortcut(QKeySequence(Qt.Key.Key_Escape), host)
+        esc.setContext(Qt.ShortcutContext.WindowShortcut)
+        esc.setEnabled(False)      # only while a run can be cancelled: Esc is free otherwise
+        esc.activated.connect(self.cancel_runs)
+        return esc
+
+    def serve_esc_in(self, host: QWidget) -> None:
+        """Esc cancels in all of ``host`` (the window), whichever tab is shown, as the keys
+        that start runs do; until this is called only while this panel is shown (a shortcut
+        of a hidden widget is not live)."""
+        self._esc.setEnabled(False)
+        self._esc.deleteLater()
+        self._esc = self._esc_shortcut(host)
+        self._update_esc()
+
+    def yield_esc_while_shown(self, widget: QWidget) -> None:
+        """While ``widget`` is shown, Esc is not this panel's (it is ``widget``'s own, e.g.
+        the replay bar's "leave"): two live shortcuts on one key are ambiguous to Qt, which
+        then runs neither."""
+        self._esc_yielded.append(widget)
+        widget.installEventFilter(self)
+        self._update_esc()
 
     def _wide_at(self) -> int:
         """The least width at which the job form and the results fit side by side (the
@@ -408,8 +434,10 @@ class RunsPanel(LiveView):
 
     def _update_esc(self, *_args) -> None:
         """Esc cancels while a run can be cancelled and the focus is in the window's content
-        (not in a layer over it, such as the shortcut list, which closes on Esc)."""
-        self._esc.setEnabled(bool(self.controller.cancellable()) and self._focus_in_content())
+        (not in a layer over it, such as the shortcut list, which closes on Esc), and no
+        widget it yields Esc to is shown (``yield_esc_while_shown``)."""
+        self._esc.setEnabled(bool(self.controller.cancellable()) and self._focus_in_content()
+                             and not any(w.isVisible() for w in self._esc_yielded))
 
     def _focus_in_content(self) -> bool:
         focus = QApplication.focusWidget()

@@ -140,6 +140,7 @@ class MainWindow(QMainWindow):
         # bar, which is inside the screen whatever the tab shows or where its page is scrolled
         self.runs_panel.noticed.connect(lambda text: self.statusBar().showMessage(text, 15000))
         self.add_view("runs", "Runs", self.runs_panel)
+        self.runs_panel.serve_esc_in(self)               # Esc cancels from every tab, as 1/2/3 start
         # the other tabs: install_views (now, or after the first paint with views_later)
         self._lanes_scheduler = lanes_scheduler
         self._probe_address = probe_address
