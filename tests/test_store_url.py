@@ -24,6 +24,8 @@ def test_the_three_engines():
     ("redis://h/0", "unknown store engine"),
     ("memory:x", "takes nothing"),
     ("sqlite://host/x.db", "three slashes"),
+    ("sqlite://ada:hunter2@host/x.db", "three slashes"),     # a mistaken authority: still no password
+    ("sqlite:///tmp/x.db?lease=-1%0A", "positive"),           # (a newline in the value: still one line)
     ("sqlite:///tmp/", "no database file"),
     ("sqlite:///tmp/x.db?lease=0", "positive"),
     ("sqlite:///tmp/x.db?lease=soon", "not a number"),
@@ -44,5 +46,7 @@ def test_redact_hides_every_password_and_shows_files_as_written():
     assert "hunter2" not in redact("postgresql://h/d?user=ada&password=hunter2")
     assert redact("postgresql://ada@h/d") == "postgresql://ada@h/d"
     assert redact("sqlite:///tmp/x.db") == "sqlite:///tmp/x.db"
+    assert redact("sqlite://ada:hunter2@h/x.db") == "sqlite://ada:***@h/x.db"
+    assert redact("sqlite:rel/a:b@c.db") == "sqlite:rel/a:b@c.db"      # a relative file path, as written
     url = parse("postgresql://ada:hunter2@h/d")
     assert "hunter2" not in str(url) and "hunter2" not in repr(url)

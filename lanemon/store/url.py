@@ -62,24 +62,35 @@ class StoreUrl:
 
 
 def redact(url: str) -> str:
-    """``url`` with any password replaced by ``***`` (also inside the query)."""
-    if url.partition(":")[0].lower() in ("sqlite", "memory"):
-        return url  # (no password in a file path; shown as the user wrote it)
+    """``url`` with any password replaced by ``***`` (also inside the query, and in the
+    host part an SQLite URL must not have: ``sqlite://user:pw@host/...``)."""
+    scheme, _, rest = url.partition(":")
+    if scheme.lower() in ("sqlite", "memory"):
+        # (no password in a file path: shown as the user wrote it, but for a mistaken authority)
+        if rest.startswith("//"):
+            authority, slash, path = rest[2:].partition("/")
+            return f"{scheme}://{_masked(authority)}{slash}{path}"
+        return url
     try:
         parts = urlsplit(url)
     except ValueError:
         return "<unparsable store URL>"
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, host = netloc.rsplit("@", 1)
-        if ":" in userinfo:
-            userinfo = userinfo.split(":", 1)[0] + ":***"
-        netloc = f"{userinfo}@{host}"
+    netloc = _masked(parts.netloc)
     query = parts.query
     if query:
         pairs = parse_qsl(query, keep_blank_values=True)
         query = "&".join(f"{k}={'***' if k.lower() == 'password' else quote(v, safe='')}" for k, v in pairs)
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def _masked(netloc: str) -> str:
+    """``user:password@host`` as ``user:***@host`` (anything else as it is)."""
+    if "@" not in netloc:
+        return netloc
+    userinfo, host = netloc.rsplit("@", 1)
+    if ":" in userinfo:
+        userinfo = userinfo.split(":", 1)[0] + ":***"
+    return f"{userinfo}@{host}"
 
 
 def _lease(options: dict[str, str], shown: str) -> float:
@@ -91,7 +102,7 @@ def _lease(options: dict[str, str], shown: str) -> float:
     except ValueError:
         raise StoreError(f"{shown}: lease={text!r} is not a number of seconds") from None
     if not math.isfinite(lease) or lease <= 0:
-        raise StoreError(f"{shown}: lease must be a positive number of seconds, not {text}")
+        raise StoreError(f"{shown}: lease must be a positive number of seconds, not {text!r}")
     return lease
 
 
@@ -118,7 +129,7 @@ def parse(url: str) -> StoreUrl:
             host, slash, path = after.partition("/")
             if host:
                 raise StoreError(f"{shown!r}: an SQLite store is a local file: sqlite:///path/file.db "
-                                 f"(three slashes), not a host {host!r}")
+                                 f"(three slashes), not a host {_masked(host)!r}")
             path = "/" + path if slash else ""
         else:
             path = path_part
