@@ -273,3 +273,24 @@ def test_reset_compacts_the_lanes():
         tracemalloc.stop()
     assert drained > 100_000, drained                  # (the tables of 2,000 held lanes)
     assert after < drained / 10, (drained, after)
+
+
+@pytest.mark.parametrize("kwargs", [{"batch": 0}, {"batch": -3}, {"batch": 2.5}, {"batch": True},
+                                    {"budget_s": 0}, {"budget_s": -1.0}, {"budget_s": float("nan")}])
+def test_a_reset_with_a_batch_or_budget_that_could_not_progress_is_refused_and_does_nothing(kwargs):
+    """A batch below 1 never moved on (the reset looped for ever, every submit refused):
+    refused before anything is done; the jobs go on."""
+    async def main():
+        s = Scheduler()
+        gate = GatedWork()
+        await s.submit("reservations", "ws-a", gate)
+        await s.submit("reservations", "ws-a", 0.0)     # waiting behind it
+        await gate.started.wait()
+        with pytest.raises(ValueError):
+            await s.reset(**kwargs)
+        assert not s.resetting and s.live_jobs == 2
+        gate.open()
+        await asyncio.wait_for(s.join(), 5)
+        return s.counts().jobs_finished
+
+    assert asyncio.run(main()) == 2

@@ -1326,11 +1326,16 @@ class Scheduler:
 
         Afterwards the scheduler takes jobs again, as new.
 
-        Refused: on a closed scheduler (:class:`SchedulerClosed`), and while another
-        reset is under way (:class:`ResetRefused`). If ``aclose`` begins during a
-        reset, the jobs end with its reason and the scheduler stays closed; if the
+        Refused: on a closed scheduler (:class:`SchedulerClosed`), while another
+        reset is under way (:class:`ResetRefused`), and a ``batch`` not an int >= 1 or a
+        ``budget_s`` not a positive number (``ValueError``; nothing done). If ``aclose``
+        begins during a reset, the jobs end with its reason and the scheduler stays closed; if the
         caller is cancelled, the reset stops where it is (nothing is forgotten) and the
         jobs not ended yet go on (waiting ones are looked at again)."""
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+            raise ValueError(f"batch must be an int >= 1, not {batch!r}")
+        if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) or not budget_s > 0:
+            raise ValueError(f"budget_s must be a positive number of seconds, not {budget_s!r}")
         if self._resetting:
             raise ResetRefused("a reset is already under way")
         if self._closing is not None:
