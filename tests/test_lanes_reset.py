@@ -294,3 +294,21 @@ def test_a_reset_with_a_batch_or_budget_that_could_not_progress_is_refused_and_d
         return s.counts().jobs_finished
 
     assert asyncio.run(main()) == 2
+
+
+def test_an_id_whose_queued_save_failed_is_still_no_job_after_a_reset():
+    """``cancel`` of an ID a submit drew but could not save says "unknown" (no job had it),
+    before and after a reset (the reset forgot those IDs and it said "finished")."""
+    async def main():
+        s = Scheduler()
+        done = await s.submit("reservations", "ws-a", 0.0)
+        s.fail_next_save(state="queued", error="disk full")
+        with pytest.raises(Exception, match="disk full"):
+            await s.submit("reservations", "ws-a", 0.0)
+        await s.join()
+        lost = done + 1                                   # the ID the failed submit drew
+        before = await s.cancel(lost)
+        await s.reset()
+        return before, await s.cancel(lost), await s.cancel(done)
+
+    assert asyncio.run(main()) == ("unknown", "unknown", "finished")

@@ -188,6 +188,34 @@ async def test_outside_occupancy_is_checked_inside_the_claim(request, engine):
         await b.close()
 
 
+async def test_cancel_of_another_process_job_says_elsewhere_and_leaves_it_alone(request, engine):
+    """On a shared store ``cancel`` of an ID not live here: another process's job not over is
+    "elsewhere" (it was "finished", and nothing was cancelled either), left as it is; once it
+    is over, "finished"; an ID no process was given, "unknown"."""
+    from lanemon.lanes import EventHub, GatedWork, Scheduler
+
+    a, b = await _sessions(request, engine)
+    try:
+        mine, other = (Scheduler(lanes=st.lanes, store=st.records(events=hub), events=hub)
+                       for st, hub in ((a, EventHub()), (b, EventHub())))
+        gate = GatedWork()
+        running = await other.submit("reservations", "w1", gate)
+        queued = await other.submit("reservations", "w1", 0.0)      # waits behind it, in the other
+        await gate.started.wait()
+        said = [await mine.cancel(running), await mine.cancel(queued), await mine.cancel(10**9)]
+        states = [(await a.records().load(i)).state for i in (running, queued)]
+        gate.open()
+        await other.join()
+        said.append(await mine.cancel(running))
+        for s in (mine, other):
+            await s.aclose()
+    finally:
+        await a.close()
+        await b.close()
+    assert said == ["elsewhere", "elsewhere", "unknown", "finished"]
+    assert states == [State.RUNNING, State.QUEUED]
+
+
 async def test_job_ids_come_from_the_store_so_processes_never_share_one(request, engine):
     """Jobs added by the CLI and two schedulers (two processes' worth) on one store get
     distinct ids, and every one of them runs."""

@@ -452,7 +452,7 @@ class Scheduler:
         self._aclosed = False                # aclose began: closed for good
         self._resetting = False              # a reset is ending the live jobs
         self._counts_base: Counts | None = None  # the engines' counts at the last reset
-        self._unsubmitted: set[int] = set()  # IDs drawn by submits whose queued save failed
+        self._unsubmitted: set[int] = set()  # IDs drawn by submits whose queued save failed (kept by reset)
         self.unsaved_finals = 0
         self.available_errors = 0
         self.jobs_submitted = 0
@@ -1008,20 +1008,17 @@ class Scheduler:
         return jid
 
     async def cancel(self, job_id: int) -> str:
-        """Cancel a job.  Returns ``"cancelled"`` (it will not run),
-        ``"stop_requested"`` (it is running; it stops at its next
+        """Cancel a job of this scheduler.  Returns ``"cancelled"`` (it will not
+        run), ``"stop_requested"`` (it is running; it stops at its next
         checkpoint), ``"finished"`` (already over, even when its record has
-        left the store's window), ``"unknown"`` (no job had that ID), or
+        left the store's window), ``"elsewhere"`` (on a store shared by
+        processes: another process's job, not over; nothing is done -- it is
+        that process's to cancel), ``"unknown"`` (no job had that ID), or
         ``"failed: ..."`` when saving the cancellation failed (the job stays
         queued)."""
         job = self._live.get(job_id)
         if job is None:
-            # a finished job's record may have left the store's window: an ID this
-            # scheduler gave to a job that is no longer live is a finished job
-            known = await self.store.load(job_id) is not None or (
-                type(job_id) is int and 0 < job_id <= self._next_id
-                and job_id not in self._unsubmitted)
-            outcome = "finished" if known else "unknown"
+            outcome = await self._not_live_outcome(job_id)
             self.events.emit("cancel", None, None, job_id, None, outcome)
             return outcome
         async with self.record_lock.hold(job_id):
@@ -1029,6 +1026,20 @@ class Scheduler:
         self.events.emit("cancel", job.workspace, job.queue.name, job_id,
                          job.record.state, outcome)
         return outcome
+
+    async def _not_live_outcome(self, job_id: int) -> str:
+        """What ``cancel`` says of an ID with no live job here."""
+        rec = await self.store.load(job_id)
+        if self._reserve_ids is not None:
+            # a shared store numbers every process's jobs and keeps their records
+            if rec is None:
+                return "unknown"
+            return "finished" if rec.state in TERMINAL else "elsewhere"
+        # this scheduler's own numbering: a finished job's record may have left the
+        # store's window, and an ID it gave to a job no longer live is a finished job
+        known = rec is not None or (type(job_id) is int and 0 < job_id <= self._next_id
+                                    and job_id not in self._unsubmitted)
+        return "finished" if known else "unknown"
 
     async def _cancel_locked(self, job: _Job) -> str:
         rec = job.record
@@ -1423,7 +1434,6 @@ class Scheduler:
         self._history_dirty = set()
         self._history_last = None
         self._workspace_views = ()
-        self._unsubmitted = set()
         forget = getattr(self.store, "forget_finished", None)
         if forget is not None:
             forget()

@@ -995,11 +995,12 @@ class LanesView(LiveView):
         words = {"cancelled": "cancelled: it will not run",
                  "stop_requested": "running: a stop was requested through its lane",
                  "finished": "already finished: nothing to cancel",
+                 "elsewhere": "another process's job on this store: cancel it there",
                  "unknown": "no such job"}
 
         def said(outcome: str) -> None:
             self._say(f"Job #{jid}: {words.get(outcome, outcome)}.",
-                      error=outcome in ("unknown", "finished") or outcome.startswith("failed"))
+                      error=outcome in ("unknown", "finished", "elsewhere") or outcome.startswith("failed"))
 
         return self._spawn(self.scheduler.cancel(jid), said)
 
