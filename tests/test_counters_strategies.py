@@ -175,6 +175,33 @@ async def test_claim_released_on_error_and_on_cancel():
 
 
 @pytest.mark.asyncio
+async def test_a_release_failing_on_the_way_out_does_not_hide_the_error_that_caused_it():
+    """The claim goes back when guiding fails or the task is cancelled; a store that fails
+    that release too (a database gone) must not replace the error (or the cancellation)
+    the caller is owed: the claim is left to its TTL."""
+    from lanemon.store.url import StoreError
+
+    class BrokenRelease(GatedDesk):
+        async def release_counter_claim(self, staff, claim):
+            raise StoreError("server closed the connection")
+
+    board, _, _ = setup()
+    desk = BrokenRelease(board)
+    desk.fail.add("S1")
+    ta = asyncio.create_task(claim_finalize(desk, "S1", A))
+    await until(lambda: desk.guiding)
+    desk.open("S1")
+    with pytest.raises(RuntimeError, match="S1 tripped"):
+        await ta
+    tb = asyncio.create_task(claim_finalize(desk, "S2", B))
+    await until(lambda: len(desk.guiding) == 2)
+    tb.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await tb
+    assert board.current_claim(0) is not None and board.current_claim(1) is not None   # left to their TTL
+
+
+@pytest.mark.asyncio
 async def test_no_counter():
     board, _, desk = setup(counters=1)
     board.assign(0, "Z", "S9")

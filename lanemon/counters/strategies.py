@@ -33,6 +33,7 @@ import asyncio
 import enum
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager as AsyncContextManager
+from contextlib import suppress
 
 from lanemon.counters.workload import Customer
 from lanemon.store.claims import Claim, ClaimStore, Outcome
@@ -136,7 +137,10 @@ async def claim_finalize(desk: Desk, staff: str, customer: Customer) -> Attempt:
         await desk.guide_customer_to_counter(staff, customer, counter)
         outcome = await desk.finalize_counter_assignment(staff, customer, held)
     except BaseException:
-        await desk.release_counter_claim(staff, held)
+        # the claim goes back; a store failing meanwhile must not hide why we are here
+        # (the claim then ends at its TTL)
+        with suppress(Exception):
+            await desk.release_counter_claim(staff, held)
         raise
     if not outcome:
         # Expired: clear our dead record (a no-op if someone replaced it).

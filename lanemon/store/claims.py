@@ -29,7 +29,11 @@ each engine factory):
 - ``release(token)`` removes the claim only while ``token`` is the current
   one (live or expired) and returns True; a late or repeated release returns
   False, changes nothing but the ``release_refused`` count, and never raises
-  (it runs in ``except`` / ``finally`` blocks).
+  (it runs in ``except`` / ``finally`` blocks). A database engine whose store
+  fails meanwhile (connection lost, busy too long) raises that ``StoreError``
+  like any operation; a caller releasing on the way out of an error suppresses
+  it so as not to hide that error (``claim_finalize``), and the claim ends at
+  its TTL.
 - ``expire(counter)`` ends the counter's live claim now (False without one).
   ``assign`` is the blind, unguarded write of the lock strategies: it always
   seats the customer and returns False (counted as a double assignment) when
