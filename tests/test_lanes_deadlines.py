@@ -111,3 +111,32 @@ def test_a_batch_wakes_at_most_max_per_fire_and_the_rest_next_pass():
     assert sizes == [MAX_PER_FIRE] * 3 and got == list(range(3 * MAX_PER_FIRE))
     assert len(d) == 0
     loop._handles.close()
+
+
+def test_a_callback_cancelling_another_of_its_batch_stops_it_and_the_rest_still_fire():
+    """A callback may cancel a deadline taken off the heap with it for the same batch: that
+    one does not run (it ran with no callback: a TypeError reported), and the count of
+    cancelled ones stays the heap's (it was counted there too, and a later ``cancel`` then
+    found "every deadline cancelled" and dropped live ones that never fired)."""
+    loop = FakeLoop()
+    errors = []
+    loop.call_exception_handler = errors.append
+    d = Deadlines(loop)
+    got = []
+    second = None
+
+    def first(k):
+        got.append(k)
+        d.cancel(second)
+
+    d.add(0.010, first, "first")
+    second = d.add(0.010, got.append, "second")
+    later = [d.add(0.050, got.append, f"later{i}") for i in range(2)]
+    loop.now = 0.011
+    loop.fire_due()
+    assert got == ["first"] and errors == [] and len(d) == 2
+    d.cancel(later[0])                       # one of two live ones: the other still fires
+    loop.now = 0.051
+    loop.fire_due()
+    assert got == ["first", "later1"] and errors == [] and len(d) == 0
+    loop._handles.close()

@@ -70,6 +70,8 @@ class Deadlines:
         if entry[2] is None:
             return
         entry[2] = entry[3] = None
+        if entry[1] < 0:        # taken off the heap by the batch running now: not counted there
+            return
         self._dead += 1
         heap = self._heap
         if self._dead > _COMPACT_MIN and self._dead * 2 > len(heap):
@@ -113,12 +115,15 @@ class Deadlines:
             if e[2] is None:
                 self._dead -= 1
             else:
+                e[1] = -1       # off the heap (a callback of this batch may still cancel it)
                 due.append(e)
         if len(due) == MAX_PER_FIRE and heap and heap[0][0] <= now:
             self._last_fire = float("-inf")    # more is due already: next pass, not BATCH_S later
         self._arm()
         for e in due:
             cb, arg = e[2], e[3]
+            if cb is None:      # cancelled by an earlier callback of this batch
+                continue
             e[2] = e[3] = None
             self.fired += 1
             try:
