@@ -372,3 +372,14 @@ def test_a_suspending_engine_keeps_the_claim_strategy_correct(seed):
     t = run_in_virtual_time(Simulation(config, claims=_engine(made, True)).run())
     assert t.completed and t.served == 50 and t.double_assignments == 0
     assert t.arrived == t.served + t.queued + t.with_staff + t.turned_away
+
+
+def test_a_workload_refuses_bad_arguments_when_called_not_at_its_first_customer():
+    from lanemon.counters.workload import workload
+
+    for bad in ({"count": -1}, {"arrival_rate": 0.0}, {"guide_time": -1.0}, {"abandon_rate": 1.5}):
+        args = dict(count=3, arrival_rate=1.0, guide_time=0.2, service_time=1.0) | bad
+        with pytest.raises(ValueError):
+            workload(1, **args)                   # no next() needed
+    assert [c.name for c in workload(1, 3, arrival_rate=None, guide_time=0.2, service_time=1.0)] == \
+        ["C1", "C2", "C3"]

@@ -216,6 +216,20 @@ async def test_cancel_of_another_process_job_says_elsewhere_and_leaves_it_alone(
     assert states == [State.RUNNING, State.QUEUED]
 
 
+async def test_a_negative_or_odd_count_of_ids_is_refused_and_moves_nothing(request, engine):
+    a, b = await _sessions(request, engine)
+    try:
+        first = await a.records().reserve_ids(3)
+        for bad in (-5, 2.0, True, "3"):
+            with pytest.raises(ValueError):
+                await b.records().reserve_ids(bad)
+        after = await b.records().reserve_ids(2)
+    finally:
+        await a.close()
+        await b.close()
+    assert len(first) == 3 and min(after) > max(first)    # the shared counter never went back
+
+
 async def test_job_ids_come_from_the_store_so_processes_never_share_one(request, engine):
     """Jobs added by the CLI and two schedulers (two processes' worth) on one store get
     distinct ids, and every one of them runs."""

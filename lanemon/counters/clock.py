@@ -142,7 +142,8 @@ class ScaledClock:
 
     # -- sleeping --------------------------------------------------------
     async def sleep(self, dt: float) -> None:
-        """Sleep ``dt`` simulation seconds (``dt <= 0`` just yields)."""
+        """Sleep ``dt`` simulation seconds (``dt == 0`` just yields). Refused: ``dt < 0``
+        (``ValueError``), a frozen clock (``RuntimeError``: the run is over)."""
         if dt < 0:
             raise ValueError("cannot sleep a negative time")
         if self._frozen:

@@ -193,8 +193,7 @@ class SimConfig:
         if self.arrival_rate is not None and not (
                 isinstance(self.arrival_rate, (int, float)) and FLOORS["arrival_rate"].admits(self.arrival_rate)):
             raise ValueError(f"arrival_rate must be > 0 (or None), not {self.arrival_rate!r}")
-        # workload() validates the rest
-        next(iter(self.workload()), None)
+        self.workload()   # workload() validates the rest (it raises from the call)
 
     @property
     def label(self) -> str:

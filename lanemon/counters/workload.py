@@ -43,6 +43,8 @@ def workload(
     service_time: float,
     abandon_rate: float = 0.0,
 ) -> Iterator[Customer]:
+    """The customers (see the module docstring); the refusals (``ValueError``) come from
+    this call, not from the first ``next``."""
     if count is not None and (not isinstance(count, int) or count < 0):
         raise ValueError(f"customer count must be an integer >= 0 or None, not {count!r}")
     if arrival_rate is not None and not arrival_rate > 0:
@@ -51,6 +53,11 @@ def workload(
         raise ValueError("guide and service times must be >= 0")
     if not 0.0 <= abandon_rate <= 1.0:
         raise ValueError(f"abandon rate must be in [0, 1], not {abandon_rate!r}")
+    return _customers(seed, count, arrival_rate, guide_time, service_time, abandon_rate)
+
+
+def _customers(seed: int, count: int | None, arrival_rate: float | None, guide_time: float,
+               service_time: float, abandon_rate: float) -> Iterator[Customer]:
     rng = random.Random(seed)
     t = 0.0
     for i in itertools.count(1) if count is None else range(1, count + 1):

@@ -1589,10 +1589,11 @@ class Scheduler:
     def stats(self) -> dict[str, int]:
         """Sizes of what the scheduler keeps (public observation for tests, a
         bench or a memory check): ``live`` jobs; finished jobs kept in the
-        queues' ``recent`` lists; ``history_runs`` kept over all workspaces and
-        ``history_counted`` (those under ``history_total``; each workspace's
-        last run beyond it is kept uncounted); ``workspaces`` seen; the store's
-        ``records`` and ``finished_records``."""
+        queues' ``recent`` lists; ``history_runs`` kept over all workspaces,
+        ``history_uncounted`` (workspaces whose one kept run is beyond
+        ``history_total``: each workspace keeps its last run) and
+        ``history_workspaces`` (workspaces with a run kept); ``workspaces`` seen;
+        the store's ``records`` and ``finished_records``."""
         st = self.store.stats()
         return {
             "live": len(self._live),

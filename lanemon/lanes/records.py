@@ -29,7 +29,9 @@ Guarantees of :meth:`RecordStore.save`
   the stored record unchanged.
 * ``saved`` events are emitted after each successful write; ``save_held``
   when a save starts waiting on a hold; ``save_failed`` / ``stale_write`` when
-  a save raises.
+  a save raises for an injected failure or a fence; a refused transition
+  (``InvalidTransition``, a caller's bug) raises with no event (counted in
+  ``invalid_transitions``).
 * ``close_holds()`` releases every hold and makes every later hold inert
   (released at creation): from then on no save waits on a hold.  A closing
   scheduler calls it so that its final saves can complete.

@@ -26,15 +26,18 @@ Output
   - ``lanes``: ``[{lane, workspace, owner, session, epoch, since,
     lease_until, stop_requested, stop_reason}]`` -- the held lanes;
   - ``jobs``: ``[{id, workspace, queue, state, run_id, error, attempts,
-    start, end, owner, epoch, seconds, cpu_ms, fail}]`` -- ``start``/``end``
-    when the store saw it start running / end (null before), ``owner`` and
+    start, end, owner, epoch, seconds, cpu_ms, fail, taken_by, taken_until}]`` --
+    ``start``/``end`` when the store saw it start running / end (null before),
+    ``taken_by``/``taken_until`` the session that reserved it while queued
+    (``take_jobs``) and until when (null when none), ``owner`` and
     ``epoch`` the lane owner and epoch that last wrote it;
   - ``ledger``: ``[{at, writer, job, state, lane, workspace, epoch_held,
     epoch_current}]`` -- every refused (fenced) write, ``epoch_current`` null
     when the lane was free;
   - ``history``: ``[{epoch, lane, workspace, owner, session, claimed_at,
     ended_at, end_reason}]`` -- every ownership ever granted;
-  - ``stats``: ``{key: count}`` over :data:`lanemon.store.sql.backend.STATS_KEYS`;
+  - ``stats``: ``{key: count}`` over :data:`lanemon.store.sql.backend.STATS_KEYS`,
+    with ``claims`` (and the ``board_*`` counts once the store has a board);
     ``stale_releases`` (int, also in ``stats``);
   - ``sessions``: ``[{session, pid, host, name, started, last_seen, info}]``
     -- ``last_seen`` the session's last heartbeat, ``info`` the JSON object it

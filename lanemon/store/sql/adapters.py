@@ -245,7 +245,11 @@ class SqlRecords(RecordStore):
 
     async def reserve_ids(self, n: int) -> list[int]:
         """``n`` job ids from the store (a scheduler on a shared store numbers its jobs
-        with these: see ``Scheduler``)."""
+        with these: see ``Scheduler``). Refused: ``n`` not an int >= 0 (``ValueError``: a
+        negative count would move the shared counter back, and hand out again IDs
+        another process reserved)."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError(f"n must be an int >= 0, not {n!r}")
         return await self._backend.reserve_ids(n)
 
     async def _store_write(self, record: Reservation, fence: Iterable[Any]) -> Reservation:

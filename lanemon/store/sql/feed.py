@@ -18,9 +18,11 @@ feed.wait(timeout)``:
 loop: SQLite polls ``PRAGMA data_version`` (a few microseconds) every
 :data:`POLL_S` between ``asyncio.sleep`` calls; PostgreSQL waits on one LISTEN
 connection (``LISTEN lanemon``: the triggers' ``NOTIFY``, delivered at commit).
-While a PostgreSQL server cannot be reached, ``wait`` returns ``[]`` after its
-timeout, tries again on the next call and says why in ``last_error``; the
-first call after a successful reconnect returns ``None``.
+While a PostgreSQL server cannot be reached, ``wait`` returns ``[]`` once its
+connection attempt failed (which may take up to the connect timeout) and at most
+half a second more (never past its own timeout after the attempt), tries again on
+the next call and says why in ``last_error``; the first call after a successful
+reconnect returns ``None``.
 """
 
 from __future__ import annotations

@@ -617,9 +617,14 @@ class PostgresBackend(BackendSession):
             await self._check_or_create(conn, create, older_ok)
             if self.schema_version != SCHEMA_VERSION:
                 self._lock_conn = conn
-                self._pool = AsyncConnectionPool(self.url.dsn, min_size=1, max_size=1, open=False,
-                                                 kwargs=_conninfo_kwargs(self.url), configure=_configure)
-                await self._pool.open(wait=True, timeout=CONNECT_TIMEOUT_S + 2)
+                pool = AsyncConnectionPool(self.url.dsn, min_size=1, max_size=1, open=False,
+                                           kwargs=_conninfo_kwargs(self.url), configure=_configure)
+                try:
+                    await pool.open(wait=True, timeout=CONNECT_TIMEOUT_S + 2)
+                except Exception as exc:    # (as below: a StoreError, never the pool's own)
+                    await pool.close()
+                    raise StoreError(explain(self.url, exc)) from None
+                self._pool = pool
                 return
             await self._lock(conn)
             self._lock_conn = conn
