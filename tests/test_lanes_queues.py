@@ -448,3 +448,18 @@ async def test_snapshot_reuses_the_views_of_what_did_not_change():
     assert ra3.phase == "running"  # an earlier snapshot never changes
     assert [sp.job_id for sp in four.history["A"]] == [a] and "A" not in one.history
     assert one.history["B"] is four.history["B"] and b == one.history["B"][0].job_id
+
+
+async def test_an_unknown_queue_is_refused_in_one_line_and_nothing_is_queued():
+    from lanemon.lanes import UnknownQueue
+
+    s = Scheduler()
+    for call in (lambda: s.submit("caffe", "ws", 0.0), lambda: s.burst("caffe", ["ws"], 0.0)):
+        with pytest.raises(UnknownQueue) as err:
+            await call()
+        assert str(err.value) == "no queue 'caffe' (the queues: reservations, cafe)"
+        assert isinstance(err.value, KeyError)          # (as before, for a caller catching that)
+    with pytest.raises(UnknownQueue):
+        s.queue_view("caffe")
+    assert s.live_jobs == 0 and s.jobs_submitted == 0
+    await s.aclose()

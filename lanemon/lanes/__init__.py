@@ -10,7 +10,8 @@ Public API (see each module's docstring for the exact contract):
 - :mod:`.queues`       ``Scheduler`` (the two queues ``reservations`` and
   ``cafe`` sharing ``scheduled_lanes``; ``aclose()`` ends promptly whatever is
   held or running; ``reset()`` ends every job and forgets the finished ones, so
-  their memory can go), ``ReservationQueue``, ``SchedulerClosed``, ``ResetRefused``.
+  their memory can go), ``ReservationQueue``, ``SchedulerClosed``, ``ResetRefused``,
+  ``UnknownQueue``.
 - :mod:`.work`         pluggable work: ``SimulatedWork``, ``GatedWork``,
   ``CpuWork`` (placed by ``lanemon.work.place``), ``RunContext``.
 - :mod:`.occupancy`    ``Occupancy``: outside reasons that make a workspace busy.
@@ -45,6 +46,7 @@ from .queues import (
     ResetRefused,
     Scheduler,
     SchedulerClosed,
+    UnknownQueue,
 )
 from .record_lock import RecordLock
 from .records import (
@@ -74,7 +76,7 @@ from .work import (
 __all__ = [
     "Event", "EventHub", "InvariantChecker", "LaneToken", "LaneView", "ProjectLanes",
     "Occupancy", "Owner", "owner_name", "parse_owner", "QUEUE_NAMES", "Phase", "ReservationQueue",
-    "Scheduler", "SchedulerClosed", "ResetRefused",
+    "Scheduler", "SchedulerClosed", "ResetRefused", "UnknownQueue",
     "HISTORY_TOTAL", "KEEP_FINISHED", "RecordLock",
     "TERMINAL", "InvalidTransition", "RecordStore", "Reservation", "SaveError", "SaveFailed",
     "SaveHold", "StaleWrite", "State", "Counts", "JobView", "QueueView", "RunSpan", "Snapshot",

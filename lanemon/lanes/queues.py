@@ -180,7 +180,7 @@ from .snapshot import Counts, JobView, QueueView, RunSpan, Snapshot
 from .work import RunContext, StopRequested, as_work
 
 __all__ = ["Scheduler", "ReservationQueue", "QUEUE_NAMES", "Phase", "SchedulerClosed",
-           "ResetRefused", "HISTORY_TOTAL", "RESET_BATCH", "RESET_BUDGET_S"]
+           "ResetRefused", "UnknownQueue", "HISTORY_TOTAL", "RESET_BATCH", "RESET_BUDGET_S"]
 
 #: runs kept in the scheduler's history over all workspaces (see "Bounded memory")
 HISTORY_TOTAL = 20_000
@@ -211,6 +211,14 @@ class SchedulerClosed(RuntimeError):
 
 class ResetRefused(RuntimeError):
     """Refused: a ``reset`` is already under way."""
+
+
+class UnknownQueue(KeyError):
+    """Refused: a queue name that is not one of the scheduler's (``QUEUE_NAMES``). A
+    ``KeyError`` whose ``str()`` is its one-line message."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown queue"
 
 
 #: a reset ends at most this many jobs per loop turn ...
@@ -898,14 +906,26 @@ class Scheduler:
         """Queue ``work`` (see :func:`~lanemon.lanes.work.as_work`) for
         ``workspace`` in ``queue`` (``"reservations"`` or ``"cafe"``).
 
-        Raises :class:`SchedulerClosed` once ``aclose`` began.  A submit whose
+        Raises :class:`SchedulerClosed` once ``aclose`` began and while a ``reset``
+        runs; :class:`UnknownQueue` for another queue name; ``TypeError`` /
+        ``ValueError`` for a work ``as_work`` refuses.  A submit whose
         ``queued`` record is saved while the scheduler closes returns its ID,
         the job already cancelled like the other waiting jobs."""
-        return await self._submit(self._queue_by_name[queue], workspace, work)
+        try:
+            q = self._queue_by_name[queue]
+        except KeyError:
+            raise self._no_queue(queue) from None
+        return await self._submit(q, workspace, work)
+
+    def _no_queue(self, name: object) -> UnknownQueue:
+        return UnknownQueue(f"no queue {name!r} (the queues: {', '.join(self._queue_by_name)})")
 
     async def burst(self, queue: str, workspaces: Iterable[str], work: Any = None) -> list[int]:
-        """Submit one job per workspace given, in order."""
-        q = self._queue_by_name[queue]
+        """Submit one job per workspace given, in order (refusals as ``submit``)."""
+        try:
+            q = self._queue_by_name[queue]
+        except KeyError:
+            raise self._no_queue(queue) from None
         return [await self._submit(q, ws, work) for ws in workspaces]
 
     def adopt(self, queue: str, record: Reservation, work: Any = None) -> bool:
@@ -914,10 +934,14 @@ class Scheduler:
         runs only if its ``running`` save is accepted by the store.
 
         False (nothing done) when the job is already live here or the record is not
-        ``queued`` or not of ``queue``; :class:`SchedulerClosed` once ``aclose`` began."""
+        ``queued`` or not of ``queue``; :class:`SchedulerClosed` once ``aclose`` began;
+        :class:`UnknownQueue` for a queue name that is not one of this scheduler's."""
         if self._closing is not None:
             raise self._refused()
-        q = self._queue_by_name[queue]
+        try:
+            q = self._queue_by_name[queue]
+        except KeyError:
+            raise self._no_queue(queue) from None
         jid = record.id
         if jid in self._live or record.state is not _QUEUED or record.queue != queue:
             return False
@@ -1522,8 +1546,13 @@ class Scheduler:
         return v
 
     def queue_view(self, name: str, limit: int | None = None, lanes: bool = True) -> QueueView:
-        """Queue ``name`` at this instant (see ``ReservationQueue.view``)."""
-        return self._queue_view(self._queue_by_name[name], limit, lanes)
+        """Queue ``name`` at this instant (see ``ReservationQueue.view``); :class:`UnknownQueue`
+        for a name that is not one of this scheduler's."""
+        try:
+            q = self._queue_by_name[name]
+        except KeyError:
+            raise self._no_queue(name) from None
+        return self._queue_view(q, limit, lanes)
 
     def _queue_view(self, q: _Queue, limit: int | None, lanes: bool) -> QueueView:
         counts = {"submitted": q.submitted, "waiting": len(q.waiting),
