@@ -522,3 +522,40 @@ def test_agents_start_with_no_store_known_is_refused_saying_what_to_do(qtbot):
                       "or start a scenario first (its throwaway store), or start lanemon with --store.")
     assert tab.startswith("Give a store URL first")
     assert agents == [] and started == ()
+
+
+def test_space_in_the_workspaces_table_is_the_talks_while_one_is_loaded(qtbot):
+    """The Lanes tab's workspaces table toggles "busy outside" with Space, claiming the key
+    before the window's pause; with a talk loaded Space is the talk's next step there too
+    (it toggled busy and the talk stood still); closed, Space toggles again."""
+    async def scenario(win):
+        p, lanes = win.talk_player, win.views["lanes"]
+        await chart_focused(win)
+        win.show_view("lanes")
+        s = lanes.scheduler
+        for ws in ("w1", "w2"):
+            s.mark_busy(ws, "outside")          # two rows in the workspaces table
+        lanes.refresh_now()
+        table = lanes.lanes_table
+        await wait_until(lambda: table.model().rowCount() == 2, 10)
+        p.load(parse('[[step]]\ntitle = "One"\n[[step]]\ntitle = "Two"\n[[step]]\ntitle = "Three"\n'))
+        await wait_until(lambda: not p.busy, 10)
+        table.setFocus()
+        await wait_until(lambda: QApplication.focusWidget() is table, 10)
+        table.setCurrentIndex(table.model().index(0, 0))
+        ws = table.model().row_data(0).workspace
+        start = p.index
+        await press(win, Qt.Key.Key_Space)
+        loaded = (p.index - start, s.occupancy.is_busy(ws))
+        p.close_action.trigger()
+        await wait_until(lambda: not p.loaded, 10)
+        table.setFocus()
+        await wait_until(lambda: QApplication.focusWidget() is table, 10)
+        key(win, Qt.Key.Key_Space)
+        await wait_until(lambda: not s.occupancy.is_busy(ws), 5)
+        return loaded, win.chart.paused
+
+    rc, (loaded, paused), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert loaded == (1, True)              # the talk moved on; the workspace still busy
+    assert paused is False                  # closed: the table's Space, not the chart's pause

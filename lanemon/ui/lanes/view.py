@@ -76,7 +76,7 @@ from __future__ import annotations
 import asyncio
 import time
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from operator import attrgetter
 
@@ -168,15 +168,18 @@ class _WorkspacesTable(QTableView):
     """Space (or Select) on a workspace's row toggles "busy outside".
 
     The table claims Space before a window shortcut (talk mode's pause) does,
-    as a focused input field would.
+    as a focused input field would; not while ``space_yielded()`` (a loaded
+    talk's Space is its next step, in this table too).
     """
 
     toggle_row = None
+    space_yielded = None    # () -> bool: Space is not the table's now (a talk's next key)
 
     def event(self, event) -> bool:
         if (event.type() == QEvent.Type.ShortcutOverride
                 and event.key() in (Qt.Key.Key_Space, Qt.Key.Key_Select)
-                and event.modifiers() == Qt.KeyboardModifier.NoModifier):
+                and event.modifiers() == Qt.KeyboardModifier.NoModifier
+                and not (self.space_yielded is not None and self.space_yielded())):
             event.accept()
             return True
         return super().event(event)
@@ -1071,6 +1074,11 @@ class LanesView(LiveView):
         ws = got[0]
         self._set_busy(ws, not self.scheduler.occupancy.is_busy(ws))
 
+    def yield_space_while(self, predicate: Callable[[], object]) -> None:
+        """While ``predicate()`` is true, Space in the workspaces table is not the table's
+        (it toggles no busy; a window shortcut gets it); otherwise the table claims it."""
+        self.lanes_table.space_yielded = predicate
+
     def _toggle_busy_row(self, row: int) -> None:
         r = self.lanes_model.row_data(row)
         self._set_busy(r.workspace, not r.busy)
@@ -1154,4 +1162,10 @@ def install_lanes_view(window, scheduler: Scheduler | None = None) -> LanesView:
     view down when it closes)."""
     view = LanesView(scheduler or Scheduler(clock=time.monotonic, **WINDOW_BOUNDS))
     window.add_view("lanes", "La&nes && queues", view)
+
+    def talk_loaded() -> bool:   # (read at the key: the window may add its talk player later)
+        player = getattr(window, "talk_player", None)
+        return player is not None and player.loaded
+
+    view.yield_space_while(talk_loaded)   # a loaded talk's Space is "next step", here too
     return view
