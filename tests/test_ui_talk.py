@@ -316,7 +316,7 @@ def test_the_shortcut_list_with_a_talks_keys_fits_a_1024x768_window_in_presenter
 
     rc, (fits, rows), errors = run_window(scenario, size=(1024, 768))
     assert rc == 0 and errors == []
-    assert fits and rows == 15
+    assert fits and rows == 17     # 13 of the window (Esc and Enter among them) + 4 of the talk
 
 
 def test_the_whole_example_talk_runs_to_its_end_with_no_action_failing(qtbot):
@@ -559,3 +559,30 @@ def test_space_in_the_workspaces_table_is_the_talks_while_one_is_loaded(qtbot):
     assert rc == 0 and errors == []
     assert loaded == (1, True)              # the talk moved on; the workspace still busy
     assert paused is False                  # closed: the table's Space, not the chart's pause
+
+
+def test_enter_presses_a_focused_button_with_no_talk_loaded_and_a_field_keeps_its_enter(qtbot):
+    """Space is the window's (the chart's pause), and a main window's buttons take no Enter of
+    their own: a keyboard user could reach a button with Tab and not press it. Enter presses
+    the focused button, talk or not; a field still gets its Enter, once."""
+    from PySide6.QtWidgets import QLineEdit, QPushButton
+
+    async def scenario(win):
+        await chart_focused(win)
+        clicks, returns = [], []
+        button = QPushButton("probe", win.runs_panel)
+        field = QLineEdit(win.runs_panel)
+        button.clicked.connect(lambda: clicks.append(1))
+        field.returnPressed.connect(lambda: returns.append(1))
+        button.show()
+        field.show()
+        assert not win.talk_player.loaded
+        for widget, k in ((button, Qt.Key.Key_Return), (button, Qt.Key.Key_Enter), (field, Qt.Key.Key_Return)):
+            widget.setFocus()
+            await wait_until(lambda w=widget: QApplication.focusWidget() is w, 10)
+            key(win, k)
+        return len(clicks), len(returns)
+
+    rc, got, errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert got == (2, 1)

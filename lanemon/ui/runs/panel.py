@@ -143,7 +143,7 @@ class RunsPanel(LiveView):
                                    "process is killed and the warm pool replaces it)")
         self.cancel_btn.setEnabled(False)
         self.cancel_btn.clicked.connect(self.cancel_runs)
-        self._esc = self._esc_shortcut(self)       # (the window's own, once it calls serve_esc_in)
+        self._esc: QShortcut | None = self._esc_shortcut(self)   # (the window's, once it calls serve_esc_in)
         self._esc_yielded: list[QWidget] = []     # while one of these is shown, Esc is its
         app = QApplication.instance()
         if app is not None:              # a layer over the window (the shortcut list) keeps its Esc
@@ -305,11 +305,16 @@ class RunsPanel(LiveView):
     def serve_esc_in(self, host: QWidget) -> None:
         """Esc cancels in all of ``host`` (the window), whichever tab is shown, as the keys
         that start runs do; until this is called only while this panel is shown (a shortcut
-        of a hidden widget is not live)."""
+        of a hidden widget is not live). ``host`` may go first (a window's children are
+        deleted in turn): from then on nothing here touches its shortcut."""
         self._esc.setEnabled(False)
         self._esc.deleteLater()
         self._esc = self._esc_shortcut(host)
+        self._esc.destroyed.connect(self._esc_gone)
         self._update_esc()
+
+    def _esc_gone(self, *_args) -> None:
+        self._esc = None
 
     def yield_esc_while_shown(self, widget: QWidget) -> None:
         """While ``widget`` is shown, Esc is not this panel's (it is ``widget``'s own, e.g.
@@ -430,12 +435,14 @@ class RunsPanel(LiveView):
         """Does Esc cancel now (a run can be cancelled and the focus is in the window's
         content, as of the last refresh or focus change)? Otherwise Esc is the rest of the
         window's."""
-        return self._esc.isEnabled()
+        return self._esc is not None and self._esc.isEnabled()
 
     def _update_esc(self, *_args) -> None:
         """Esc cancels while a run can be cancelled and the focus is in the window's content
         (not in a layer over it, such as the shortcut list, which closes on Esc), and no
         widget it yields Esc to is shown (``yield_esc_while_shown``)."""
+        if self._esc is None:
+            return
         self._esc.setEnabled(bool(self.controller.cancellable()) and self._focus_in_content()
                              and not any(w.isVisible() for w in self._esc_yielded))
 

@@ -287,6 +287,9 @@ class TalkMode(QObject):
         for name, text in what:
             keys = " or ".join(k.toString(QKeySequence.SequenceFormat.NativeText) for k in a[name].shortcuts())
             rows.append((keys, text))
+        # the window's keys that are not these actions' (the runs panel's Esc, the talk player's Enter)
+        rows[4:4] = [("Esc", "cancel the run in flight"),
+                     ("Enter", "press the focused button")]
         return rows
 
     def file_menu(self) -> QMenu:

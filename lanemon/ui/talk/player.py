@@ -25,7 +25,7 @@ keys (they are given to it, not to the talk). Everywhere else they are the talk'
 speaker's key never acts on whatever was last clicked: a focused table or list keeps Up,
 Down and End (no talk key), but Home, PageUp/PageDown, Left/Right and Space move the talk
 (Space does not toggle a workspace's busy in the Lanes tab's table, nor press a focused
-button or check box: Enter does, while a talk is loaded, and so does its Alt+letter); a
+button or check box: Enter does, talk or not, and so does its Alt+letter); a
 closed list box (combo) keeps Up and Down and opens with Alt+Down or F4, and its open list
 keeps every key (the talk's shortcuts do not reach a popup). Enter on any other focused
 widget is given to it.
@@ -118,15 +118,15 @@ class TalkPlayer(QObject):
             a.triggered.connect(lambda _c=False, key=key, text=text, what=what: self._key(key, text, what))
             window.addAction(a)
             self.keys.append(a)
-        # Space is the talk's: Enter presses a focused button instead (a main window's buttons
-        # take no Enter of their own), so every button keeps a key while a talk is loaded
-        press = QAction("Talk: press the focused button", window)
+        # Enter presses a focused button or check box (a main window's buttons take no Enter
+        # of their own, and Space is the window's: the chart's pause, or a talk's next step),
+        # so every button has a key, talk or not
+        press = QAction("Press the focused button", window)
         press.setShortcuts([QKeySequence(Qt.Key.Key_Return), QKeySequence(Qt.Key.Key_Enter)])
         press.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-        press.setEnabled(False)
         press.triggered.connect(self._press)
         window.addAction(press)
-        self.keys.append(press)
+        self.press_action = press
         self.open_action = QAction("Open &talk…", window)
         self.open_action.setStatusTip("a talk script (TOML): its steps are walked with PageDown / PageUp")
         self.open_action.triggered.connect(self.open_dialog)
@@ -219,18 +219,20 @@ class TalkPlayer(QObject):
     def _hand_on(self, focus, key: Qt.Key, text: str) -> None:
         """Give the key to the focused widget, as if no talk were loaded."""
         mods = Qt.KeyboardModifier.NoModifier
-        for a in self.keys:          # (a key sent to a widget goes through the shortcuts again)
+        actions = [*self.keys, self.press_action]
+        was = [a.isEnabled() for a in actions]
+        for a in actions:            # (a key sent to a widget goes through the shortcuts again)
             a.setEnabled(False)
         try:
             QApplication.sendEvent(focus, QKeyEvent(QEvent.Type.KeyPress, key, mods, text))
             QApplication.sendEvent(focus, QKeyEvent(QEvent.Type.KeyRelease, key, mods, text))
         finally:
-            for a in self.keys:
-                a.setEnabled(True)
+            for a, on in zip(actions, was):
+                a.setEnabled(on)
 
     def _press(self) -> None:
-        """Enter: click the focused button or check box (Space is the talk's); any other
-        focused widget gets its Enter as usual."""
+        """Enter: click the focused button or check box (Space is the window's: the chart's
+        pause, or a loaded talk's next step); any other focused widget gets its Enter as usual."""
         focus = QApplication.focusWidget()
         if isinstance(focus, QAbstractButton):
             if focus.isEnabled():
