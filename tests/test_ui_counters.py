@@ -443,3 +443,43 @@ def test_a_staff_chip_never_draws_what_it_does_over_its_name(qtbot, width):
                     assert not name.intersects(told), (scale, chip.name, name, told)
     finally:
         theme.apply_font_and_palette(QApplication.instance(), 1.0)
+
+
+def test_counters_and_staff_are_picked_with_the_keyboard_too(qtbot):
+    """The grid and the staff strip were picked with the mouse alone (no focus, no keys): a
+    keyboard user's Expire always hit the freshest claim and Walk away always S1. Both take the
+    focus (Tab) and move their pick with the arrows, Home and End; Enter unpicks."""
+    from PySide6.QtTest import QTest
+
+    from lanemon.ui.counters.grid import moved
+
+    # the rule, on a 3-wide layout of 7 items: from nothing, then by item and by row, clamped
+    assert moved(None, 7, 3, Qt.Key.Key_Down) == 0
+    assert [moved(4, 7, 3, k) for k in (Qt.Key.Key_Left, Qt.Key.Key_Right, Qt.Key.Key_Up, Qt.Key.Key_Down,
+                                        Qt.Key.Key_Home, Qt.Key.Key_End)] == [3, 5, 1, 6, 0, 6]
+    assert moved(6, 7, 3, Qt.Key.Key_Down) == 6 and moved(0, 7, 3, Qt.Key.Key_Up) == 0
+    assert moved(2, 7, 3, Qt.Key.Key_A) is None and moved(None, 0, 3, Qt.Key.Key_Down) is None
+
+    async def scenario(win):
+        v = _view(win)
+        await wait_until(lambda: len(v.grid.cells) > 2 and len(v.staff.chips) > 1, 10)
+        clicked = []
+        v.grid.counter_clicked.connect(clicked.append)
+        seen = {}
+        for widget in (v.grid, v.staff):
+            widget.setFocus(Qt.FocusReason.TabFocusReason)
+            await wait_until(lambda w=widget: QApplication.focusWidget() is w, 10)
+            picks = []
+            for k in (Qt.Key.Key_Down, Qt.Key.Key_Right, Qt.Key.Key_End, Qt.Key.Key_Home, Qt.Key.Key_Return):
+                QTest.keyClick(QApplication.focusWidget(), k)
+                picks.append(widget.selected)
+            seen[widget is v.grid] = picks
+        v.staff.setFocus()
+        QTest.keyClick(v.staff, Qt.Key.Key_Right)           # S1, picked for Walk away
+        return seen, clicked, v.staff.selected, len(v.grid.cells), [c.name for c in v.staff.chips]
+
+    seen, clicked, staff_pick, n, names = _run(scenario)
+    assert seen[True] == [0, 1, n - 1, 0, None]              # counters: ids 0..n-1
+    assert clicked == [0, 1, n - 1, 0]                       # each pick told, as a click is
+    assert seen[False] == [names[0], names[1], names[-1], names[0], None]
+    assert staff_pick == names[0]

@@ -202,6 +202,42 @@ def _bar_box(r: QRectF) -> tuple[float, float, float, float]:
     return r.x() + 3, r.bottom() - bar_h - 2, r.width() - 6, bar_h
 
 
+_STEPS = {Qt.Key.Key_Left: (-1, 0), Qt.Key.Key_Right: (1, 0), Qt.Key.Key_Up: (0, -1),
+          Qt.Key.Key_Down: (0, 1), Qt.Key.Key_Home: (-1, None), Qt.Key.Key_End: (1, None)}
+
+
+def moved(index: int | None, n: int, cols: int, key) -> int | None:
+    """Where a picking key moves a selection among ``n`` items laid out ``cols`` to a row
+    (arrows by one item or one row, Home / End to the first / last): the new index, or
+    ``None`` for a key that is not one of these (or no items). With nothing selected any
+    of them picks the first item."""
+    step = _STEPS.get(key)
+    if step is None or n <= 0:
+        return None
+    if index is None:
+        return 0
+    dx, dy = step
+    if dy is None:
+        return 0 if dx < 0 else n - 1
+    return min(n - 1, max(0, index + dx + dy * max(1, cols)))
+
+
+def paint_focus(widget: QWidget, p: QPainter) -> None:
+    """The keyboard focus, drawn around ``widget``'s edge (dashed, the theme's text colour)."""
+    if widget.hasFocus():
+        p.setPen(QPen(QColor(theme.FG), 2, Qt.PenStyle.DashLine))
+        p.setBrush(Qt.BrushStyle.NoBrush)
+        p.drawRect(QRectF(widget.rect()).adjusted(1, 1, -1, -1))
+
+
+def _focus_edges(widget: QWidget) -> None:
+    """Repaint the strips ``paint_focus`` draws on (focus came or went)."""
+    r = widget.rect()
+    for strip in (QRect(0, 0, r.width(), 3), QRect(0, r.height() - 3, r.width(), 3),
+                  QRect(0, 0, 3, r.height()), QRect(r.width() - 3, 0, 3, r.height())):
+        widget.update(strip)
+
+
 def grid_shape(n: int, width: float, height: float, aspect: float = 1.7) -> tuple[int, int]:
     """(columns, rows) giving the largest cells of about ``aspect`` width:height."""
     best, best_size = (max(1, n), 1), -1.0
@@ -237,7 +273,7 @@ class CountersGrid(QWidget):
         self.setMinimumSize(240, 120)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent, True)
-        self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)   # arrows pick a counter (keyPressEvent)
 
     def set_cells(self, cells: list[Cell]) -> None:
         """Take a new model; repaint only the cells that changed (all of them on a relayout)."""
@@ -405,6 +441,7 @@ class CountersGrid(QWidget):
             for i in self.highlighted:
                 if 0 <= i < len(rects):
                     p.drawRect(rects[i].adjusted(half, half, -half, -half))
+        paint_focus(self, p)
         p.end()
         self.paint_ms = (time.perf_counter() - t0) * 1000
         self.paints += 1
@@ -419,6 +456,30 @@ class CountersGrid(QWidget):
                 self.counter_clicked.emit(cell.id)
                 return
         super().mousePressEvent(event)
+
+    def keyPressEvent(self, event) -> None:
+        """The keyboard's click: arrows, Home and End move the selection from counter to
+        counter (the first key picks the first), Enter unpicks (as a second click)."""
+        key = event.key()
+        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self.selected is not None:
+            self.selected = None
+            self.update()
+            return
+        i = moved(self.selected, len(self.cells), self._shape[0], key)
+        if i is None:
+            super().keyPressEvent(event)
+            return
+        self.selected = self.cells[i].id
+        self.update()
+        self.counter_clicked.emit(self.selected)
+
+    def focusInEvent(self, event) -> None:
+        super().focusInEvent(event)
+        _focus_edges(self)
+
+    def focusOutEvent(self, event) -> None:
+        super().focusOutEvent(event)
+        _focus_edges(self)
 
 
 class StaffStrip(QWidget):
@@ -437,6 +498,8 @@ class StaffStrip(QWidget):
         self._texts = StaticTexts(limit=800)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent, True)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)   # arrows pick a staff member (keyPressEvent)
+        self._cols = 1
         self.apply_fonts()
 
     def apply_fonts(self) -> None:
@@ -483,7 +546,7 @@ class StaffStrip(QWidget):
         per_row = max(1, int(self.width() // max(1, int(150 * theme.font_scale()))))
         rows = math.ceil(n / per_row)
         self.setFixedHeight(rows * line + 2)
-        cols = math.ceil(n / rows)
+        cols = self._cols = math.ceil(n / rows)
         w = self.width() / cols
         self._rects = [QRectF((i % cols) * w, (i // cols) * line, w - 4, line - 3) for i in range(len(self.chips))]
 
@@ -519,6 +582,7 @@ class StaffStrip(QWidget):
                 p.setFont(self._font)
                 st, at = told
                 draw(at, st)
+        paint_focus(self, p)
         p.end()
 
     def _chip_texts(self, chip: Chip, r: QRectF):
@@ -556,3 +620,28 @@ class StaffStrip(QWidget):
                 self.staff_clicked.emit(chip.name)
                 return
         super().mousePressEvent(event)
+
+    def keyPressEvent(self, event) -> None:
+        """As ``CountersGrid.keyPressEvent``, from staff member to staff member."""
+        key = event.key()
+        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self.selected is not None:
+            self.selected = None
+            self.update()
+            return
+        names = [chip.name for chip in self.chips]
+        at = names.index(self.selected) if self.selected in names else None
+        i = moved(at, len(names), self._cols, key)
+        if i is None:
+            super().keyPressEvent(event)
+            return
+        self.selected = names[i]
+        self.update()
+        self.staff_clicked.emit(self.selected)
+
+    def focusInEvent(self, event) -> None:
+        super().focusInEvent(event)
+        _focus_edges(self)
+
+    def focusOutEvent(self, event) -> None:
+        super().focusOutEvent(event)
+        _focus_edges(self)
