@@ -597,3 +597,27 @@ def test_talk_mode_and_player_follow_the_window_without_filtering_its_events(qtb
     assert rc == 0 and errors == []
     assert follows
     assert filtered == []
+
+
+def test_the_shortcut_list_keeps_the_keyboard_while_shown(qtbot):
+    """The list is a layer over the window: Tab moved the focus under it (then Esc no longer
+    closed it), and a digit or Space acted on the window beneath. Now every key but those with
+    Ctrl or Alt is the layer's: Tab stays, 1 starts no run, Space pauses nothing; Esc closes."""
+    async def scenario(win):
+        await chart_focused(win)
+        overlay, runs = win.talk.overlay, win.controller
+        before = len(runs.records)
+        key(win, Qt.Key.Key_F1)
+        await wait_until(lambda: overlay.isVisible() and QApplication.focusWidget() is overlay, 5)
+        for k in (Qt.Key.Key_Tab, Qt.Key.Key_Backtab, Qt.Key.Key_1, Qt.Key.Key_Space, Qt.Key.Key_L):
+            key(win, k)
+        kept = (overlay.isVisible(), QApplication.focusWidget() is overlay, win.chart.paused,
+                win.talk.actions["log"].isChecked(), len(runs.records) - before)
+        key(win, Qt.Key.Key_Escape)
+        await wait_until(lambda: not overlay.isVisible(), 5)
+        return kept, QApplication.focusWidget() is win.chart
+
+    rc, (kept, back), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert kept == (True, True, False, False, 0)    # no run, no pause, no log axis
+    assert back                                   # the focus goes back where it was

@@ -35,7 +35,7 @@ from __future__ import annotations
 import datetime
 import os
 
-from PySide6.QtCore import QByteArray, QObject, QStandardPaths, Qt
+from PySide6.QtCore import QByteArray, QEvent, QObject, QStandardPaths, Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
@@ -180,12 +180,22 @@ class ShortcutOverlay(QWidget):
                 pass
         self._return_focus = None
 
+    def event(self, event) -> bool:
+        # a layer over the window: its keys are the layer's (a digit starts no run under it,
+        # Space pauses nothing), but for those with Ctrl or Alt (Ctrl+Q still quits)
+        if event.type() == QEvent.Type.ShortcutOverride and not (
+                event.modifiers() & (Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier)):
+            event.accept()
+            return True
+        return super().event(event)
+
+    def focusNextPrevChild(self, _next: bool) -> bool:
+        return True         # Tab stays on the layer (under it, Esc would no longer close it)
+
     def keyPressEvent(self, event) -> None:
         if event.key() in (Qt.Key.Key_Escape, Qt.Key.Key_F1, Qt.Key.Key_Question):
             self.close_overlay()
-            event.accept()
-            return
-        super().keyPressEvent(event)
+        event.accept()      # every other key does nothing while the list is shown
 
     def mousePressEvent(self, event) -> None:
         self.close_overlay()
