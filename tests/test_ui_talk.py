@@ -586,3 +586,26 @@ def test_enter_presses_a_focused_button_with_no_talk_loaded_and_a_field_keeps_it
     rc, got, errors = run_window(scenario)
     assert rc == 0 and errors == []
     assert got == (2, 1)
+
+
+def test_a_blank_screen_keeps_the_keyboard_and_any_key_brings_the_window_back(qtbot):
+    """Under the blank screen the window's keys still acted, unseen: a digit started a run,
+    L switched the axis. The blank screen has the keyboard now; any key brings the window
+    back and does nothing else; the focus goes back where it was."""
+    async def scenario(win):
+        p, c = win.talk_player, win.controller
+        await chart_focused(win)
+        p.load(parse('[[step]]\ntitle = "One"\n[[step]]\ntitle = "Two"\n'))
+        await wait_until(lambda: not p.busy, 10)
+        seen = []
+        for k in (Qt.Key.Key_1, Qt.Key.Key_L, Qt.Key.Key_Escape, Qt.Key.Key_PageDown):
+            key(win, Qt.Key.Key_B)
+            await wait_until(lambda: QApplication.focusWidget() is p.blank_screen, 5)
+            key(win, k)
+            seen.append((k.name, p.blank, p.index, len(c.records), win.talk.actions["log"].isChecked(),
+                         QApplication.focusWidget() is win.chart))
+        return seen
+
+    rc, seen, errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert seen == [(name, False, 0, 0, False, True) for name in ("Key_1", "Key_L", "Key_Escape", "Key_PageDown")]

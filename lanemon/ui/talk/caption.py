@@ -12,8 +12,8 @@ Both draw only what they are given: the player (``player.TalkPlayer``) decides.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, Qt
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtWidgets import QApplication, QFrame, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from lanemon.ui.kit import theme
 
@@ -105,12 +105,18 @@ class TalkCaption(QFrame):
 
 
 class BlankScreen(QWidget):
-    """Black over the whole window (a speaker's "blank the screen")."""
+    """Black over the whole window (a speaker's "blank the screen"). While it covers the
+    window it has the keyboard: a key without Ctrl or Alt acts on nothing beneath (a digit
+    starts no run unseen); it is said (``key_pressed``: the talk brings the window back)."""
+
+    key_pressed = Signal()
 
     def __init__(self, parent: QWidget) -> None:
         super().__init__(parent)
         self.setObjectName("talkBlank")
         self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self._return_focus: QWidget | None = None
         self.hide()
         self.apply_fonts()
 
@@ -121,4 +127,31 @@ class BlankScreen(QWidget):
         self.apply_fonts()
         self.setGeometry(self.parentWidget().rect())
         self.raise_()
+        self._return_focus = QApplication.focusWidget()
         self.show()
+        self.setFocus(Qt.FocusReason.OtherFocusReason)
+
+    def uncover(self) -> None:
+        """Gone; the focus back where it was."""
+        self.hide()
+        back, self._return_focus = self._return_focus, None
+        if back is not None:
+            try:
+                back.setFocus(Qt.FocusReason.OtherFocusReason)
+            except RuntimeError:   # the widget is gone
+                pass
+
+    def event(self, event) -> bool:
+        if event.type() == QEvent.Type.ShortcutOverride and not (
+                event.modifiers() & (Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier)):
+            event.accept()
+            return True
+        return super().event(event)
+
+    def focusNextPrevChild(self, _next: bool) -> bool:
+        return True         # Tab stays here
+
+    def keyPressEvent(self, event) -> None:
+        event.accept()
+        if not event.isAutoRepeat():
+            self.key_pressed.emit()

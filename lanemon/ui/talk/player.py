@@ -109,6 +109,7 @@ class TalkPlayer(QObject):
         self.caption = TalkCaption()
         window.chart.layout().insertWidget(0, self.caption)
         self.blank_screen = BlankScreen(window)
+        self.blank_screen.key_pressed.connect(lambda: self.set_blank(False))   # any key brings it back
         self.keys: list[QAction] = []
         for name, key, text, what in KEYS:
             a = QAction(f"Talk: {what}", window)
@@ -331,7 +332,7 @@ class TalkPlayer(QObject):
         if on:
             self.blank_screen.cover()
         else:
-            self.blank_screen.hide()
+            self.blank_screen.uncover()
         trace(f"talk blank {'on' if on else 'off'}")
 
     # --- a step ------------------------------------------------------------------------------
