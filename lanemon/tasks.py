@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable
 
 
 async def cancel_and_wait(tasks: Iterable[asyncio.Future]) -> None:
+    """Cancel every one of ``tasks`` and return once all have finished (see the module
+    docstring): their errors are not raised, the caller's own cancellation is."""
     tasks = list(tasks)
     for task in tasks:
         task.cancel()

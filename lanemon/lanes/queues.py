@@ -351,12 +351,15 @@ class ReservationQueue:
         return await self._sched.submit(self._q.name, workspace, work)
 
     async def cancel(self, job_id: int) -> str:
+        """``Scheduler.cancel`` (any job of the scheduler, whichever its queue)."""
         return await self._sched.cancel(job_id)
 
     def waiting_ids(self) -> tuple[int, ...]:
+        """This queue's waiting jobs now, oldest first."""
         return tuple(self._q.waiting)
 
     def running_ids(self) -> tuple[int, ...]:
+        """This queue's started jobs now (running or saving), in start order."""
         return tuple(self._q.running)
 
     def view(self, limit: int | None = None, lanes: bool = True) -> QueueView:
@@ -890,10 +893,14 @@ class Scheduler:
         return hook is None or bool(hook(workspace))
 
     def mark_busy(self, workspace: str, reason: str = "outside") -> None:
+        """``workspace`` is busy for ``reason`` (idempotent per reason): none of its jobs
+        starts until every reason is cleared; a running one goes on (see "Availability")."""
         self._workspaces.setdefault(workspace, workspace)
         self.occupancy.mark_busy(workspace, reason)
 
     def clear_busy(self, workspace: str, reason: str | None = None) -> None:
+        """``reason`` (``None``: every reason) no longer keeps ``workspace`` busy; when none
+        is left its next job may start. Nothing happens for a workspace not busy."""
         self.occupancy.clear(workspace, reason)
 
     def _on_occupancy(self, workspace: str, busy: bool) -> None:

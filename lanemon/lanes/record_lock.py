@@ -79,6 +79,11 @@ class RecordLock:
         return True
 
     async def acquire(self, key: Hashable) -> None:
+        """Hold ``key``: at once if nobody holds it, else after every earlier caller (FIFO).
+
+        Guaranteed: a caller cancelled while it waits does not hold the key afterwards, and a
+        hand-over that raced with its cancellation is passed on to the next waiter (the key is
+        never left held by nobody)."""
         waiters = self._entries.get(key)
         if waiters is None:
             self._entries[key] = deque()
@@ -102,6 +107,8 @@ class RecordLock:
         self.acquisitions += 1
 
     def release(self, key: Hashable) -> None:
+        """Let ``key`` go: to its oldest waiter still waiting (the key stays held), else free.
+        Refused: a key nobody holds (``RuntimeError``)."""
         waiters = self._entries.get(key)
         if waiters is None:
             raise RuntimeError(f"record lock for {key!r} is not held")
@@ -113,9 +120,11 @@ class RecordLock:
         del self._entries[key]
 
     def locked(self, key: Hashable) -> bool:
+        """Is ``key`` held now?"""
         return key in self._entries
 
     def waiting(self, key: Hashable) -> int:
+        """How many callers wait for ``key`` now (a hand-over done but not yet run counts not)."""
         waiters = self._entries.get(key)
         return 0 if waiters is None else sum(1 for f in waiters if not f.done())
 
