@@ -230,12 +230,51 @@ def paint_focus(widget: QWidget, p: QPainter) -> None:
         p.drawRect(QRectF(widget.rect()).adjusted(1, 1, -1, -1))
 
 
-def _focus_edges(widget: QWidget) -> None:
-    """Repaint the strips ``paint_focus`` draws on (focus came or went)."""
-    r = widget.rect()
-    for strip in (QRect(0, 0, r.width(), 3), QRect(0, r.height() - 3, r.width(), 3),
-                  QRect(0, 0, 3, r.height()), QRect(r.width() - 3, 0, 3, r.height())):
-        widget.update(strip)
+class _KeyPicks:
+    """The keyboard's click for a painted widget of items (``selected``: the picked one or
+    ``None``): arrows, Home and End move the pick from item to item (the first key picks the
+    first; ``moved``), Enter unpicks (as a second click); the focus drawn (``paint_focus``).
+    A subclass says its items in order and how many to a row (``_pickable``) and tells a
+    pick as a click does (``_picked``)."""
+
+    selected = None
+
+    def _pickable(self) -> tuple[list, int]:
+        raise NotImplementedError
+
+    def _picked(self, item) -> None:
+        raise NotImplementedError
+
+    def keyPressEvent(self, event) -> None:
+        key = event.key()
+        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self.selected is not None:
+            self.selected = None
+            self.update()
+            return
+        items, cols = self._pickable()
+        at = items.index(self.selected) if self.selected in items else None
+        i = moved(at, len(items), cols, key)
+        if i is None:
+            super().keyPressEvent(event)
+            return
+        self.selected = items[i]
+        self.update()
+        self._picked(self.selected)
+
+    def focusInEvent(self, event) -> None:
+        super().focusInEvent(event)
+        self._focus_edges()
+
+    def focusOutEvent(self, event) -> None:
+        super().focusOutEvent(event)
+        self._focus_edges()
+
+    def _focus_edges(self) -> None:
+        """Repaint the strips ``paint_focus`` draws on (focus came or went)."""
+        r = self.rect()
+        for strip in (QRect(0, 0, r.width(), 3), QRect(0, r.height() - 3, r.width(), 3),
+                      QRect(0, 0, 3, r.height()), QRect(r.width() - 3, 0, 3, r.height())):
+            self.update(strip)
 
 
 def grid_shape(n: int, width: float, height: float, aspect: float = 1.7) -> tuple[int, int]:
@@ -249,7 +288,7 @@ def grid_shape(n: int, width: float, height: float, aspect: float = 1.7) -> tupl
     return best
 
 
-class CountersGrid(QWidget):
+class CountersGrid(_KeyPicks, QWidget):
     """All counters in one ``paintEvent``. Click a counter to select it."""
 
     counter_clicked = Signal(int)
@@ -457,32 +496,14 @@ class CountersGrid(QWidget):
                 return
         super().mousePressEvent(event)
 
-    def keyPressEvent(self, event) -> None:
-        """The keyboard's click: arrows, Home and End move the selection from counter to
-        counter (the first key picks the first), Enter unpicks (as a second click)."""
-        key = event.key()
-        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self.selected is not None:
-            self.selected = None
-            self.update()
-            return
-        i = moved(self.selected, len(self.cells), self._shape[0], key)
-        if i is None:
-            super().keyPressEvent(event)
-            return
-        self.selected = self.cells[i].id
-        self.update()
-        self.counter_clicked.emit(self.selected)
+    def _pickable(self) -> tuple[list, int]:
+        return [cell.id for cell in self.cells], self._shape[0]
 
-    def focusInEvent(self, event) -> None:
-        super().focusInEvent(event)
-        _focus_edges(self)
-
-    def focusOutEvent(self, event) -> None:
-        super().focusOutEvent(event)
-        _focus_edges(self)
+    def _picked(self, item) -> None:
+        self.counter_clicked.emit(item)
 
 
-class StaffStrip(QWidget):
+class StaffStrip(_KeyPicks, QWidget):
     """One chip per staff member: who waits for the lock, who holds it, who guides."""
 
     staff_clicked = Signal(str)
@@ -621,27 +642,8 @@ class StaffStrip(QWidget):
                 return
         super().mousePressEvent(event)
 
-    def keyPressEvent(self, event) -> None:
-        """As ``CountersGrid.keyPressEvent``, from staff member to staff member."""
-        key = event.key()
-        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self.selected is not None:
-            self.selected = None
-            self.update()
-            return
-        names = [chip.name for chip in self.chips]
-        at = names.index(self.selected) if self.selected in names else None
-        i = moved(at, len(names), self._cols, key)
-        if i is None:
-            super().keyPressEvent(event)
-            return
-        self.selected = names[i]
-        self.update()
-        self.staff_clicked.emit(self.selected)
+    def _pickable(self) -> tuple[list, int]:
+        return [chip.name for chip in self.chips], self._cols
 
-    def focusInEvent(self, event) -> None:
-        super().focusInEvent(event)
-        _focus_edges(self)
-
-    def focusOutEvent(self, event) -> None:
-        super().focusOutEvent(event)
-        _focus_edges(self)
+    def _picked(self, item) -> None:
+        self.staff_clicked.emit(item)

@@ -35,7 +35,7 @@ from __future__ import annotations
 import datetime
 import os
 
-from PySide6.QtCore import QByteArray, QEvent, QObject, QStandardPaths, Qt
+from PySide6.QtCore import QByteArray, QObject, QStandardPaths, Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
@@ -55,6 +55,7 @@ from PySide6.QtWidgets import (
 
 from lanemon.files import cannot_write
 from lanemon.ui.kit import theme
+from lanemon.ui.kit.key_layer import KeyLayer
 from lanemon.ui.kit.paint_hold import paint_hold
 from lanemon.ui.shell import exports
 
@@ -93,17 +94,16 @@ def _menu(window: QMainWindow, title: str) -> QMenu:
     return bar.addMenu(title)
 
 
-class ShortcutOverlay(QWidget):
-    """A translucent layer over the whole window listing the shortcuts in large type."""
+class ShortcutOverlay(KeyLayer):
+    """A translucent layer over the whole window listing the shortcuts in large type; it has
+    the keyboard while shown (``KeyLayer``): Esc, F1 or ? close it, other keys do nothing."""
 
     def __init__(self, rows: list[tuple[str, str]], parent: QWidget) -> None:
         super().__init__(parent)
         self.setObjectName("shortcutOverlay")
         self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
-        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self._rows = rows
         self._fit = 1.0          # the type's share of its size, so that every row fits (``fit_height``)
-        self._return_focus: QWidget | None = None
         self.panel = QFrame(self)
         self.panel.setObjectName("shortcutPanel")
         self.text = QLabel(self.panel)
@@ -162,35 +162,13 @@ class ShortcutOverlay(QWidget):
         self._set_text()
 
     def open(self) -> None:
-        self._return_focus = QApplication.focusWidget()
         self.setGeometry(self.parentWidget().rect())
         self.fit_height()
-        self.raise_()
-        self.show()
-        self.setFocus(Qt.FocusReason.OtherFocusReason)
+        self.take_keyboard()
 
     def close_overlay(self) -> None:
-        if not self.isVisible():
-            return
-        self.hide()
-        if self._return_focus is not None:
-            try:
-                self._return_focus.setFocus(Qt.FocusReason.OtherFocusReason)
-            except RuntimeError:   # the widget is gone
-                pass
-        self._return_focus = None
-
-    def event(self, event) -> bool:
-        # a layer over the window: its keys are the layer's (a digit starts no run under it,
-        # Space pauses nothing), but for those with Ctrl or Alt (Ctrl+Q still quits)
-        if event.type() == QEvent.Type.ShortcutOverride and not (
-                event.modifiers() & (Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier)):
-            event.accept()
-            return True
-        return super().event(event)
-
-    def focusNextPrevChild(self, _next: bool) -> bool:
-        return True         # Tab stays on the layer (under it, Esc would no longer close it)
+        if self.isVisible():
+            self.give_keyboard_back()
 
     def keyPressEvent(self, event) -> None:
         if event.key() in (Qt.Key.Key_Escape, Qt.Key.Key_F1, Qt.Key.Key_Question):

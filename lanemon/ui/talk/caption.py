@@ -13,9 +13,10 @@ Both draw only what they are given: the player (``player.TalkPlayer``) decides.
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtWidgets import QApplication, QFrame, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from lanemon.ui.kit import theme
+from lanemon.ui.kit.key_layer import KeyLayer
 
 TITLE_PT = 15.0
 TEXT_PT = 11.5
@@ -104,10 +105,10 @@ class TalkCaption(QFrame):
             label.setFont(font)
 
 
-class BlankScreen(QWidget):
+class BlankScreen(KeyLayer):
     """Black over the whole window (a speaker's "blank the screen"). While it covers the
-    window it has the keyboard: a key without Ctrl or Alt acts on nothing beneath (a digit
-    starts no run unseen); it is said (``key_pressed``: the talk brings the window back)."""
+    window it has the keyboard (``KeyLayer``): a key acts on nothing beneath (a digit starts
+    no run unseen); it is said (``key_pressed``: the talk brings the window back)."""
 
     key_pressed = Signal()
 
@@ -115,8 +116,6 @@ class BlankScreen(QWidget):
         super().__init__(parent)
         self.setObjectName("talkBlank")
         self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
-        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
-        self._return_focus: QWidget | None = None
         self.hide()
         self.apply_fonts()
 
@@ -125,31 +124,11 @@ class BlankScreen(QWidget):
 
     def cover(self) -> None:
         self.apply_fonts()
-        self.setGeometry(self.parentWidget().rect())
-        self.raise_()
-        self._return_focus = QApplication.focusWidget()
-        self.show()
-        self.setFocus(Qt.FocusReason.OtherFocusReason)
+        self.take_keyboard()
 
     def uncover(self) -> None:
         """Gone; the focus back where it was."""
-        self.hide()
-        back, self._return_focus = self._return_focus, None
-        if back is not None:
-            try:
-                back.setFocus(Qt.FocusReason.OtherFocusReason)
-            except RuntimeError:   # the widget is gone
-                pass
-
-    def event(self, event) -> bool:
-        if event.type() == QEvent.Type.ShortcutOverride and not (
-                event.modifiers() & (Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier)):
-            event.accept()
-            return True
-        return super().event(event)
-
-    def focusNextPrevChild(self, _next: bool) -> bool:
-        return True         # Tab stays here
+        self.give_keyboard_back()
 
     def keyPressEvent(self, event) -> None:
         event.accept()
