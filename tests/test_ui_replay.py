@@ -592,15 +592,11 @@ def test_esc_leaves_the_replay_while_a_run_is_in_flight_and_cancels_it_after(qtb
     replay is shown it is the replay bar's alone (two live Escs are ambiguous to Qt, which then
     runs neither): the replay is left, the run goes on; back live, on the tab the replay
     chose (not Runs), Esc cancels."""
-    from lanemon.work import worker_processes
+    from lanemon.ui.tools.testing import cold_run_in_flight
 
     async def scenario(win):
-        c = win.controller
-        await wait_until(lambda: c.machine.warm_roundtrip_ms is not None or c.machine.errors, 60)
         await activated(win)
-        rec = c.start_worker(2_000_000_000, "cold")
-        await wait_until(lambda: win.runs_panel.cancel_btn.isEnabled(), 10)
-        await wait_until(lambda: any(w.kind == "cold" for w in worker_processes()), 20)
+        rec = await cold_run_in_flight(win)
         mode = win.replay
         mode.enter(fake, FakeRecording(), "fake.jsonl")
         await wait_until(lambda: QApplication.focusWidget() is mode.panel.slider, 5)

@@ -14,7 +14,7 @@ import pytest
 from procs import gone, release
 
 from lanemon.bench._common import child_processes
-from lanemon.ui.tools.testing import chart_focused, run_window, wait_until
+from lanemon.ui.tools.testing import chart_focused, cold_run_in_flight, run_window, wait_until
 from lanemon.work import hash_range, live_worker_pids, warm_pool, worker_processes
 
 
@@ -373,12 +373,8 @@ def test_esc_cancels_a_worker_run_in_flight_and_is_free_otherwise(qtbot):
         return [w.pid for w in worker_processes() if w.kind == "cold"]
 
     async def scenario(win):
-        c = win.controller
-        await wait_until(lambda: c.machine.warm_roundtrip_ms is not None or c.machine.errors, 60)
         await chart_focused(win)
-        rec = c.start_worker(2_000_000_000, "cold")
-        await wait_until(lambda: win.runs_panel.cancel_btn.isEnabled(), 10)
-        await wait_until(lambda: bool(cold_pids()), 20)
+        rec = await cold_run_in_flight(win)
         cold = cold_pids()
         win.talk.toggle_overlay()                  # F1: the shortcut list over the window
         await wait_until(lambda: win.talk.overlay.isVisible(), 5)

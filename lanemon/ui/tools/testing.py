@@ -43,6 +43,19 @@ async def chart_focused(win) -> None:
     await wait_until(lambda: QApplication.focusWidget() is win.chart, 10)
 
 
+async def cold_run_in_flight(win, total: int = 2_000_000_000):
+    """A cold worker run of minutes started from ``win`` (once its start-up measurement is
+    done), returned when it can be cancelled and its worker process is up: its record."""
+    from lanemon.work import worker_processes
+
+    c = win.controller
+    await wait_until(lambda: c.machine.warm_roundtrip_ms is not None or c.machine.errors, 60)
+    rec = c.start_worker(total, "cold")
+    await wait_until(lambda: win.runs_panel.cancel_btn.isEnabled(), 10)
+    await wait_until(lambda: any(w.kind == "cold" for w in worker_processes()), 20)
+    return rec
+
+
 def keep_shot(png, name: str) -> None:
     """Copy the screenshot ``png`` to ``$LANEMON_SHOTS/name`` when that variable is set (the
     folder made if missing); nothing otherwise."""
