@@ -278,3 +278,52 @@ def test_worker_process_runs_below_the_loop_that_started_it(kind):
     mine = os.getpriority(os.PRIO_PROCESS, 0)
     got = asyncio.run(worker_call("priority", kind))
     assert got == min(19, mine + _kernel.WORKER_NICE) and got > mine or mine == 19
+
+
+DRIVER = """
+import asyncio, sys
+from lanemon.work import live_worker_pids, run_in_worker, warm_pool
+
+async def main():
+    busy = [asyncio.ensure_future(run_in_worker(4_000_000_000, kind)) for kind in ("warm", "cold")]
+    while len(warm_pool().busy_pids()) < 1 or len(live_worker_pids()) < 2:
+        await asyncio.sleep(0.01)
+    print(" ".join(map(str, live_worker_pids())), flush=True)
+    await asyncio.gather(*busy)
+
+if __name__ == "__main__":
+    asyncio.run(main())
+"""
+
+
+def test_busy_workers_end_when_what_started_them_is_killed(tmp_path):
+    """A window or an agent killed with SIGKILL runs no clean-up: its busy workers (a warm one
+    and a cold one, minutes of work each) went on computing for nobody, the forkserver with
+    them. Each worker watches its owner now and exits when it has gone."""
+    import subprocess
+    import sys
+    import time
+
+    from lanemon.procs import alive
+
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    driver = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env,
+                              cwd=root)
+    pids: list[int] = []
+    try:
+        pids = [int(p) for p in driver.stdout.readline().split()]
+        assert len(pids) >= 2 and all(alive(p) for p in pids)
+        driver.kill()
+        driver.wait(10)
+        deadline = time.monotonic() + 20
+        while any(alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = [p for p in pids if alive(p)]
+    finally:
+        driver.kill()
+        for p in pids:
+            release(p)
+    assert left == [], f"workers still computing after their owner was killed: {left}"

@@ -1,7 +1,8 @@
 """The CPU job itself: the only module a worker process needs.
 
-This module imports nothing but the standard library's ``os`` and ``sys``:
-no Qt, no numpy, no asyncio. Worker processes (cold, warm) import it and
+This module imports nothing but the standard library's ``os`` and ``sys``
+(and ``multiprocessing``'s own modules and ``threading`` inside
+``end_with_owner``): no Qt, no numpy, no asyncio. Worker processes (cold, warm) import it and
 nothing heavier, so starting one costs a bare interpreter, not a GUI toolkit.
 
 Guarantees:
@@ -126,8 +127,36 @@ def lower_priority() -> None:
         os.nice(WORKER_NICE)
 
 
+def end_with_owner() -> None:
+    """This (worker) process exits as soon as the process that started it (its owner: a window,
+    an agent, ``lanemon measure``) has ended, however it ended (SIGKILL included, which runs no
+    clean-up): a daemon thread waits on multiprocessing's parent sentinel (a pipe whose write
+    end only the owner holds) and calls ``os._exit`` at its end of file. A worker never goes on
+    computing for nobody. (Its direct parent is no guide: the forkserver lives on while any
+    worker does.) Nothing for a process not started by ``multiprocessing``."""
+    import multiprocessing
+    import threading
+    from multiprocessing.connection import wait
+
+    owner = multiprocessing.parent_process()
+    sentinel = getattr(owner, "sentinel", None)
+    if sentinel is None:
+        return
+
+    def watch() -> None:
+        try:
+            wait([sentinel])
+        except (OSError, ValueError):
+            return              # (the sentinel closed under us: this process is ending anyway)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="lanemon-owner-watch", daemon=True).start()
+
+
 def serve(conn) -> None:
-    """Warm worker: answer requests until told to stop or the pipe closes (at ``WORKER_NICE``)."""
+    """Warm worker: answer requests until told to stop or the pipe closes (at ``WORKER_NICE``;
+    ends with its owner: ``end_with_owner``)."""
+    end_with_owner()
     lower_priority()
     while True:
         try:
@@ -140,7 +169,9 @@ def serve(conn) -> None:
 
 
 def run_once(conn, op: str, arg: object) -> None:
-    """Cold worker: answer one request, then exit (at ``WORKER_NICE``)."""
+    """Cold worker: answer one request, then exit (at ``WORKER_NICE``; ends with its owner:
+    ``end_with_owner``)."""
+    end_with_owner()
     lower_priority()
     conn.send(_answer(op, arg))
     conn.close()
