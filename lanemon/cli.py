@@ -568,13 +568,22 @@ def main(argv: list[str] | None = None) -> int:
                 raise BadInput(f"--replay opens the window; it takes no command ({args.command})")
             if not os.path.isfile(args.window_replay):
                 raise BadInput(f"--replay: no such file: {args.window_replay}")
+        if args.command in ("measure", "bench"):
+            # they start worker processes, agents, a throwaway PostgreSQL: a SIGTERM stops them
+            # on the way out, as Ctrl+C does (the window has its own signal door)
+            from lanemon.tasks import sigterm_interrupts
+
+            with sigterm_interrupts():
+                return COMMANDS[args.command](args)
         return COMMANDS[args.command](args)
     except BadInput as exc:
         print(f"lanemon: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        print("lanemon: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        signum = getattr(exc, "signum", 2)          # (a Terminated says its signal; Ctrl+C is SIGINT)
+        print("lanemon: interrupted" if signum == 2 else f"lanemon: stopped by signal {signum}",
+              file=sys.stderr)
+        return 128 + signum
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """``cancel_and_wait``: the shutdown step every owner of asyncio tasks takes (Qt-free);
-``sleep_until``: a deadline that has passed on return, also on qasync's loop.
+``sleep_until``: a deadline that has passed on return, also on qasync's loop;
+``sigterm_interrupts``: SIGTERM ends a command as Ctrl+C does, its clean-up run.
 
 The scheduler, the counters simulation, the run controller and the lanes view
 each end their tasks the same way: cancel them all, then wait until every one
@@ -12,7 +13,35 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (or another signal) inside ``sigterm_interrupts``: ``signum`` says which."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+
+@contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """In the block, SIGTERM is raised in the main thread as :class:`Terminated` (a
+    ``KeyboardInterrupt``), as Ctrl+C is: every ``finally`` on the way out runs (the agents,
+    the throwaway PostgreSQL, the worker processes a command started are stopped), where the
+    default action killed the process at once. The handler before is back after the block.
+    Main thread only (``signal.signal``'s rule)."""
+    import signal
+
+    def handler(signum, _frame) -> None:
+        raise Terminated(signum)
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 async def cancel_and_wait(tasks: Iterable[asyncio.Future]) -> None:

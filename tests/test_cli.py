@@ -207,3 +207,56 @@ def test_bench_figures_that_cannot_be_written_are_one_line_exit_2(tmp_path, monk
 def test_version_alone_prints_the_version(capsys):
     assert main(["--version"]) == 0
     assert capsys.readouterr().out.strip() == f"lanemon {__version__}"
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` now (read from /proc)."""
+    import os
+
+    parent_of = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    parent_of[int(entry)] = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parent_of.items() if pp == p]
+        found += kids
+        todo += kids
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_sigterm_stops_measure_as_ctrl_c_does_its_workers_with_it():
+    """SIGTERM killed ``lanemon measure`` at once (its ``finally`` never ran: no worker shut
+    down). It is now Ctrl+C's way out: the clean-up runs, one line says so, exit 128 + 15, no
+    traceback, and nothing it started is left."""
+    import signal
+    import time
+
+    from lanemon.procs import alive
+
+    proc = subprocess.Popen([sys.executable, "-m", "lanemon", "measure", "--total", "40000000",
+                             "--worker", "cold"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        seen = []
+        for line in proc.stderr:                  # progress, one line at a time (not a terminal)
+            seen.append(line)
+            if line.startswith("worker: 40,000,000"):
+                break
+        below = _descendants(proc.pid)             # the forkserver and the busy cold worker
+        proc.send_signal(signal.SIGTERM)
+        err = "".join(seen) + proc.stderr.read()
+        rc = proc.wait(60)
+        deadline = time.monotonic() + 20
+        while any(alive(p) for p in below) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        proc.kill()
+    assert rc == 128 + signal.SIGTERM, err
+    assert "lanemon: stopped by signal 15" in err and "Traceback" not in err
+    assert below and not [p for p in below if alive(p)]
