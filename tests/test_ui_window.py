@@ -484,3 +484,46 @@ def test_the_job_size_is_limited_by_the_same_constant_as_the_command(qtbot):
     assert rc == 0 and errors == []
     assert clamped == MAX_TOTAL
     assert started == 0 and "too big" in banner and f"{MAX_TOTAL:,}" in banner
+
+
+SCENARIO_DRIVER = """
+import asyncio, os, signal
+from lanemon.ui.tools.testing import headless, run_window, activated
+
+headless()
+cleaned = []
+
+async def scenario(win):
+    await activated(win)
+    assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None)   # the window's door is up
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)    # as `kill` from outside, mid-scenario
+        await asyncio.sleep(60)                 # (a bench segment, agents running)
+    finally:
+        cleaned.append(True)                    # (the agents stopped)
+
+try:
+    run_window(scenario)
+    print("returned")
+except RuntimeError as exc:
+    print("raised:", exc)
+print("cleaned" if cleaned else "not cleaned", flush=True)
+"""
+
+
+def test_a_window_closed_by_a_signal_ends_its_scenario_with_its_clean_up(tmp_path):
+    """``run_window`` (the benches' and tests' driver) awaited the scenario after the window
+    had gone: a SIGTERM closed the window (the signal door), the scenario went on with its
+    agents, and a second SIGTERM killed the process with them. Now the scenario is cancelled
+    (its ``finally`` runs) and run_window says the window ended first."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "driver.py"
+    script.write_text(SCENARIO_DRIVER)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=root,
+                          timeout=90)
+    lines = done.stdout.splitlines()
+    assert lines == ["raised: the window ended (exit 143) before the scenario did", "cleaned"], done.stderr

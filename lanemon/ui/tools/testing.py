@@ -110,7 +110,9 @@ def run_window(scenario: Callable[[object], Awaitable[object]], window=None, *, 
                store_url: str | None = None):
     """Run ``app.main`` on a qasync loop with ``scenario(window)`` beside it, then close the
     window; returns (exit status, the scenario's value, loop errors). ``store_url``: main
-    makes the window itself, on that store (``lanemon --store URL``)."""
+    makes the window itself, on that store (``lanemon --store URL``). A window that ends
+    before the scenario with a non-zero exit (closed by a signal: 128 + n) or an error
+    cancels it, its clean-up run, and raises (``RuntimeError``, or main's error)."""
     from lanemon.ui.shell.app import application, main
     from lanemon.ui.shell.main_window import MainWindow
 
@@ -137,9 +139,22 @@ def run_window(scenario: Callable[[object], Awaitable[object]], window=None, *, 
             runner = asyncio.ensure_future(main(win))
         win.resize(*size)
         await asyncio.sleep(0)
+        task = asyncio.ensure_future(scenario(win))
         try:
-            value = await scenario(win)
+            await asyncio.wait({task, runner}, return_when=asyncio.FIRST_COMPLETED)
+            if not task.done() and (runner.exception() is not None or runner.result() != 0):
+                # the window ended first, and not by a plain close (a signal: 128 + n; a
+                # failure): the scenario's clean-up runs now (the agents or servers it
+                # started), not never
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                runner.result()      # (raises what main raised)
+                raise RuntimeError(f"the window ended (exit {runner.result()}) before the scenario did")
+            value = await task       # (a scenario that closed the window itself goes on to its end)
         finally:
+            if not task.done():   # (go() itself cancelled: the scenario goes with it)
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
             win.close()
             rc = await runner
         return rc, value
