@@ -59,10 +59,19 @@ class BareLoop:
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "lanemon.bench.floor", str(period_ms), repr(float(busy_ms))],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        self._expect("ready")
+        try:
+            self._expect("ready")
+        except BaseException:        # (it said something else, Ctrl+C, SIGTERM: it goes now)
+            self._proc.kill()
+            self._proc.wait()
+            raise
 
     def _ended(self) -> RuntimeError:
-        self._proc.wait(10)
+        try:
+            self._proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
         err = self._proc.stderr.read().strip()[-400:]
         return RuntimeError(f"the bare-loop floor process ended (exit {self._proc.returncode}): {err}")
 

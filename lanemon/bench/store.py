@@ -316,14 +316,20 @@ def _spawn(folder: Path, url: str, start_at: float) -> list[subprocess.Popen]:
     root = str(Path(lanemon.__file__).resolve().parent.parent)
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     procs = []
-    for i in range(PROCESSES):
-        with open(folder / f"{i}.err", "w") as err:
-            procs.append(subprocess.Popen(
-                ["nice", "-n", str(CHURN_NICE),
-                 sys.executable, "-m", "lanemon.store.churn", "--store", url, "--seconds", str(CONTEND_S),
-                 "--workspaces", ",".join(WORKSPACES), "--seed", str(100 + i), "--name", f"bench-{i}",
-                 "--stats", str(folder / f"{i}.json"), "--start-at", repr(start_at)],
-                stdout=subprocess.DEVNULL, stderr=err, env=env))
+    try:
+        for i in range(PROCESSES):
+            with open(folder / f"{i}.err", "w") as err:
+                procs.append(subprocess.Popen(
+                    ["nice", "-n", str(CHURN_NICE),
+                     sys.executable, "-m", "lanemon.store.churn", "--store", url, "--seconds", str(CONTEND_S),
+                     "--workspaces", ",".join(WORKSPACES), "--seed", str(100 + i), "--name", f"bench-{i}",
+                     "--stats", str(folder / f"{i}.json"), "--start-at", repr(start_at)],
+                    stdout=subprocess.DEVNULL, stderr=err, env=env))
+    except BaseException:        # (a start that failed, Ctrl+C, SIGTERM: the ones started go too)
+        for p in procs:
+            p.kill()
+            p.wait()
+        raise
     return procs
 
 
