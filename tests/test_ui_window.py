@@ -527,3 +527,46 @@ def test_a_window_closed_by_a_signal_ends_its_scenario_with_its_clean_up(tmp_pat
                           timeout=90)
     lines = done.stdout.splitlines()
     assert lines == ["raised: the window ended (exit 143) before the scenario did", "cleaned"], done.stderr
+
+
+def test_a_view_that_fails_to_shut_down_does_not_keep_the_rest_from_it(qtbot):
+    """The window shut its views down one after another: one that raised (a store gone away)
+    skipped the rest and the shutdown hooks, the agents' among them. Every step runs now;
+    the error still comes out at the end."""
+    import asyncio
+
+    from lanemon.ui.shell.main_window import MainWindow
+
+    win = MainWindow()
+    qtbot.addWidget(win)
+    ran = []
+
+    async def broken():
+        raise RuntimeError("the store went away")
+
+    keys = list(win.views)
+    win.views[keys[0]].shutdown = broken            # the first view fails
+    last = win.views[keys[-1]]
+    shut_last = last.shutdown
+
+    async def last_view():
+        ran.append("last view")
+        await shut_last()
+
+    async def hook():
+        ran.append("hook")
+
+    last.shutdown = last_view
+    win.add_shutdown_hook(hook)
+
+    async def go():
+        with pytest.raises(RuntimeError, match="the store went away"):
+            await win.shutdown()
+
+    import qasync
+
+    from lanemon.ui.shell.app import application
+
+    with asyncio.Runner(loop_factory=lambda: qasync.QEventLoop(application())) as r:
+        r.run(go())
+    assert ran == ["last view", "hook"]

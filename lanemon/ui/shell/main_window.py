@@ -395,19 +395,26 @@ class MainWindow(QMainWindow):
         self.programs_view.start_listening()
 
     async def shutdown(self) -> None:
-        """Cancel runs and measurements, stop timers (worker processes: ``app.main``)."""
+        """Cancel runs and measurements, shut every view down, run the shutdown hooks (the
+        agents this window started are stopped there), stop timers (worker processes:
+        ``app.main``). Every step runs even when one before it raised (a view whose store
+        went away must not leave the agents running); the first error is raised at the end."""
         if self._shut:
             return
         self._shut = True
         self._status_timer.stop()
         self.chart.stop()
-        await self.controller.shutdown()
-        for view in self.views.values():
-            await view.shutdown()
-        for hook in self._shutdown_hooks:
-            await hook()
+        errors: list[Exception] = []
+        for step in (self.controller.shutdown, *(view.shutdown for view in self.views.values()),
+                     *self._shutdown_hooks):
+            try:
+                await step()
+            except Exception as exc:      # (a cancellation is not one: it ends the shutdown)
+                errors.append(exc)
         self.own_watchdog.stop()
         self.heartbeat.stop()
+        if errors:
+            raise errors[0]
 
     def closeEvent(self, event) -> None:
         event.accept()
