@@ -76,7 +76,7 @@ def _int_at_least(low: int, high: int | None = None, why_high: str = ""):
     return parse
 
 
-def _ms(*, positive: bool):
+def _ms(*, positive: bool, at_most: float | None = None):
     def parse(text: str) -> float:
         try:
             value = float(text)
@@ -86,6 +86,8 @@ def _ms(*, positive: bool):
             raise argparse.ArgumentTypeError(f"{text!r} is not a finite number of milliseconds")
         if value < 0 or (positive and value == 0):
             raise argparse.ArgumentTypeError(f"{text} must be {'positive' if positive else 'zero or more'}")
+        if at_most is not None and value > at_most:
+            raise argparse.ArgumentTypeError(f"{text} must be at most {at_most:g}")
         return value
     return parse
 
@@ -114,6 +116,7 @@ def _seconds_arg(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     from lanemon.work.runs import DEFAULT_TOTAL, MAX_TOTAL
+    from lanemon.work.slicing import MAX_SLICE_MS
     from lanemon.work.workers import KINDS
 
     parser = _Parser(prog="lanemon", description="Make event-loop responsiveness and scheduling contention visible.")
@@ -139,7 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"iterations of the job, 1 to {MAX_TOTAL:,} (default {DEFAULT_TOTAL:,})")
     how = m.add_mutually_exclusive_group()
     how.add_argument("--slice-size", type=_int_at_least(1), help="iterations per slice")
-    how.add_argument("--slice-ms", type=_ms(positive=True), help="time budget per slice in ms (default 8)")
+    how.add_argument("--slice-ms", type=_ms(positive=True, at_most=MAX_SLICE_MS),
+                     help=f"time budget per slice in ms (default 8, at most {MAX_SLICE_MS:g})")
     m.add_argument("--worker", choices=KINDS, default="cold", help="worker kind for the worker run (default cold)")
     m.add_argument("--out", help="write the JSON report to this file")
 

@@ -49,6 +49,7 @@ def no_work(monkeypatch):
     ["measure", "--total", "ten"],
     ["measure", "--slice-size", "0"],
     ["measure", "--slice-ms", "0"],
+    ["measure", "--slice-ms", "1e306"],          # the slice size overflowed after the whole run
     ["measure", "--slice-size", "10", "--slice-ms", "5"],
     ["measure", "--worker", "fork"],
     ["measure", "--out", "/no/such/folder/r.json"],

@@ -284,6 +284,22 @@ def test_settings_restore_the_state_and_the_widgets_follow(qtbot, tmp_path):
 
 
 
+@pytest.mark.parametrize("bad", ["inf", "-inf", "1e999", "nan"])
+def test_a_hand_edited_infinite_setting_is_ignored_not_a_crash_at_every_start(qtbot, tmp_path, bad):
+    """``heartbeat/period_ms=inf`` made ``int(inf)`` raise OverflowError inside ``restore`` at
+    every start (until the file was edited), ``job/size=inf`` the same in ``set_job``: such a
+    value is ignored, as a word is."""
+    ini = tmp_path / "lanemon.ini"
+    ini.write_text(f"[heartbeat]\nperiod_ms={bad}\n[job]\nsize={bad}\nunit=CPU ms\n")
+    win = MainWindow()
+    qtbot.addWidget(win)
+    before = (win.heartbeat.period_ms, win.runs_panel.job())
+    settings.restore(win, settings.open_store(str(ini)))
+    assert (win.heartbeat.period_ms, win.runs_panel.job()) == before
+    with pytest.raises(ValueError):
+        win.runs_panel.set_job(float(bad), "iterations")
+
+
 @pytest.mark.parametrize("outside, presenter", [(True, False), (False, False), (False, True), (True, True)])
 def test_settings_keep_the_log_lag_axis_chosen_outside_presenter_mode(qtbot, tmp_path, outside, presenter):
     """The "log" box (L) was forgotten at the next start; presenter mode's own log axis is

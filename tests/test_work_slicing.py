@@ -112,3 +112,19 @@ def test_calibration_gives_a_rate_and_iterations():
     rate = asyncio.run(calibrate_async(samples=3, slice_ms=1.0))
     assert rate > 0
     assert iterations_for_ms(10) >= iterations_for_ms(1) >= 1
+
+
+def test_a_slice_budget_above_a_second_is_refused_before_any_work():
+    """``slice_ms=1e306`` overflowed the slice size (``int(inf)``) after the run had begun."""
+    import asyncio
+
+    import pytest
+
+    from lanemon.work.slicing import MAX_SLICE_MS, run_sliced_budget
+
+    for bad in (MAX_SLICE_MS * 1.001, 1e306):
+        with pytest.raises(ValueError, match="at most"):
+            asyncio.run(run_sliced_budget(1_000, bad))
+    from lanemon.work import hash_range
+
+    assert asyncio.run(run_sliced_budget(10_000, MAX_SLICE_MS)).result == hash_range(0, 10_000)

@@ -38,6 +38,7 @@ from lanemon.work._kernel import check_size, check_total, hash_range
 MIN_SLICE = 1_000
 AIM = 0.8          # budgeted slices are sized to take this fraction of the budget
 DEFAULT_SLICE_MS = 8.0   # the budget per slice when none is given (measure, the lanes' CPU works)
+MAX_SLICE_MS = 1000.0    # the largest budget per slice (a second: the window's field allows no more)
 
 
 async def yield_to_timers() -> None:
@@ -123,9 +124,14 @@ async def run_sliced_budget(
     should_stop: Callable[[], bool] | None = None,
 ) -> SlicedResult:
     """``hash_range(0, total)`` in slices of about ``AIM * slice_ms`` each (at most ``slice_ms``
-    unless the machine slows down within a slice)."""
+    unless the machine slows down within a slice). Refused (``ValueError``): a ``slice_ms``
+    that is not a positive number up to ``MAX_SLICE_MS`` (a larger one overflowed the slice
+    size: ``1e306`` ms)."""
     check_total(total)
-    budget = _check_ms("slice_ms", slice_ms) * AIM
+    budget = _check_ms("slice_ms", slice_ms)
+    if budget > MAX_SLICE_MS:
+        raise ValueError(f"slice_ms must be at most {MAX_SLICE_MS:g} ms, got {slice_ms!r}")
+    budget *= AIM
     rate = _rate_per_ms or None  # iterations per ms, refined after every slice
     size = max(MIN_SLICE, int(rate * budget)) if rate else MIN_SLICE
 

@@ -28,6 +28,7 @@ with a message.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, Qt, Signal
@@ -60,7 +61,7 @@ from lanemon.ui.runs.controller import RunController
 from lanemon.ui.runs.model import COLUMNS, RunsTableModel
 from lanemon.ui.shell import exports
 from lanemon.work.runs import MAX_TOTAL, WINDOW_TOTAL
-from lanemon.work.slicing import AIM
+from lanemon.work.slicing import AIM, MAX_SLICE_MS
 
 UNITS = ("iterations", "CPU ms")
 SLICING = ("ms budget", "size")
@@ -367,12 +368,14 @@ class RunsPanel(LiveView):
 
     def set_job(self, value: float, unit: str = "iterations") -> None:
         """Choose the job: ``value`` in ``unit`` (one of ``UNITS``, else ``ValueError``),
-        rounded to a whole number and clamped to 1..``MAX_TOTAL`` iterations or
-        1..``MAX_CPU_MS`` CPU ms. The widgets follow."""
+        clamped to 1..``MAX_TOTAL`` iterations or 1..``MAX_CPU_MS`` CPU ms and rounded to a
+        whole number (a value that is not a finite number: ``ValueError``). The widgets follow."""
         if unit not in UNITS:
             raise ValueError(f"unknown unit {unit!r}: one of {', '.join(UNITS)}")
+        if not math.isfinite(value):
+            raise ValueError(f"the job size must be a finite number, not {value!r}")
         top = MAX_TOTAL if unit == "iterations" else MAX_CPU_MS
-        self._job = (float(min(max(round(value), 1), top)), unit)
+        self._job = (float(round(min(max(value, 1), top))), unit)
         size, unit = self._job
         widgets = (self.size, self.unit)
         for w in widgets:
@@ -405,7 +408,7 @@ class RunsPanel(LiveView):
     def _slicing_changed(self) -> None:
         if self.slicing.currentText() == "ms budget":
             self.slice_value.setDecimals(1)
-            self.slice_value.setRange(0.5, 1000)
+            self.slice_value.setRange(0.5, MAX_SLICE_MS)
             self.slice_value.setSingleStep(1)
             self.slice_value.setSuffix(" ms")
             self.slice_value.setValue(8)

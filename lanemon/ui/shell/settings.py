@@ -23,6 +23,7 @@ passes an explicit ini path.
 from __future__ import annotations
 
 import atexit
+import math
 import os
 import shutil
 import tempfile
@@ -75,10 +76,15 @@ def _bool(value) -> bool:
 
 
 def _number(value, kind=float):
+    """``value`` as a finite number of ``kind``; ``None`` for anything else (a hand-edited
+    ``inf`` or ``1e999`` included: ``int(inf)`` raised OverflowError at every start)."""
     try:
-        return kind(float(value))
+        number = float(value)
     except (TypeError, ValueError):
         return None
+    if not math.isfinite(number):
+        return None
+    return kind(number)
 
 
 def unwritable(store: QSettings) -> str | None:
