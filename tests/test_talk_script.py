@@ -178,8 +178,28 @@ def test_a_file_that_cannot_be_read_or_is_not_text_is_said(tmp_path):
     with pytest.raises(TalkError) as caught:
         load(str(binary))
     assert caught.value.line == 3 and "not UTF-8" in caught.value.message
-    with pytest.raises(TalkError, match="cannot read it"):
+    with pytest.raises(TalkError, match="not a file"):
         load(str(tmp_path))          # a folder
+
+
+def test_a_device_a_pipe_a_huge_file_deep_nesting_or_no_step_is_refused_in_one_line(tmp_path):
+    """``--talk /dev/zero`` (or a pipe) read for ever, arrays nested ~1,000 deep raised
+    RecursionError, and ``step = []`` passed ``--check`` and then crashed the window."""
+    import os
+
+    fifo = tmp_path / "pipe.toml"
+    os.mkfifo(fifo)
+    for path in ("/dev/zero", str(fifo)):
+        with pytest.raises(TalkError, match="not a file"):
+            load(path)
+    huge = tmp_path / "huge.toml"
+    huge.write_text('[[step]]\ntitle = "x"\n' + "# padding\n" * 150_000)
+    with pytest.raises(TalkError, match="larger than 1,000,000 bytes"):
+        load(str(huge))
+    with pytest.raises(TalkError, match="not valid TOML"):        # (RecursionError in 3.11's tomllib)
+        parse("x = " + "[" * 2000 + "]" * 2000, "talk.toml")
+    with pytest.raises(TalkError, match="no steps"):
+        parse("step = []\n", "talk.toml")
 
 
 def test_the_example_talk_tells_the_seeds_story_and_is_valid():

@@ -52,7 +52,9 @@ same methods its controls call.
 from __future__ import annotations
 
 import math
+import os
 import re
+import stat
 import tomllib
 from dataclasses import dataclass
 
@@ -67,6 +69,7 @@ MAX_SECONDS = 600.0       # a simulated lanes job (the lanes form's range)
 MAX_BURST_JOBS = 100_000  # the lanes form's ranges
 MAX_BURST_WORKSPACES = 10_000
 MAX_AGENTS = 16           # started at once (the Processes tab's limit)
+MAX_BYTES = 1_000_000     # a talk file's size (a talk of many steps is a few kilobytes)
 
 TABS = ("runs", "placement", "lanes", "counters", "programs", "processes")
 RUN_KINDS = ("whole", "sliced", "worker")
@@ -316,6 +319,8 @@ class _Reader:
             self.fail(None, "no steps: a talk needs at least one [[step]] table with a title")
         if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):
             self.fail(at.key(None, "step"), "step must be [[step]] tables")
+        if not steps:
+            self.fail(at.key(None, "step"), "no steps: a talk needs at least one [[step]] table with a title")
         return Talk(title=title, steps=tuple(self.step(i, s) for i, s in enumerate(steps)), where=self.where)
 
     def step(self, i: int, data: dict) -> Step:
@@ -476,6 +481,8 @@ def parse(text: str, where: str = "<text>") -> Talk:
     """The talk in ``text`` (TOML), or ``TalkError`` naming the line and what is wrong."""
     try:
         data = tomllib.loads(text)
+    except RecursionError:           # (tomllib's own error for arrays nested ~1,000 deep)
+        raise TalkError(where, None, "not valid TOML: nested too deeply") from None
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
         m = _TOML_AT.search(message)
@@ -487,12 +494,18 @@ def parse(text: str, where: str = "<text>") -> Talk:
 
 
 def load(path: str) -> Talk:
-    """The talk in the file ``path`` (UTF-8 TOML), or ``TalkError`` saying why not."""
+    """The talk in the file ``path`` (UTF-8 TOML), or ``TalkError`` saying why not (among
+    them: not a regular file, such as a device or a pipe that would be read for ever; more
+    than ``MAX_BYTES``)."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):     # (before open: a pipe's open waits for a writer)
+            raise TalkError(path, None, "not a file (a talk is a TOML text file)")
         with open(path, "rb") as fh:
-            raw = fh.read()
+            raw = fh.read(MAX_BYTES + 1)
     except OSError as exc:
         raise TalkError(path, None, f"cannot read it: {exc.strerror or exc}") from None
+    if len(raw) > MAX_BYTES:
+        raise TalkError(path, None, f"larger than {MAX_BYTES:,} bytes: not a talk script")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
