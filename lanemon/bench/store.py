@@ -468,7 +468,9 @@ class _SqliteReader:
     def __init__(self, path: str) -> None:
         import sqlite3
 
-        self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+        from lanemon.store.sql.sqlite import read_only_uri
+
+        self._db = sqlite3.connect(read_only_uri(path), uri=True, isolation_level=None)
 
     async def fetch(self, sql: str, params=()) -> list:
         return self._db.execute(sql, params).fetchall()

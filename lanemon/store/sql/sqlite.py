@@ -31,6 +31,7 @@ import os
 import sqlite3
 import threading
 import time
+import urllib.parse
 from typing import Any
 
 from lanemon.lanes.records import Reservation, State, transition_allowed
@@ -63,7 +64,7 @@ from lanemon.store.sql.common import (
 )
 from lanemon.store.url import StoreError
 
-__all__ = ["BUSY_TIMEOUT_S", "SqliteBackend", "SqliteFeed"]
+__all__ = ["BUSY_TIMEOUT_S", "SqliteBackend", "SqliteFeed", "read_only_uri"]
 
 #: how long a write waits for another process's transaction before failing
 BUSY_TIMEOUT_S = 5.0
@@ -749,6 +750,14 @@ class _Checkpointer:
             self._thread = None
 
 
+def read_only_uri(path: str) -> str:
+    """The SQLite URI that opens the file ``path`` read-only (``uri=True``): the path
+    percent-escaped, so that a ``#``, ``?`` or ``%`` in it is part of the name (unescaped,
+    SQLite cut ``/data/run#2/store.db`` at the ``#``, ``mode=ro`` with it, and opened
+    ``/data/run`` read-write)."""
+    return "file:" + urllib.parse.quote(path, safe="/") + "?mode=ro"
+
+
 class SqliteFeed:
     """The change feed of an SQLite store, on its own connection.
 
@@ -759,7 +768,7 @@ class SqliteFeed:
     a snapshot)."""
 
     def __init__(self, path: str) -> None:
-        self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
+        self._db = sqlite3.connect(read_only_uri(path), uri=True, isolation_level=None,
                                    check_same_thread=False)
         self._version: int | None = None
         self._seq: int | None = None
