@@ -115,4 +115,3 @@ async def test_a_feed_of_a_missing_store_is_refused_in_one_line(request, engine,
     with pytest.raises(StoreError) as err:
         await open_feed(url)
     assert "\n" not in str(err.value) and ("does not exist" in str(err.value))
-

@@ -25,9 +25,13 @@ def test_the_three_engines():
     ("memory:x", "takes nothing"),
     ("sqlite://host/x.db", "three slashes"),
     ("sqlite://ada:hunter2@host/x.db", "three slashes"),     # a mistaken authority: still no password
-    ("sqlite:///tmp/x.db?lease=-1%0A", "positive"),           # (a newline in the value: still one line)
+    ("sqlite:///tmp/x.db?lease=-1%0A", "lease must be"),      # (a newline in the value: still one line)
     ("sqlite:///tmp/", "no database file"),
-    ("sqlite:///tmp/x.db?lease=0", "positive"),
+    ("sqlite:///tmp/x.db?lease=0", "lease must be 0.1 to 86400 seconds"),
+    ("sqlite:///tmp/x.db?lease=1e-9", "lease must be"),       # renewed in a busy loop, ran out between
+    ("postgresql://ada:hunter2@h/d?lease=1e9", "lease must be"),
+    ("sqlite:///tmp/a%00.db", "NUL"),                        # (sqlite3 raised ValueError on it)
+    ("postgresql://ada:hunter2@h/d%00", "NUL"),
     ("sqlite:///tmp/x.db?lease=soon", "not a number"),
     ("sqlite:///tmp/x.db?journal=off", "unknown SQLite option"),
     ("postgresql://ada:hunter2@h:notaport/d", "not a valid PostgreSQL URL"),

@@ -9,12 +9,13 @@ Three forms are accepted, and nothing else:
   ``postgres://``) -- several hosts.
 
 Options (query string, every engine but memory): ``lease=SECONDS`` (how long
-a lane stays its owner's without a renewal; default :data:`DEFAULT_LEASE`),
+a lane stays its owner's without a renewal; default :data:`DEFAULT_LEASE`,
+:data:`MIN_LEASE` to :data:`MAX_LEASE`),
 and for PostgreSQL any libpq parameter (``sslmode=...``, ``connect_timeout``).
 
 Guaranteed: :func:`parse` either returns a :class:`StoreUrl` or raises
 :class:`StoreError` whose message is one line naming what is wrong, and never
-contains the password. :meth:`StoreUrl.redacted` is the only form of a URL
+contains the password (a NUL character, ``%00``, is refused). :meth:`StoreUrl.redacted` is the only form of a URL
 lanemon prints or keeps in settings.
 """
 
@@ -30,6 +31,10 @@ __all__ = ["DEFAULT_LEASE", "StoreError", "StoreUrl", "parse", "redact"]
 #: seconds a lane stays its owner's without a lease renewal (the owner renews
 #: every third of it while its event loop runs)
 DEFAULT_LEASE = 10.0
+#: the shortest and longest leases accepted: the owner renews every third of it, so a lease of
+#: a microsecond renewed in a busy loop and ran out between renewals; a day is plenty
+MIN_LEASE = 0.1
+MAX_LEASE = 86_400.0
 
 
 class StoreError(Exception):
@@ -101,8 +106,8 @@ def _lease(options: dict[str, str], shown: str) -> float:
         lease = float(text)
     except ValueError:
         raise StoreError(f"{shown}: lease={text!r} is not a number of seconds") from None
-    if not math.isfinite(lease) or lease <= 0:
-        raise StoreError(f"{shown}: lease must be a positive number of seconds, not {text!r}")
+    if not math.isfinite(lease) or not MIN_LEASE <= lease <= MAX_LEASE:
+        raise StoreError(f"{shown}: lease must be {MIN_LEASE:g} to {MAX_LEASE:g} seconds, not {text!r}")
     return lease
 
 
@@ -111,6 +116,8 @@ def parse(url: str) -> StoreUrl:
     if not isinstance(url, str) or not url.strip():
         raise StoreError("no store URL given (memory:, sqlite:///path/file.db or postgresql://host/db)")
     url = url.strip()
+    if "\x00" in unquote(url):
+        raise StoreError("a store URL cannot hold a NUL character (%00)")
     shown = redact(url)
     scheme, sep, rest = url.partition(":")
     scheme = scheme.lower()
