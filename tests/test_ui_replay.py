@@ -614,3 +614,35 @@ def test_esc_leaves_the_replay_while_a_run_is_in_flight_and_cancels_it_after(qtb
     assert rc == 0 and errors == []
     left_running, tab, status = got
     assert left_running and tab != "runs" and status == "cancelled"
+
+
+def test_a_recording_damaged_past_its_first_block_is_left_with_a_message_not_a_traceback(qtbot, tmp_path):
+    """Opening a recording reads its start; a line damaged further on (of the right shape at a
+    glance, ``["c",1,"claimed"]``) raised out of the replay's Qt slots: half entered, nothing to
+    leave, and with Play a traceback every tick. The replay is left now, the window live, and a
+    message box says where and why."""
+    import dataclasses
+    import gzip
+
+    plain = tmp_path / "plain.jsonl"
+    record_virtual(str(tmp_path / "race.jsonl"), dataclasses.replace(RACE_CONFIG, customers=400))  # blocks
+    lines = gzip.decompress((tmp_path / "race.jsonl").read_bytes()).decode().splitlines()
+    lines = [line for line in lines if not line.startswith(('["I"', '["Z"'))]   # a plain file: no index
+    lines[-5] = '["c",1,"claimed"]'
+    plain.write_text("\n".join(lines) + "\n")
+
+    async def scenario(win):
+        await activated(win)
+        mode = win.replay
+        opened = mode.open_recording(str(plain))
+        await wait_until(lambda: mode.error_box is not None and mode.error_box.isVisible(), 10)
+        got = (opened, mode.replay, mode.error_box.windowTitle(), mode.error_box.text(),
+               win.chart.isVisible(), mode.panel.isVisible(), mode.record_action.isEnabled())
+        mode.error_box.close()
+        return got
+
+    rc, got, errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    opened, replay, title, text, chart, panel, can_record = got
+    assert (opened, replay, title, chart, panel, can_record) == (False, None, "Recording damaged", True, False, True)
+    assert "malformed line" in text and "plain.jsonl" in text and "window is live again" in text

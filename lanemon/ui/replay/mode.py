@@ -93,7 +93,8 @@ class ReplayMode(QObject):
         self.session: RecordingSession | None = None
         self.replay = None
         self.recording = None
-        self.error_box: QMessageBox | None = None      # the last "not opened" message box
+        self.error_box: QMessageBox | None = None      # the last "not opened" / "damaged" message box
+        self._path = ""                                # the recording replayed (its messages name it)
         self._t0 = 0.0
         self._moments: list = []
         self._doubles: list[int] = []                  # event indices of the double assignments
@@ -269,17 +270,36 @@ class ReplayMode(QObject):
         except Exception as exc:
             self._say_not_opened(_open_problem(path, exc))
             return False
-        self.enter(replay, recording, os.path.basename(path))
+        self._path = path
+        try:
+            self.enter(replay, recording, os.path.basename(path))
+        except Exception as exc:     # (read past its first block: its moments, its first state)
+            self._damaged(exc)
+            return False
         return True
 
-    def _say_not_opened(self, text: str) -> None:
-        box = QMessageBox(QMessageBox.Icon.Warning, "Recording not opened", text,
+    def _damaged(self, exc: Exception) -> None:
+        """The recording turned out damaged past what opening it read (a block, a line): the
+        replay is left, the window back live, a message box says where and why (a file is
+        read block by block as it is replayed; a replay must not raise in a Qt slot, nor
+        every tick of Play)."""
+        at = self.replay.position if self.replay is not None else 0
+        self.pause()
+        try:
+            self.leave()
+        except Exception:            # (leaving read nothing more of it; the views go back live)
+            self.replay = self.recording = None
+        self._say_not_opened(f"{_open_problem(self._path, exc)} The replay stopped (near event {at:,}) and the "
+                             "window is live again.", title="Recording damaged")
+
+    def _say_not_opened(self, text: str, title: str = "Recording not opened") -> None:
+        box = QMessageBox(QMessageBox.Icon.Warning, title, text,
                           QMessageBox.StandardButton.Ok, self.window)
         box.setWindowModality(Qt.WindowModality.WindowModal)
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, True)
         self.error_box = box
         box.open()      # (not exec(): no nested loop inside the asyncio loop)
-        self.window.statusBar().showMessage(f"Recording not opened: {text}", 15000)
+        self.window.statusBar().showMessage(f"{title}: {text}", 15000)
 
     # --- entering and leaving ----------------------------------------------------------------------
     def enter(self, replay, recording, name: str) -> None:
@@ -367,8 +387,11 @@ class ReplayMode(QObject):
         if replay is None:
             return
         k = max(0, min(len(replay), int(k)))
-        replay.seek(k)
-        self._show()
+        try:
+            replay.seek(k)
+            self._show()
+        except Exception as exc:     # a damaged block of the recording, reached only now
+            self._damaged(exc)
 
     def step(self, delta: int) -> None:
         if self.replay is not None:
