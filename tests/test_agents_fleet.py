@@ -295,3 +295,12 @@ def test_a_fleet_its_owner_never_closed_stops_its_agents_at_exit(tmp_path):
     if orphaned:
         os.kill(pid, signal.SIGKILL)         # (leave nothing behind, then fail)
     assert not orphaned, "the agent outlived the program that started it"
+
+
+def test_the_stop_grace_outlasts_an_agents_own_clean_stop():
+    """An agent's clean stop (give its reservations back, its running jobs' grace) took longer
+    than the fleet waited before its SIGKILL (5 s): a stopped agent was killed mid clean-up."""
+    from lanemon.agents import agent, fleet, staff
+
+    assert fleet.STOP_GRACE_S > agent.GIVE_BACK_S + agent.GRACE_S
+    assert fleet.STOP_GRACE_S > staff.STOP_GRACE_S

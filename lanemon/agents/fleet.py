@@ -74,8 +74,10 @@ __all__ = [
     "STOP_GRACE_S", "STRATEGIES", "SessionWatch", "SignalResult", "agent_argv", "process_rows",
 ]
 
-#: seconds a stopped (SIGTERM) process has to exit before it gets SIGKILL
-STOP_GRACE_S = 5.0
+#: seconds a stopped (SIGTERM) process has to exit before it gets SIGKILL: more than an agent's
+#: own clean stop takes (``agent.GIVE_BACK_S`` + ``agent.GRACE_S`` for its running jobs, then
+#: its workers shut down), which 5 s cut short with a SIGKILL
+STOP_GRACE_S = 10.0
 #: seconds between two reads of the store's sessions
 SESSIONS_PERIOD_S = 1.0
 ROLES = ("lanes", "staff")
