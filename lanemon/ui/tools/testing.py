@@ -139,22 +139,27 @@ def run_window(scenario: Callable[[object], Awaitable[object]], window=None, *, 
             runner = asyncio.ensure_future(main(win))
         win.resize(*size)
         await asyncio.sleep(0)
-        task = asyncio.ensure_future(scenario(win))
+        me = asyncio.current_task()
+        running = [True]             # the scenario has not returned yet
+
+        def window_ended(fut) -> None:
+            # the window ended first, and not by a plain close (a signal: 128 + n; a failure):
+            # the scenario (awaited below, its first step at once as before) is cancelled, so
+            # its clean-up runs now (the agents or servers it started), not never
+            if running[0] and (fut.cancelled() or fut.exception() is not None or fut.result() != 0):
+                me.cancel()
+
+        runner.add_done_callback(window_ended)
         try:
-            await asyncio.wait({task, runner}, return_when=asyncio.FIRST_COMPLETED)
-            if not task.done() and (runner.exception() is not None or runner.result() != 0):
-                # the window ended first, and not by a plain close (a signal: 128 + n; a
-                # failure): the scenario's clean-up runs now (the agents or servers it
-                # started), not never
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
+            value = await scenario(win)  # (one that closed the window itself goes on to its end)
+        except asyncio.CancelledError:
+            if runner.done():
                 runner.result()      # (raises what main raised)
-                raise RuntimeError(f"the window ended (exit {runner.result()}) before the scenario did")
-            value = await task       # (a scenario that closed the window itself goes on to its end)
+                raise RuntimeError(f"the window ended (exit {runner.result()}) before the scenario did") \
+                    from None
+            raise
         finally:
-            if not task.done():   # (go() itself cancelled: the scenario goes with it)
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
+            running[0] = False
             win.close()
             rc = await runner
         return rc, value
