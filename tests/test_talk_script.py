@@ -267,3 +267,12 @@ def test_a_talk_with_an_error_never_opens_the_window(tmp_path, capsys, monkeypat
 def test_talk_options_misused_are_refused(argv, words, capsys):
     assert cli.main(argv) == 2
     assert words in capsys.readouterr().err
+
+
+def test_a_workspace_name_the_window_refuses_is_refused_by_check_too():
+    """``workspace = "ws 01"`` passed ``--check`` (only its length was checked) and was refused
+    when the step ran: the one rule (``lanemon.lanes.names``) applies in the script too."""
+    with pytest.raises(TalkError, match="is not a workspace name"):
+        parse('[[step]]\ntitle = "x"\ndo = [ { lanes = "add", workspace = "ws 01" } ]\n', "talk.toml")
+    talk = parse('[[step]]\ntitle = "x"\ndo = [ { lanes = "add", workspace = "ws-01/a@b" } ]\n', "talk.toml")
+    assert talk.steps[0].actions[0].workspace == "ws-01/a@b"

@@ -64,7 +64,6 @@ import datetime as _dt
 import json
 import math
 import os
-import re
 import sys
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -80,9 +79,6 @@ MAX_COUNT = 100_000
 #: the longest simulated job in seconds and CPU job in ms (the window's job form's bounds)
 MAX_SECONDS = 600.0
 MAX_CPU_MS = 60_000.0
-#: a workspace name: letters, digits and ``- _ . : @ /``, at most this many characters
-MAX_WS_NAME = 40
-_WS_OK = re.compile(r"^[\w.\-:@/]+$")
 QUEUES = ("reservations", "cafe")
 
 
@@ -122,14 +118,14 @@ def _count(text: str) -> int:
 
 def _workspaces(text: str) -> list[str]:
     names = [w.strip() for w in text.split(",")]
+    from lanemon.lanes.names import workspace_problem
+
     for ws in names:
         if not ws:
             raise argparse.ArgumentTypeError(f"{text!r}: an empty workspace name in the list")
-        if len(ws) > MAX_WS_NAME:
-            raise argparse.ArgumentTypeError(f"workspace {ws[:12]!r}...: longer than {MAX_WS_NAME} characters")
-        if not _WS_OK.match(ws):
-            raise argparse.ArgumentTypeError(f"{ws!r} is not a workspace name: use letters, digits "
-                                             "and - _ . : @ / without spaces")
+        problem = workspace_problem(ws)
+        if problem is not None:
+            raise argparse.ArgumentTypeError(problem)
     return names
 
 

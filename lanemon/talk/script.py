@@ -58,6 +58,7 @@ import stat
 import tomllib
 from dataclasses import dataclass
 
+from lanemon.lanes.names import MAX_WORKSPACE_NAME, workspace_problem
 from lanemon.work.runs import MAX_TOTAL
 
 TALK_FORMAT = 1
@@ -407,7 +408,10 @@ class _Reader:
                 self.fail(line, f'lanes = "{do}" takes no {key} (it takes {", ".join(sorted(uses))})')
         ws = d.get("workspace")
         if ws is not None:
-            ws = self.text(ws, line, "workspace", required=True, limit=40)
+            ws = self.text(ws, line, "workspace", required=True, limit=MAX_WORKSPACE_NAME)
+            problem = workspace_problem(ws)      # (refused here, not when the step runs)
+            if problem is not None:
+                self.fail(line, problem)
         elif do not in ("burst", "release"):
             self.fail(line, f'lanes = "{do}" needs workspace = "ws-01" (which workspace)')
         queue = self.choice(d.get("queue", "reservations"), line, "queue", QUEUES)

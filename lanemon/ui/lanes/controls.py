@@ -9,7 +9,6 @@ the layout.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from PySide6.QtCore import QEvent, Qt
@@ -28,14 +27,14 @@ from PySide6.QtWidgets import (
 )
 
 from lanemon.lanes import QUEUE_NAMES, CpuWork, SimulatedWork
+from lanemon.lanes.names import MAX_WORKSPACE_NAME, workspace_problem
 from lanemon.ui.kit import theme
 
 WORK_KINDS = ("simulated", "CPU")
 PLACEMENTS = ("auto", "loop", "slice", "worker")
 DEFAULT_DURATION_S = 2.0
 DEFAULT_CPU_MS = 200.0
-_WS_OK = re.compile(r"^[\w.\-:@/]+$")
-MAX_WS_NAME = 40         # characters: a longer workspace name is refused (see ``workspace``)
+MAX_WS_NAME = MAX_WORKSPACE_NAME   # characters: a longer workspace name is refused (see ``workspace``)
 
 
 def ws_name(i: int) -> str:
@@ -238,9 +237,9 @@ class LanesControls(QWidget):
         if len(ws) > MAX_WS_NAME:
             raise ValueError(f"A workspace name has at most {MAX_WS_NAME} characters; this one has "
                              f"{len(ws)} ({ws[:12]}…). Shorten it.")
-        if not _WS_OK.match(ws):
-            raise ValueError(f"{ws!r} is not a workspace name: use letters, digits and - _ . : @ /"
-                             " without spaces.")
+        problem = workspace_problem(ws)      # (the one rule: lanemon.lanes.names)
+        if problem is not None:
+            raise ValueError(f"{problem}.")
         return ws
 
     def fill_simulated(self, ws: str, queue: str, seconds: float, fails: bool = False) -> None:
