@@ -276,3 +276,16 @@ def test_a_workspace_name_the_window_refuses_is_refused_by_check_too():
         parse('[[step]]\ntitle = "x"\ndo = [ { lanes = "add", workspace = "ws 01" } ]\n', "talk.toml")
     talk = parse('[[step]]\ntitle = "x"\ndo = [ { lanes = "add", workspace = "ws-01/a@b" } ]\n', "talk.toml")
     assert talk.steps[0].actions[0].workspace == "ws-01/a@b"
+
+
+def test_a_line_separator_inside_a_string_does_not_shift_the_lines_said():
+    """TOML lines end at LF (or CRLF) only; a U+2028 inside a step's text made every line said
+    after it one too many."""
+    text = ('[[step]]\ntitle = "one"\ntext = "a\u2028b"\n[[step]]\ntitle = "two"\n'
+            'do = [ { tab = "nosuch" } ]\n')
+    with pytest.raises(TalkError) as caught:
+        parse(text, "talk.toml")
+    assert caught.value.line == 6, caught.value
+    with pytest.raises(TalkError) as crlf:
+        parse(text.replace("\n", "\r\n"), "talk.toml")
+    assert crlf.value.line == 6, crlf.value

@@ -179,7 +179,12 @@ class _Lines:
     """Where things are in the source text (tomllib keeps no positions)."""
 
     def __init__(self, text: str) -> None:
-        self.lines = text.splitlines()
+        # TOML's lines end at LF or CRLF only (``str.splitlines`` also split at U+2028, U+0085
+        # ... inside strings and comments, and the lines said after one were off)
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        self.lines = [line[:-1] if line.endswith("\r") else line for line in lines]
         self.steps = [i + 1 for i, line in enumerate(self.lines) if _STEP_HEADER.match(line)]
 
     def _span(self, step: int | None) -> tuple[int, int]:
