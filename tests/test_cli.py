@@ -211,21 +211,12 @@ def test_version_alone_prints_the_version(capsys):
 
 
 def _descendants(pid: int) -> list[int]:
-    """Every process below ``pid`` now (read from /proc)."""
-    import os
+    """Every live process below ``pid`` now (``lanemon.procs.children``, level by level)."""
+    from lanemon.procs import children
 
-    parent_of = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    parent_of[int(entry)] = int(fh.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                pass
     found, todo = [], [pid]
     while todo:
-        p = todo.pop()
-        kids = [c for c, pp in parent_of.items() if pp == p]
+        kids = [kid for kid, _cmd in children(todo.pop())]
         found += kids
         todo += kids
     return found
@@ -237,7 +228,8 @@ def test_a_sigterm_stops_measure_as_ctrl_c_does_its_workers_with_it():
     down). It is now Ctrl+C's way out: the clean-up runs, one line says so, exit 128 + 15, no
     traceback, and nothing it started is left."""
     import signal
-    import time
+
+    from procs import until
 
     from lanemon.procs import alive
 
@@ -253,11 +245,9 @@ def test_a_sigterm_stops_measure_as_ctrl_c_does_its_workers_with_it():
         proc.send_signal(signal.SIGTERM)
         err = "".join(seen) + proc.stderr.read()
         rc = proc.wait(60)
-        deadline = time.monotonic() + 20
-        while any(alive(p) for p in below) and time.monotonic() < deadline:
-            time.sleep(0.05)
     finally:
         proc.kill()
     assert rc == 128 + signal.SIGTERM, err
     assert "lanemon: stopped by signal 15" in err and "Traceback" not in err
-    assert below and not [p for p in below if alive(p)]
+    assert below
+    until(lambda: not [p for p in below if alive(p)], f"nothing {below} left that measure started", 20)

@@ -6,7 +6,7 @@ import signal
 import threading
 
 import pytest
-from procs import gone, release
+from procs import gone, release, until
 
 from lanemon.work import (
     WorkerDied,
@@ -302,7 +302,6 @@ def test_busy_workers_end_when_what_started_them_is_killed(tmp_path):
     them. Each worker watches its owner now and exits when it has gone."""
     import subprocess
     import sys
-    import time
 
     from lanemon.procs import alive
 
@@ -318,12 +317,8 @@ def test_busy_workers_end_when_what_started_them_is_killed(tmp_path):
         assert len(pids) >= 2 and all(alive(p) for p in pids)
         driver.kill()
         driver.wait(10)
-        deadline = time.monotonic() + 20
-        while any(alive(p) for p in pids) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        left = [p for p in pids if alive(p)]
+        until(lambda: not [p for p in pids if alive(p)], f"workers {pids} gone after their owner was killed", 20)
     finally:
         driver.kill()
         for p in pids:
             release(p)
-    assert left == [], f"workers still computing after their owner was killed: {left}"

@@ -918,21 +918,22 @@ class Scheduler:
         ``ValueError`` for a work ``as_work`` refuses.  A submit whose
         ``queued`` record is saved while the scheduler closes returns its ID,
         the job already cancelled like the other waiting jobs."""
-        try:
+        try:                 # (inline, not _queue_named: a call per job counts, test_lanes_hot_path)
             q = self._queue_by_name[queue]
         except KeyError:
-            raise self._no_queue(queue) from None
+            q = self._queue_named(queue)      # (raises UnknownQueue)
         return await self._submit(q, workspace, work)
 
-    def _no_queue(self, name: object) -> UnknownQueue:
-        return UnknownQueue(f"no queue {name!r} (the queues: {', '.join(self._queue_by_name)})")
+    def _queue_named(self, name: str) -> _Queue:
+        """The queue ``name``, or :class:`UnknownQueue` naming the queues there are."""
+        try:
+            return self._queue_by_name[name]
+        except KeyError:
+            raise UnknownQueue(f"no queue {name!r} (the queues: {', '.join(self._queue_by_name)})") from None
 
     async def burst(self, queue: str, workspaces: Iterable[str], work: Any = None) -> list[int]:
         """Submit one job per workspace given, in order (refusals as ``submit``)."""
-        try:
-            q = self._queue_by_name[queue]
-        except KeyError:
-            raise self._no_queue(queue) from None
+        q = self._queue_named(queue)
         return [await self._submit(q, ws, work) for ws in workspaces]
 
     def adopt(self, queue: str, record: Reservation, work: Any = None) -> bool:
@@ -945,10 +946,7 @@ class Scheduler:
         :class:`UnknownQueue` for a queue name that is not one of this scheduler's."""
         if self._closing is not None:
             raise self._refused()
-        try:
-            q = self._queue_by_name[queue]
-        except KeyError:
-            raise self._no_queue(queue) from None
+        q = self._queue_named(queue)
         jid = record.id
         if jid in self._live or record.state is not _QUEUED or record.queue != queue:
             return False
@@ -1555,11 +1553,7 @@ class Scheduler:
     def queue_view(self, name: str, limit: int | None = None, lanes: bool = True) -> QueueView:
         """Queue ``name`` at this instant (see ``ReservationQueue.view``); :class:`UnknownQueue`
         for a name that is not one of this scheduler's."""
-        try:
-            q = self._queue_by_name[name]
-        except KeyError:
-            raise self._no_queue(name) from None
-        return self._queue_view(q, limit, lanes)
+        return self._queue_view(self._queue_named(name), limit, lanes)
 
     def _queue_view(self, q: _Queue, limit: int | None, lanes: bool) -> QueueView:
         counts = {"submitted": q.submitted, "waiting": len(q.waiting),
