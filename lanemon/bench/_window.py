@@ -39,14 +39,22 @@ def quiet(window):
         window.own_watchdog.start()
 
 
+@contextmanager
 def bare_loop(window, settle_s: float, busy_ms: float = 0.0):
     """A ``lanemon.bench.floor.BareLoop`` with the window's heartbeat period (and ``busy_ms``:
-    the busy control), started while the window is ``quiet`` (its loop waits for the child's
-    start)."""
+    the busy control) for the block, started and closed while the window is ``quiet``: its
+    loop waits for the child's start and for its end (~0.1 s), which the window's watchdog
+    would otherwise report as the window's own stall, and the chart draw and label, in
+    view for the frames measured next."""
     from lanemon.bench.floor import BareLoop
 
     with quiet(window):
-        return BareLoop(window.heartbeat.period_ms, settle_s=settle_s, busy_ms=busy_ms)
+        bare = BareLoop(window.heartbeat.period_ms, settle_s=settle_s, busy_ms=busy_ms)
+    try:
+        yield bare
+    finally:
+        with quiet(window):
+            bare.close()
 
 
 def floor_segment(window, bare, seconds: float) -> list[float]:

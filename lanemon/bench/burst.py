@@ -265,51 +265,50 @@ async def _scenario(win, out):
     c.burst_jobs.setValue(JOBS)
     c.burst_ws.setValue(WORKSPACES)
     await asyncio.sleep(1.0)
-    bare = bare_loop(win, 0.3)
-    where = _Where()
-    results, floors, mem = [], [], {"before": None, "after": [], "reset": [], "frozen_after": [],
-                                    "flood": flood}
-    try:
-        gc.collect()
-        mem["before"] = _rss_mb()
-        mem["blocks"] = [sys.getallocatedblocks()]
-        mem["arenas"] = [_arenas()]
-        mem["frozen_before"] = gc.get_freeze_count()
-        where.install(view)
-        for i in range(1, BURSTS + 1):
-            seg = np.asarray(floor_segment(win, bare, FLOOR_S))
-            floors.append((float(seg.max()), float(np.percentile(seg, 99))))
-            await asyncio.sleep(0.3)
-            where.slow.clear()
-            for g in where.gc_max:
-                where.gc_max[g] = 0.0
-                where.gc_count[g] = 0
-            r = await _burst(win, view, where, out, i)
-            r["gc_max"] = dict(where.gc_max)
-            r["gc_count"] = dict(where.gc_count)
-            r["slowest"] = sorted(where.slow, key=lambda x: -x[1])[:6]
-            r["os_load"] = os.getloadavg()[0]
-            results.append(r)
-            mem["after"].append(_rss_mb())
-            # Reset, as a user does (the button's call), then what the process holds
-            t_reset = time.perf_counter()
-            await view.reset()
-            r["reset_s"] = time.perf_counter() - t_reset
-            await asyncio.sleep(0.5)      # the tab's refresh of the empty state
-            mem["reset"].append(_rss_mb())
-            mem["blocks"].append(sys.getallocatedblocks())
-            mem["arenas"].append(_arenas())
-            mem["frozen_after"].append(gc.get_freeze_count())
-        # what the freezing kept that a full pass would have freed (reference cycles that
-        # became garbage after they were frozen): 0 says nothing leaked through freezing
-        mem["frozen"] = gc.get_freeze_count()
-        gc.unfreeze()
-        mem["cycles"] = gc.collect()
-        mem["unfrozen"] = _rss_mb()
-    finally:
-        where.uninstall()
-        bare.close()
-    return results, floors, mem
+    with bare_loop(win, 0.3) as bare:
+        where = _Where()
+        results, floors, mem = [], [], {"before": None, "after": [], "reset": [], "frozen_after": [],
+                                        "flood": flood}
+        try:
+            gc.collect()
+            mem["before"] = _rss_mb()
+            mem["blocks"] = [sys.getallocatedblocks()]
+            mem["arenas"] = [_arenas()]
+            mem["frozen_before"] = gc.get_freeze_count()
+            where.install(view)
+            for i in range(1, BURSTS + 1):
+                seg = np.asarray(floor_segment(win, bare, FLOOR_S))
+                floors.append((float(seg.max()), float(np.percentile(seg, 99))))
+                await asyncio.sleep(0.3)
+                where.slow.clear()
+                for g in where.gc_max:
+                    where.gc_max[g] = 0.0
+                    where.gc_count[g] = 0
+                r = await _burst(win, view, where, out, i)
+                r["gc_max"] = dict(where.gc_max)
+                r["gc_count"] = dict(where.gc_count)
+                r["slowest"] = sorted(where.slow, key=lambda x: -x[1])[:6]
+                r["os_load"] = os.getloadavg()[0]
+                results.append(r)
+                mem["after"].append(_rss_mb())
+                # Reset, as a user does (the button's call), then what the process holds
+                t_reset = time.perf_counter()
+                await view.reset()
+                r["reset_s"] = time.perf_counter() - t_reset
+                await asyncio.sleep(0.5)      # the tab's refresh of the empty state
+                mem["reset"].append(_rss_mb())
+                mem["blocks"].append(sys.getallocatedblocks())
+                mem["arenas"].append(_arenas())
+                mem["frozen_after"].append(gc.get_freeze_count())
+            # what the freezing kept that a full pass would have freed (reference cycles that
+            # became garbage after they were frozen): 0 says nothing leaked through freezing
+            mem["frozen"] = gc.get_freeze_count()
+            gc.unfreeze()
+            mem["cycles"] = gc.collect()
+            mem["unfrozen"] = _rss_mb()
+        finally:
+            where.uninstall()
+        return results, floors, mem
 
 
 def run(out) -> dict:
