@@ -570,3 +570,32 @@ def test_a_view_that_fails_to_shut_down_does_not_keep_the_rest_from_it(qtbot):
     with asyncio.Runner(loop_factory=lambda: qasync.QEventLoop(application())) as r:
         r.run(go())
     assert ran == ["last view", "hook"]
+
+
+def test_a_window_whose_set_up_fails_is_still_shut_down(monkeypatch, qtbot):
+    """``app.main`` set the window up (settings, show, worker measurement, probe listener)
+    before its ``try``: a failure there left the signal door's handlers installed and the
+    window never shut down (its views, its shutdown hooks: the agents and store it started).
+    Now everything after the door is inside the ``try`` whose ``finally`` shuts down."""
+    import asyncio
+
+    from lanemon.ui.shell import settings
+    from lanemon.ui.shell.main_window import MainWindow
+
+    def broken(win, store):
+        raise RuntimeError("settings broke")
+
+    monkeypatch.setattr(settings, "restore", broken)
+    handler = signal.getsignal(signal.SIGTERM)
+    win = MainWindow()
+    hooks = []
+
+    async def hook():
+        hooks.append(True)
+
+    win.add_shutdown_hook(hook)
+    with pytest.raises(RuntimeError, match="settings broke"):
+        run_window(lambda w: asyncio.sleep(30), window=win)
+    assert hooks == [True]                          # the window's shutdown ran
+    assert signal.getsignal(signal.SIGTERM) is handler   # the door was closed
+    assert not win.isVisible()

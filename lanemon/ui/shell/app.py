@@ -203,35 +203,35 @@ async def main(window: MainWindow | None = None, store_url: str | None = None, t
     closed = asyncio.Event()
     win.close_requested.connect(closed.set)
     door = SignalDoor(lambda signum: win.close(), on_received=lambda signum: win.controller.refuse_new_runs())
-    store = settings.open_store()
-    settings.restore(win, store)
-    problem = settings.unwritable(store)
+    try:   # (from here on, whatever fails, the finally below stops what was started)
+        store = settings.open_store()
+        settings.restore(win, store)
+        problem = settings.unwritable(store)
 
-    def freeze() -> None:
-        """The window's objects out of the collector's way, once they are all there; first
-        the source text PySide's import hook had cached goes (``heap.drop_caches``: ~18 MB)."""
-        heap.drop_caches()
-        gc.collect()
-        gc.freeze()
+        def freeze() -> None:
+            """The window's objects out of the collector's way, once they are all there; first
+            the source text PySide's import hook had cached goes (``heap.drop_caches``: ~18 MB)."""
+            heap.drop_caches()
+            gc.collect()
+            gc.freeze()
 
-    def after_first_paint() -> None:
-        if not closed.is_set() and win.install_views():   # (a caller's window has its tabs)
-            freeze()
+        def after_first_paint() -> None:
+            if not closed.is_set() and win.install_views():   # (a caller's window has its tabs)
+                freeze()
 
-    first_paint.install(win, then=after_first_paint)
-    win.show()
-    if talk is not None:
-        win.after_views(lambda: win.talk_player.load(talk))   # its steps act on the tabs
-    if problem:
-        win.warn(f"Settings will not be kept: {problem}")
-    if store_problem:
-        win.warn(store_problem)
-    win.start()      # (the worker start-up measurement and the probe listener: with the views)
-    if replay_path:
-        win.after_views(lambda: win.replay.open_recording(replay_path))   # it draws in the tabs
-    if win.views_installed:
-        freeze()         # (else after the first paint: above)
-    try:
+        first_paint.install(win, then=after_first_paint)
+        win.show()
+        if talk is not None:
+            win.after_views(lambda: win.talk_player.load(talk))   # its steps act on the tabs
+        if problem:
+            win.warn(f"Settings will not be kept: {problem}")
+        if store_problem:
+            win.warn(store_problem)
+        win.start()      # (the worker start-up measurement and the probe listener: with the views)
+        if replay_path:
+            win.after_views(lambda: win.replay.open_recording(replay_path))   # it draws in the tabs
+        if win.views_installed:
+            freeze()         # (else after the first paint: above)
         await closed.wait()
         try:
             settings.save(win, store)
