@@ -129,6 +129,14 @@ BAD = [
     (_step("do = [ { run = 'whole', cpu_ms = 1, iterations = 5 } ]"), 5, "a run needs its size"),
     (_step("do = [ { run = 'whole', cpu_ms = 0 } ]"), 5, "cpu_ms = 0 is out of range"),
     (_step("do = [ { run = 'whole', cpu_ms = 'lots' } ]"), 5, "cpu_ms must be a number"),
+    # what the window's control would round (the Runs tab: whole CPU ms from 1; the Lanes
+    # form: tenths of a second) is refused, not played as another value
+    (_step("do = [ { run = 'whole', cpu_ms = 0.5 } ]"), 5, "cpu_ms = 0.5 is out of range (1 to 600,000)"),
+    (_step("do = [ { run = 'whole', cpu_ms = 2.5 } ]"), 5,
+     "cpu_ms = 2.5 is finer than the window takes (whole CPU ms)"),
+    (_step("do = [ { lanes = 'add', workspace = 'ws-01', seconds = 0.25 } ]"), 5,
+     "seconds = 0.25 is finer than the window takes (tenths of a second)"),
+    (_step("do = [ { lanes = 'burst', seconds = 1.05 } ]"), 5, "seconds = 1.05 is finer than the window takes"),
     (_step("do = [ { run = 'whole', iterations = 0 } ]"), 5, "iterations = 0 is out of range"),
     (_step("do = [ { run = 'whole', iterations = 600_000_000 } ]"), 5, "600,000,000 is out of range"),
     (_step("do = [ { run = 'whole', iterations = 2.5 } ]"), 5, "iterations must be a whole number"),
@@ -157,6 +165,33 @@ BAD = [
     (_step("do = [ { tab = 'runs' } ]\nundo = [\n  { tab = 'lanes' }, { tab = 'nope' },\n]"), 7,
      'tab "nope" is not one of'),
 ]
+
+
+def test_values_the_window_shows_exactly_pass_whatever_their_binary_fraction():
+    """Tenths of a second (0.3 and 599.9 are not exact binary fractions) and whole CPU ms
+    written as 250.0 pass the step check, as their own values."""
+    talk = parse(_step("do = [\n  { lanes = 'add', workspace = 'ws-01', seconds = 0.3 },\n"
+                       "  { lanes = 'burst', seconds = 599.9 },\n  { run = 'whole', cpu_ms = 250.0 },\n]"))
+    add, burst, run = talk.steps[0].actions
+    assert (add.seconds, burst.seconds, run.cpu_ms) == (0.3, 599.9, 250.0)
+
+
+def test_a_step_of_many_actions_is_read_once_not_once_per_action(monkeypatch):
+    """Each action's line was found by reading the step from its array's start again: a
+    step of n actions read ~n²/2 lines (a 1 MB talk of one-line actions: minutes). Now each
+    line of the step is read once for the array, whatever the number of actions."""
+    n = 1_000
+    body = "do = [\n" + "".join(f"  {{ tab = 'runs' }},  # action {i + 1}\n" for i in range(n)) + "]"
+    calls = []
+    real = s._code
+    monkeypatch.setattr(s, "_code", lambda line: calls.append(line) or real(line))
+    talk = parse(_step(body))
+    assert len(talk.steps[0].actions) == n
+    assert len(calls) <= n + 3                      # the step's lines, once
+    # and the lines said are still each action's own
+    with pytest.raises(TalkError) as caught:
+        parse(_step(body.replace("{ tab = 'runs' },  # action 777", "{ tab = 'nope' },  # action 777")))
+    assert caught.value.line == 5 + 777             # (line 5: "do = [")
 
 
 @pytest.mark.parametrize(("text", "line", "words"), BAD, ids=[b[2][:40] for b in BAD])
@@ -237,7 +272,7 @@ def test_check_exits_2_with_the_line_on_stderr(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert out == ""
     assert err.strip() == (f"lanemon: error: {path}, line 3: cpu_ms = -3 is out of range "
-                           "(more than 0 and at most 600,000)")
+                           "(1 to 600,000)")
 
 
 def test_check_of_a_one_step_talk_says_step(tmp_path, capsys):

@@ -210,7 +210,7 @@ do = [
   { lanes = "fail", workspace = "ws-09" },
   { lanes = "add", workspace = "ws-10", seconds = 30 },
   { lanes = "stop", workspace = "ws-10" },
-  { lanes = "burst", jobs = 4, workspaces = 2, queue = "cafe", seconds = 0.05 },
+  { lanes = "burst", jobs = 4, workspaces = 2, queue = "cafe", seconds = 0.1 },
 ]
 
 [[step]]
@@ -347,7 +347,7 @@ def test_the_whole_example_talk_runs_to_its_end_with_no_action_failing(qtbot):
 HOME = '''
 [[step]]
 title = "One"
-do = [ { tab = "runs" }, { lanes = "add", workspace = "ws-05", seconds = 0.05 } ]
+do = [ { tab = "runs" }, { lanes = "add", workspace = "ws-05", seconds = 0.1 } ]
 
 [[step]]
 title = "Two"

@@ -16,14 +16,15 @@ A talk is ``format = 1`` (optional; a newer format is refused), an optional
 Actions (one inline table each; the first key names the kind):
 
 - ``{ run = "whole"|"sliced"|"worker", iterations = N | cpu_ms = MS[, worker = "cold"|"warm"|"thread"] }``
-  (exactly one of ``iterations``, 1 to ``MAX_TOTAL``, and ``cpu_ms``, above 0 up to
-  ``MAX_CPU_MS``; ``worker`` only for a worker run);
+  (exactly one of ``iterations``, 1 to ``MAX_TOTAL``, and ``cpu_ms``, whole ms from 1 to
+  ``MAX_CPU_MS``, as the Runs tab takes them; ``worker`` only for a worker run);
 - ``{ tab = "runs"|"placement"|"lanes"|"counters"|"programs"|"processes" }``;
 - ``{ lanes = "add", workspace = W[, queue = Q, seconds = S, fails = true] }``,
   ``{ lanes = "burst"[, jobs = N, workspaces = M, queue = Q, seconds = S] }``,
   ``{ lanes = "hold"|"release"|"fail"|"stop", workspace = W }`` (hold / fail: that
   workspace's running job, else its oldest waiting one; release without a workspace:
-  every hold), ``{ lanes = "busy", workspace = W[, on = false] }``;
+  every hold), ``{ lanes = "busy", workspace = W[, on = false] }`` (S: seconds, 0 to
+  ``MAX_SECONDS`` in tenths, as the form takes them);
 - ``{ counters = "strategy", strategy = S }``, ``{ counters = "start"[, strategy = S] }``,
   ``{ counters = "stop" }``, ``{ counters = "compare" }`` (S: short_lock, long_lock,
   claim);
@@ -186,6 +187,7 @@ class _Lines:
             lines.pop()
         self.lines = [line[:-1] if line.endswith("\r") else line for line in lines]
         self.steps = [i + 1 for i, line in enumerate(self.lines) if _STEP_HEADER.match(line)]
+        self._items: dict[tuple[int, str], tuple[int, list[int]]] = {}   # (``item``)
 
     def _span(self, step: int | None) -> tuple[int, int]:
         """1-based first and last line of step ``step`` (0-based index; None: the top)."""
@@ -209,22 +211,31 @@ class _Lines:
         return first
 
     def item(self, step: int, key: str, index: int) -> int:
-        """The line of the ``index``-th inline table of the array ``key`` in the step."""
+        """The line of the ``index``-th inline table of the array ``key`` in the step (the
+        array's line if it has fewer). The step's tables are found once per array (a step of
+        thousands of actions is read once, not once per action)."""
+        found = self._items.get((step, key))
+        if found is None:
+            found = self._items[(step, key)] = self._tables(step, key)
+        start, lines = found
+        return lines[index] if index < len(lines) else start
+
+    def _tables(self, step: int, key: str) -> tuple[int, list[int]]:
+        """The line of ``key = ...`` in the step and the line of each inline table at the
+        array's top level, in order."""
         start = self.key(step, key)
         _, last = self._span(step)
-        seen = -1
+        lines = []
         depth = 0
         for n in range(start, last + 1):
             for ch in _code(self.lines[n - 1]):
                 if ch == "{":
                     if depth == 0:
-                        seen += 1
-                        if seen == index:
-                            return n
+                        lines.append(n)
                     depth += 1
                 elif ch == "}":
                     depth = max(0, depth - 1)
-        return start
+        return start, lines
 
 
 def _code(line: str) -> str:
@@ -293,12 +304,18 @@ class _Reader:
             self.fail(line, f"{what} = {value:,} is out of range ({low:,} to {high:,})")
         return value
 
-    def number(self, value, line: int, what: str, low: float, high: float, *, above_low: bool = False) -> float:
+    def number(self, value, line: int, what: str, low: float, high: float, *,
+               step: float, takes: str) -> float:
+        """A number from ``low`` to ``high`` in whole ``step``s: what the window's control it
+        goes into shows (``takes`` says so in the refusal), so that the talk runs with the
+        value it says, not one the control rounded."""
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             self.fail(line, f"{what} must be a number, not {_kind(value)}")
-        if value > high or value < low or (above_low and value == low):
-            bound = f"more than {low:g} and at most {high:,g}" if above_low else f"{low:g} to {high:,g}"
-            self.fail(line, f"{what} = {value:g} is out of range ({bound})")
+        if value > high or value < low:
+            self.fail(line, f"{what} = {value:g} is out of range ({low:g} to {high:,g})")
+        steps = value / step
+        if abs(steps - round(steps)) > 1e-6:
+            self.fail(line, f"{what} = {value:g} is finer than the window takes ({takes})")
         return float(value)
 
     def flag(self, value, line: int, what: str) -> bool:
@@ -392,7 +409,7 @@ class _Reader:
         if "iterations" in d:
             iterations = self.integer(d["iterations"], line, "iterations", 1, MAX_TOTAL)
         else:
-            cpu_ms = self.number(d["cpu_ms"], line, "cpu_ms", 0, MAX_CPU_MS, above_low=True)
+            cpu_ms = self.number(d["cpu_ms"], line, "cpu_ms", 1, MAX_CPU_MS, step=1, takes="whole CPU ms")
         worker = None
         if "worker" in d:
             if kind != "worker":
@@ -420,7 +437,8 @@ class _Reader:
         elif do not in ("burst", "release"):
             self.fail(line, f'lanes = "{do}" needs workspace = "ws-01" (which workspace)')
         queue = self.choice(d.get("queue", "reservations"), line, "queue", QUEUES)
-        seconds = self.number(d.get("seconds", 2.0 if do == "add" else 1.0), line, "seconds", 0, MAX_SECONDS)
+        seconds = self.number(d.get("seconds", 2.0 if do == "add" else 1.0), line, "seconds", 0, MAX_SECONDS,
+                              step=0.1, takes="tenths of a second")
         fails = self.flag(d.get("fails", False), line, "fails")
         jobs = self.integer(d.get("jobs", 24), line, "jobs", 1, MAX_BURST_JOBS)
         workspaces = self.integer(d.get("workspaces", 6), line, "workspaces", 1, MAX_BURST_WORKSPACES)
