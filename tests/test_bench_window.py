@@ -36,3 +36,21 @@ def test_a_bare_loop_starts_and_ends_while_the_window_is_quiet(qtbot):
     assert lags                                   # the floor was recorded
     assert own == []
     assert watching and beating                   # both started again after each quiet step
+
+
+def test_quiet_does_not_start_what_the_window_s_shutdown_stopped(qtbot):
+    """A scenario cancelled because the window ended closes its floor's child in
+    ``bare_loop``'s ``finally``, inside ``quiet``: the heartbeat and the watchdog thread of the
+    shut window were started again there."""
+    from lanemon.bench._window import quiet
+
+    async def scenario(win):
+        await settled(win)
+        await win.shutdown()
+        with quiet(win):
+            pass
+        return win.shutting_down, win.heartbeat.running, win.own_watchdog.running
+
+    rc, (shutting_down, beating, watching), errors = run_window(scenario)
+    assert rc == 0 and errors == []
+    assert shutting_down and not beating and not watching

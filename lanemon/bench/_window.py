@@ -29,14 +29,17 @@ async def settled(window, timeout_s: float = 60.0) -> None:
 def quiet(window):
     """The window's watchdog thread and heartbeat stopped for the block (while the bench makes the
     window's loop wait: no stack sampled on the other core, no late tick the chart would draw as a
-    stall and scale to); started again after it."""
+    stall and scale to); started again after it, unless the window's shutdown began meanwhile or
+    before (a scenario cancelled because the window ended: ``bare_loop`` closes its child in its
+    ``finally``), which stopped them for good."""
     window.own_watchdog.stop()
     window.heartbeat.stop()
     try:
         yield
     finally:
-        window.heartbeat.start()
-        window.own_watchdog.start()
+        if not window.shutting_down:
+            window.heartbeat.start()
+            window.own_watchdog.start()
 
 
 @contextmanager

@@ -246,6 +246,11 @@ class MainWindow(QMainWindow):
     def views_installed(self) -> bool:
         return self._views_installed
 
+    @property
+    def shutting_down(self) -> bool:
+        """Has ``shutdown`` begun? (Then nothing that it stops is to be started again.)"""
+        return self._shut
+
     def after_views(self, callback: Callable[[], object]) -> None:
         """Call ``callback()`` once every tab is there: now if it is, else at the end of
         ``install_views`` (what needs a view, e.g. a talk or a recording opened at start)."""
